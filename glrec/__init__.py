@@ -1,0 +1,47 @@
+"""glrec: render OpenGL scenes headless and record them to video.
+
+>>> import glrec
+>>> glrec.record("cube", "cube.mp4", size=(1280, 720), fps=30, seconds=3)  # doctest: +SKIP
+"""
+
+from .errors import (
+    ConfigError,
+    ContextError,
+    ContextThreadError,
+    CudaError,
+    DeviceError,
+    DiskFullError,
+    EncoderError,
+    EncoderUnavailableError,
+    GlrecError,
+    OutputError,
+    OutputExistsError,
+    SceneError,
+    ShaderError,
+)
+from .recorder import Recorder, RecordResult, record
+from .scenes import Scene, load_scene
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConfigError",
+    "ContextError",
+    "ContextThreadError",
+    "CudaError",
+    "DeviceError",
+    "DiskFullError",
+    "EncoderError",
+    "EncoderUnavailableError",
+    "GlrecError",
+    "OutputError",
+    "OutputExistsError",
+    "RecordResult",
+    "Recorder",
+    "Scene",
+    "SceneError",
+    "ShaderError",
+    "__version__",
+    "load_scene",
+    "record",
+]

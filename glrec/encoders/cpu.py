@@ -1,0 +1,109 @@
+"""The CPU encoder: libx264, libx265 or SVT-AV1 through PyAV, in process.
+
+Frames arrive already converted to the encoder's pixel format by the GL
+convert stage, so no swscale pass runs on the CPU.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from fractions import Fraction
+
+import av
+import numpy as np
+
+from ..errors import EncoderError, EncoderUnavailableError
+from ..frame import HostFrame, Packet
+from ..options import CPU_ENCODERS, VideoOptions
+
+log = logging.getLogger("glrec")
+
+# Defaults chosen for recordings people keep: visually transparent quality at
+# a speed that keeps up with real-time 1080p on a few cores.
+_DEFAULT_PRESET = {"libx264": "veryfast", "libx265": "veryfast", "libsvtav1": "10", "mjpeg": None}
+_DEFAULT_CRF = {"libx264": 20, "libx265": 24, "libsvtav1": 35, "mjpeg": None}
+
+
+def frame_rate(fps: float) -> Fraction:
+    """``fps`` as an exact rational, recognising the NTSC rates (29.97 -> 30000/1001)."""
+    ntsc = round(fps * 1.001)
+    if abs(fps - ntsc * 1000 / 1001) < 1e-3 and abs(fps - round(fps)) > 1e-6:
+        return Fraction(ntsc * 1000, 1001)
+    return Fraction(fps).limit_denominator(1001)
+
+
+class CpuEncoder:
+    """Encode planar YUV host frames with a libavcodec software encoder."""
+
+    def __init__(self, options: VideoOptions) -> None:
+        self.options = options
+        self.codec = options.codec
+        name = CPU_ENCODERS[options.codec]
+        if name not in av.codecs_available:
+            raise EncoderUnavailableError(
+                f"This PyAV/FFmpeg build has no {name} encoder for {options.codec}. "
+                "Install PyAV from PyPI (pip install av), whose wheels include it, or pick another codec."
+            )
+        self.name = name
+        cc = av.CodecContext.create(name, "w")
+        w, h = options.encoded_size
+        cc.width, cc.height = w, h
+        rate = frame_rate(options.fps)
+        cc.framerate = rate
+        cc.time_base = 1 / rate
+        pix_fmt = options.pix_fmt
+        if name == "mjpeg":
+            pix_fmt = {"yuv420p": "yuvj420p", "yuv444p": "yuvj444p"}[pix_fmt]
+        cc.pix_fmt = pix_fmt
+        primaries, transfer, matrix = options.colour.h273
+        cc.color_primaries, cc.color_trc, cc.colorspace = primaries, transfer, matrix
+        cc.color_range = options.colour.av_range
+        cc.thread_count = 0  # let the encoder pick (x264: 1.5 x cores)
+        opts: dict[str, str] = {}
+        preset = options.preset or _DEFAULT_PRESET[name]
+        if preset is not None:
+            opts["preset"] = str(preset)
+        if options.qp is not None:
+            opts["qp"] = str(options.qp)
+        elif options.bitrate is not None:
+            cc.bit_rate = int(options.bitrate)
+        elif options.crf is not None or _DEFAULT_CRF[name] is not None:
+            opts["crf"] = str(options.crf if options.crf is not None else _DEFAULT_CRF[name])
+        if name == "mjpeg":
+            # JPEG quantiser 2..31 from a 1..100 quality
+            cc.qmin = cc.qmax = max(2, min(31, round(31 - (options.quality - 1) * 29 / 99)))
+            opts["strict"] = "-1"
+        if options.gop is not None:
+            cc.gop_size = options.gop
+        if options.bframes is not None:
+            cc.max_b_frames = options.bframes
+        if name == "libx265":
+            opts["x265-params"] = "log-level=error"
+        elif name == "libsvtav1":
+            os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints its banner to stderr unless told
+            opts["svtav1-params"] = "enable-stat-report=0"
+        cc.options = opts
+        try:
+            cc.open()
+        except av.FFmpegError as exc:
+            raise EncoderError(f"Opening {name} with {opts} failed: {exc}. Check preset and rate options.") from exc
+        self._cc = cc
+        self._av_format = pix_fmt
+        log.info("encoder: %s %dx%d %s @ %s fps, %s", name, w, h, pix_fmt, rate, opts)
+
+    def encode(self, frame: HostFrame) -> list[Packet]:
+        vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame.data), format=self._av_format)
+        vf.pts = frame.index
+        vf.time_base = self._cc.time_base
+        return self._convert(self._cc.encode(vf))
+
+    def flush(self) -> list[Packet]:
+        return self._convert(self._cc.encode(None))
+
+    @staticmethod
+    def _convert(packets: list[av.Packet]) -> list[Packet]:
+        return [Packet(bytes(p), int(p.pts), int(p.dts), bool(p.is_keyframe)) for p in packets]
+
+    def close(self) -> None:
+        self._cc = None  # type: ignore[assignment]

@@ -1,0 +1,77 @@
+"""One error hierarchy for glrec.
+
+Every error derives from :class:`GlrecError` and also from the built-in that a
+plain ``except`` clause would expect (``ValueError`` for bad options,
+``FileExistsError`` for an output that exists, ...), so callers can catch
+either. Messages say what happened, the offending value, and what to do.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "ContextError",
+    "ContextThreadError",
+    "CudaError",
+    "DeviceError",
+    "DiskFullError",
+    "EncoderError",
+    "EncoderUnavailableError",
+    "GlrecError",
+    "OutputError",
+    "OutputExistsError",
+    "SceneError",
+    "ShaderError",
+]
+
+
+class GlrecError(Exception):
+    """Base class of every error glrec raises on purpose."""
+
+
+class ConfigError(GlrecError, ValueError):
+    """An option has a value glrec cannot use (size, fps, codec, ...)."""
+
+
+class ContextError(GlrecError, RuntimeError):
+    """The headless EGL/OpenGL context could not be created or lacks a feature."""
+
+
+class ContextThreadError(ContextError):
+    """A GL-owning object was used from a thread other than the one that made it."""
+
+
+class DeviceError(GlrecError, RuntimeError):
+    """The requested GPU is missing, or EGL and CUDA disagree about which one it is."""
+
+
+class ShaderError(GlrecError, RuntimeError):
+    """A GLSL shader failed to compile or link; the message holds the driver's log."""
+
+
+class SceneError(GlrecError, RuntimeError):
+    """A scene could not be found, loaded, set up, or raised while rendering."""
+
+
+class EncoderError(GlrecError, RuntimeError):
+    """The video or image encoder failed."""
+
+
+class EncoderUnavailableError(EncoderError):
+    """The requested encoder does not exist on this machine (no NVENC, no codec)."""
+
+
+class OutputError(GlrecError, OSError):
+    """The output could not be opened or written."""
+
+
+class OutputExistsError(OutputError, FileExistsError):
+    """The output path exists and overwriting was not asked for."""
+
+
+class DiskFullError(OutputError):
+    """A write failed for lack of space or a file-size limit."""
+
+
+class CudaError(GlrecError, RuntimeError):
+    """A CUDA driver or runtime call failed; the message names the call."""

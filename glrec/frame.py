@@ -1,0 +1,49 @@
+"""Frames as they travel between stages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class HostFrame:
+    """A converted frame in host memory: planar YUV bytes for the encoder.
+
+    ``data`` is uint8, laid out as PyAV's ``VideoFrame.from_ndarray`` expects
+    for ``pix_fmt``: ``(h * 3 // 2, w)`` for yuv420p and nv12, ``(h, w, 3)``
+    planar-as-packed is never used; yuv444p is ``(3, h, w)``.
+    """
+
+    index: int
+    pix_fmt: str
+    width: int
+    height: int
+    data: np.ndarray
+
+    def planes(self) -> tuple[np.ndarray, ...]:
+        """Y, U, V planes (Y, UV for nv12) as 2-D views, rows top-down."""
+        w, h = self.width, self.height
+        if self.pix_fmt == "yuv444p":
+            return tuple(self.data.reshape(3, h, w))
+        flat = self.data.reshape(-1)
+        y = flat[: w * h].reshape(h, w)
+        if self.pix_fmt == "nv12":
+            return y, flat[w * h :].reshape(h // 2, w)
+        q = (w // 2) * (h // 2)
+        return y, flat[w * h : w * h + q].reshape(h // 2, w // 2), flat[w * h + q :].reshape(h // 2, w // 2)
+
+
+@dataclass(frozen=True)
+class Packet:
+    """One encoded access unit, independent of the encoder that made it.
+
+    ``pts``/``dts`` count in ``time_base`` units (glrec uses ``1/fps``, so the
+    pts of frame ``i`` is ``i``).
+    """
+
+    data: bytes
+    pts: int
+    dts: int
+    keyframe: bool

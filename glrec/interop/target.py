@@ -1,0 +1,58 @@
+"""Render targets: framebuffers with an RGBA8 colour texture and a depth buffer."""
+
+from __future__ import annotations
+
+import moderngl
+
+from ..errors import ConfigError
+
+
+class RenderTarget:
+    """One framebuffer the scene draws into.
+
+    The colour attachment is an RGBA8 texture so the convert stage (and the
+    CUDA handoff) can read it as an image; depth is a renderbuffer because
+    nothing downstream reads it.
+    """
+
+    def __init__(self, ctx: moderngl.Context, size: tuple[int, int]) -> None:
+        max_size = int(ctx.info["GL_MAX_TEXTURE_SIZE"])
+        if max(size) > max_size:
+            raise ConfigError(
+                f"Size {size[0]}x{size[1]} exceeds this GPU's largest texture ({max_size} pixels a side); "
+                f"use a size of at most {max_size}x{max_size}."
+            )
+        self.size = size
+        self.colour = ctx.texture(size, 4, dtype="f1")
+        self.depth = ctx.depth_renderbuffer(size)
+        self.fbo = ctx.framebuffer(color_attachments=[self.colour], depth_attachment=self.depth)
+
+    def use(self) -> None:
+        self.fbo.use()
+        self.fbo.viewport = (0, 0, *self.size)
+
+    def release(self) -> None:
+        for name in ("fbo", "depth", "colour"):
+            obj = getattr(self, name, None)
+            if obj is not None:
+                obj.release()
+                setattr(self, name, None)
+
+
+class TargetRing:
+    """``n`` render targets used in turn, so the GPU path can hand one off while the next renders."""
+
+    def __init__(self, ctx: moderngl.Context, size: tuple[int, int], n: int) -> None:
+        if n < 1:
+            raise ConfigError(f"ring size {n} must be at least 1.")
+        self.targets = [RenderTarget(ctx, size) for _ in range(n)]
+
+    def __getitem__(self, index: int) -> RenderTarget:
+        return self.targets[index % len(self.targets)]
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+    def release(self) -> None:
+        for t in self.targets:
+            t.release()

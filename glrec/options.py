@@ -1,0 +1,211 @@
+"""Option tables and validation.
+
+Every public option is checked here, before any GL or CUDA object exists, and a
+bad value gets a :class:`~glrec.errors.ConfigError` that lists the valid ones.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal, get_args
+
+from .colour import ColourSpec, Matrix, Range
+from .errors import ConfigError, OutputError, OutputExistsError
+
+Codec = Literal["h264", "hevc", "av1", "mjpeg"]
+EncoderName = Literal["auto", "cpu", "nvenc", "nvjpeg"]
+PixelFormat = Literal["yuv420p", "nv12", "yuv444p"]
+OddSize = Literal["error", "pad"]
+
+# The libavcodec encoder behind each codec on the CPU path.
+CPU_ENCODERS: dict[str, str] = {"h264": "libx264", "hevc": "libx265", "av1": "libsvtav1", "mjpeg": "mjpeg"}
+# Which codecs each output kind can carry, keyed by file extension.
+CONTAINERS: dict[str, tuple[str, ...]] = {
+    # AV1 goes to .ivf only: PyAV (18) cannot make an AV1 output stream from parsed
+    # packets, because its template lookup wants an encoder named like the decoder.
+    ".mp4": ("h264", "hevc"),
+    ".mov": ("h264", "hevc", "mjpeg"),
+    ".mkv": ("h264", "hevc", "mjpeg"),
+    ".avi": ("mjpeg",),
+    ".h264": ("h264",),
+    ".264": ("h264",),
+    ".hevc": ("hevc",),
+    ".h265": ("hevc",),
+    ".265": ("hevc",),
+    ".ivf": ("av1",),
+}
+SUBSAMPLED: frozenset[str] = frozenset({"yuv420p", "nv12"})
+MAX_FPS = 1000.0
+
+
+def check_choice(what: str, value: object, valid: tuple[str, ...] | list[str]) -> str:
+    """Return ``value`` if it is one of ``valid``, else raise a ConfigError listing them."""
+    if value not in valid:
+        raise ConfigError(f"Unknown {what} {value!r}. Valid: {', '.join(sorted(valid))}.")
+    return str(value)
+
+
+def parse_size(text: str | tuple[int, int]) -> tuple[int, int]:
+    """Parse ``"1920x1080"`` (or pass a tuple through) into ``(width, height)``."""
+    if isinstance(text, str):
+        parts = text.lower().replace("×", "x").split("x")
+        try:
+            w, h = (int(p) for p in parts)
+        except ValueError:
+            raise ConfigError(f"Size {text!r} is not WIDTHxHEIGHT, e.g. 1920x1080.") from None
+        return w, h
+    try:
+        w, h = text
+        return int(w), int(h)
+    except (TypeError, ValueError):
+        raise ConfigError(f"Size {text!r} is not a (width, height) pair, e.g. (1920, 1080).") from None
+
+
+@dataclass(frozen=True)
+class VideoOptions:
+    """Everything that decides how frames become a file. Build with :meth:`create`."""
+
+    size: tuple[int, int] = (1280, 720)
+    fps: float = 30.0
+    codec: Codec = "h264"
+    encoder: EncoderName = "auto"
+    pix_fmt: PixelFormat = "yuv420p"
+    colour: ColourSpec = field(default_factory=ColourSpec)
+    crf: float | None = None
+    qp: int | None = None
+    bitrate: int | None = None
+    preset: str | None = None
+    gop: int | None = None
+    bframes: int | None = None
+    odd_size: OddSize = "error"
+    quality: int = 90  # JPEG quality for mjpeg / nvjpeg
+
+    @classmethod
+    def create(
+        cls,
+        size: str | tuple[int, int] = (1280, 720),
+        fps: float = 30.0,
+        *,
+        codec: str = "h264",
+        encoder: str = "auto",
+        pix_fmt: str = "yuv420p",
+        matrix: str | None = None,
+        range: str | None = None,
+        crf: float | None = None,
+        qp: int | None = None,
+        bitrate: int | None = None,
+        preset: str | None = None,
+        gop: int | None = None,
+        bframes: int | None = None,
+        pad: bool = False,
+        quality: int = 90,
+    ) -> VideoOptions:
+        """Validate every option and return the options, or raise ConfigError."""
+        w, h = parse_size(size)
+        check_choice("codec", codec, get_args(Codec))
+        check_choice("encoder", encoder, get_args(EncoderName))
+        check_choice("pixel format", pix_fmt, get_args(PixelFormat))
+        if matrix is None:
+            matrix = "bt601" if codec == "mjpeg" else "bt709"  # JFIF fixes the BT.601 matrix
+        check_choice("colour matrix", matrix, get_args(Matrix))
+        if codec == "mjpeg" and matrix != "bt601":
+            raise ConfigError("JPEG decoders always use the BT.601 matrix; use matrix 'bt601' for mjpeg.")
+        if range is None:
+            range = "full" if codec == "mjpeg" else "limited"  # JPEG decoders assume full range
+        check_choice("colour range", range, get_args(Range))
+        if codec == "mjpeg" and range != "full":
+            raise ConfigError("JPEG is always full range; use range 'full' (the default for mjpeg).")
+        if w <= 0 or h <= 0:
+            raise ConfigError(f"Size {w}x{h} must be positive in both dimensions, e.g. 1280x720.")
+        try:
+            fps = float(fps)
+        except (TypeError, ValueError):
+            raise ConfigError(f"fps {fps!r} is not a number; use e.g. 30 or 59.94.") from None
+        if not (0 < fps <= MAX_FPS):
+            raise ConfigError(f"fps {fps} must be above 0 and at most {MAX_FPS:g}; use e.g. 30.")
+        if sum(x is not None for x in (crf, qp, bitrate)) > 1:
+            raise ConfigError("Give at most one of crf, qp and bitrate: they are alternative rate controls.")
+        if crf is not None and not (0 <= crf <= 63):
+            raise ConfigError(f"crf {crf} is outside 0..63 (0 is lossless for h264; 18-28 is typical).")
+        if qp is not None and not (0 <= qp <= 255):
+            raise ConfigError(f"qp {qp} is outside 0..255 (0 is lossless for h264; 20-30 is typical).")
+        if bitrate is not None and bitrate <= 0:
+            raise ConfigError(f"bitrate {bitrate} must be positive (bits per second, e.g. 8000000).")
+        if gop is not None and gop < 1:
+            raise ConfigError(f"gop {gop} must be at least 1 (frames between keyframes).")
+        if bframes is not None and not (0 <= bframes <= 16):
+            raise ConfigError(f"bframes {bframes} is outside 0..16.")
+        if not (1 <= quality <= 100):
+            raise ConfigError(f"JPEG quality {quality} is outside 1..100.")
+        if codec == "mjpeg" and pix_fmt == "nv12":
+            raise ConfigError("mjpeg cannot carry nv12; use pix_fmt yuv420p or yuv444p.")
+        if codec == "av1" and pix_fmt != "yuv420p":
+            raise ConfigError(f"The AV1 CPU encoder (SVT-AV1) takes yuv420p only, not {pix_fmt}.")
+        if codec == "hevc" and pix_fmt == "nv12":
+            raise ConfigError("The HEVC CPU encoder (x265) takes yuv420p or yuv444p, not nv12.")
+        odd = w % 2 or h % 2
+        if odd and pix_fmt in SUBSAMPLED and not pad:
+            raise ConfigError(
+                f"Size {w}x{h} has an odd dimension, which {pix_fmt} (4:2:0) cannot hold. "
+                f"Use an even size such as {w + w % 2}x{h + h % 2}, pass pad=True (--pad) to add "
+                "a replicated edge row/column, or use pix_fmt yuv444p."
+            )
+        return cls(
+            size=(w, h),
+            fps=fps,
+            codec=codec,  # type: ignore[arg-type]
+            encoder=encoder,  # type: ignore[arg-type]
+            pix_fmt=pix_fmt,  # type: ignore[arg-type]
+            colour=ColourSpec(matrix, range),  # type: ignore[arg-type]
+            crf=crf,
+            qp=qp,
+            bitrate=bitrate,
+            preset=preset,
+            gop=gop,
+            bframes=bframes,
+            odd_size="pad" if (odd and pad) else "error",
+            quality=quality,
+        )
+
+    @property
+    def encoded_size(self) -> tuple[int, int]:
+        """The size of the encoded picture: the render size, padded to even for 4:2:0."""
+        w, h = self.size
+        if self.pix_fmt in SUBSAMPLED:
+            return w + w % 2, h + h % 2
+        return self.size
+
+    def with_(self, **changes: object) -> VideoOptions:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def output_kind(path: str | os.PathLike[str], codec: str) -> str:
+    """Return the output's extension after checking it can carry ``codec``."""
+    ext = Path(path).suffix.lower()
+    if ext not in CONTAINERS:
+        raise ConfigError(
+            f"Unknown output type {ext or '(no extension)'!r} for {os.fspath(path)!r}. "
+            f"Valid: {', '.join(sorted(CONTAINERS))}."
+        )
+    if codec not in CONTAINERS[ext]:
+        raise ConfigError(
+            f"A {ext} file cannot carry {codec}. For {ext} use codec {' or '.join(CONTAINERS[ext])}, "
+            f"or pick an extension that takes {codec}: "
+            f"{', '.join(e for e, cs in CONTAINERS.items() if codec in cs)}."
+        )
+    return ext
+
+
+def check_output_path(path: str | os.PathLike[str], overwrite: bool) -> Path:
+    """Refuse a missing directory or an existing file (unless ``overwrite``)."""
+    p = Path(path)
+    if p.is_dir():
+        raise OutputError(f"Output {str(p)!r} is a directory; give a file name such as {str(p / 'out.mp4')!r}.")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise OutputError(f"Output directory {str(parent)!r} does not exist; create it first (mkdir -p {parent}).")
+    if p.exists() and not overwrite:
+        raise OutputExistsError(f"Output {str(p)!r} exists; pass overwrite=True (--overwrite) to replace it.")
+    return p

@@ -1,0 +1,300 @@
+"""The Recorder: owns the chain context -> target -> convert -> handoff -> encoder -> sink."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import moderngl
+
+from .context import GLContext, create_context
+from .encoders.cpu import CpuEncoder
+from .errors import ConfigError, EncoderUnavailableError, GlrecError, SceneError
+from .interop import Converter, HostReadback, TargetRing
+from .options import VideoOptions, check_output_path, output_kind
+from .scenes import Scene, load_scene
+from .sinks import open_sink
+from .worker import EncodeWorker
+
+log = logging.getLogger("glrec")
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    """What a finished recording holds."""
+
+    path: Path
+    frames: int
+    seconds: float  # duration of the video
+    wall_seconds: float  # time the recording took
+    bytes: int
+    encoder: str
+
+    @property
+    def fps_achieved(self) -> float:
+        return self.frames / self.wall_seconds if self.wall_seconds > 0 else 0.0
+
+    @property
+    def bitrate(self) -> float:
+        """Average bits per second of video."""
+        return self.bytes * 8 / self.seconds if self.seconds > 0 else 0.0
+
+    def summary(self) -> str:
+        return (
+            f"{self.path}: {self.frames} frames ({self.seconds:.2f} s of video) in {self.wall_seconds:.2f} s "
+            f"= {self.fps_achieved:.1f} fps, {self.bytes / 1e6:.2f} MB, {self.bitrate / 1e6:.2f} Mbit/s, "
+            f"encoder {self.encoder}"
+        )
+
+
+class Recorder:
+    """Record frames rendered on a headless GPU (or Mesa) to a video file.
+
+    Frames are rendered into the recorder's target, converted to YUV on the
+    GPU, read back asynchronously and encoded on a worker thread. Frame ``i``
+    has timestamp ``i / fps`` whatever the wall clock does.
+
+    Defaults: 1280x720, 30 fps, H.264 (libx264, preset veryfast, crf 20),
+    yuv420p, BT.709 limited range. ``pad=True`` pads odd sizes to even for
+    4:2:0 by repeating the last row/column.
+
+    >>> with Recorder("out.mp4", size=(640, 360), fps=30) as rec:  # doctest: +SKIP
+    ...     for i in range(90):
+    ...         rec.render("cube")          # scene at t = i / 30
+    ...     # or draw yourself:
+    ...     with rec.frame() as fbo:
+    ...         rec.ctx.clear(1.0, 0.0, 0.0)
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        size: str | tuple[int, int] = (1280, 720),
+        fps: float = 30.0,
+        codec: str = "h264",
+        encoder: str = "auto",
+        pix_fmt: str = "yuv420p",
+        matrix: str | None = None,
+        range: str | None = None,
+        crf: float | None = None,
+        qp: int | None = None,
+        bitrate: int | None = None,
+        preset: str | None = None,
+        gop: int | None = None,
+        bframes: int | None = None,
+        quality: int = 90,
+        pad: bool = False,
+        overwrite: bool = False,
+        device: int | None = None,
+        ring: int = 3,
+        queue_size: int = 8,
+    ) -> None:
+        self.options = VideoOptions.create(
+            size, fps, codec=codec, encoder=encoder, pix_fmt=pix_fmt, matrix=matrix, range=range,
+            crf=crf, qp=qp, bitrate=bitrate, preset=preset, gop=gop, bframes=bframes, pad=pad, quality=quality,
+        )  # fmt: skip
+        output_kind(path, self.options.codec)
+        if ring < 2:
+            raise ConfigError(f"ring {ring} must be at least 2 so readback overlaps rendering.")
+        if queue_size < 1:
+            raise ConfigError(f"queue_size {queue_size} must be at least 1.")
+        if self.options.encoder in ("nvenc", "nvjpeg"):
+            raise EncoderUnavailableError(
+                f"encoder {self.options.encoder!r} needs the GPU path (CUDA handoff), which this build "
+                "of glrec does not include yet; use encoder 'cpu' or 'auto'."
+            )
+        self.path = check_output_path(path, overwrite)
+        self.frames_submitted = 0
+        self._closed = False
+        self._started = time.perf_counter()
+        self._scenes: dict[int, Scene] = {}
+        self._stack = ExitStack()
+        try:
+            self._build(device, ring, queue_size)
+        except BaseException:
+            self._stack.close()
+            raise
+
+    def _build(self, device: int | None, ring: int, queue_size: int) -> None:
+        opts, stack = self.options, self._stack
+        self._gl: GLContext = stack.enter_context(create_context(device))
+        ctx = self._gl.mgl
+        self._targets = TargetRing(ctx, opts.size, 1)
+        stack.callback(self._targets.release)
+        self._convert = Converter(ctx, opts.size, opts.encoded_size, opts.pix_fmt, opts.colour)
+        stack.callback(self._convert.release)
+        self._readback = HostReadback(ctx, self._convert, ring)
+        stack.callback(self._readback.release)
+        encoder = CpuEncoder(opts)
+        self.encoder_name = encoder.name
+        sink = open_sink(self.path, opts)
+        self._worker = EncodeWorker(encoder, sink, queue_size)
+        stack.callback(self._worker.finish)
+        log.info("recording %s: %dx%d @ %g fps, %s via %s", self.path, *opts.size, opts.fps, opts.codec, encoder.name)
+
+    # -- public API -------------------------------------------------------------------------
+
+    @property
+    def ctx(self) -> moderngl.Context:
+        """The moderngl context frames are rendered with (for your own GL objects)."""
+        return self._gl.mgl
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return self.options.size
+
+    @property
+    def fps(self) -> float:
+        return self.options.fps
+
+    @property
+    def time(self) -> float:
+        """The timestamp of the next frame: ``frames_submitted / fps``."""
+        return self.frames_submitted / self.options.fps
+
+    def render(self, scene: Scene | str, t: float | None = None) -> int:
+        """Render ``scene`` at time ``t`` (default: the next frame's timestamp) and record it.
+
+        ``scene`` is a Scene or anything :func:`glrec.scenes.load_scene` takes; it is set up
+        on first use and closed with the recorder. Returns the frame index.
+        """
+        obj = self._scene(scene)
+        with self.frame() as _:
+            try:
+                obj.render(self.time if t is None else float(t))
+            except Exception as exc:
+                raise SceneError(
+                    f"Scene {type(obj).__name__} raised at frame {self.frames_submitted}: {type(exc).__name__}: {exc}"
+                ) from exc
+        return self.frames_submitted - 1
+
+    @contextlib.contextmanager
+    def frame(self) -> Iterator[moderngl.Framebuffer]:
+        """Bind the recorder's target for your own drawing; the frame is recorded on exit.
+
+        The framebuffer has an RGBA8 colour and a depth attachment of :attr:`size`.
+        If the block raises, nothing is recorded for it.
+        """
+        self._check_open()
+        target = self._targets[self.frames_submitted]
+        target.use()
+        yield target.fbo
+        self._submit(target.colour)
+
+    def _submit(self, colour: moderngl.Texture) -> None:
+        self._convert.run(colour)
+        for done in self._readback.submit(self.frames_submitted):
+            self._worker.put(done)
+        self.frames_submitted += 1
+
+    def _scene(self, scene: Scene | str) -> Scene:
+        key = id(scene)
+        if key not in self._scenes:
+            obj = load_scene(scene)
+            self._check_open()
+            try:
+                obj.setup(self._gl.mgl, self.options.size)
+            except GlrecError:
+                raise
+            except Exception as exc:
+                raise SceneError(f"Setting up scene {type(obj).__name__} failed: {type(exc).__name__}: {exc}") from exc
+            self._stack.callback(obj.close)
+            self._scenes[key] = obj
+        return self._scenes[key]
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SceneError("This recorder is closed; create a new Recorder to record again.")
+        self._gl.check_thread()
+
+    def close(self) -> RecordResult:
+        """Finish the file: read back frames in flight, flush the encoder, write the trailer.
+
+        Safe to call twice; the second call returns the same result.
+        """
+        if self._closed:
+            return self._result
+        self._gl.check_thread()
+        self._closed = True
+        try:
+            for done in self._readback.drain():
+                self._worker.put(done)
+        finally:
+            self._stack.close()
+        self._result = RecordResult(
+            path=self.path,
+            frames=self._worker.frames_encoded,
+            seconds=self._worker.frames_encoded / self.options.fps,
+            wall_seconds=time.perf_counter() - self._started,
+            bytes=self.path.stat().st_size if self.path.exists() else 0,
+            encoder=self.encoder_name,
+        )
+        log.info("%s", self._result.summary())
+        return self._result
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if exc[0] is None:
+            self.close()
+            return
+        # An exception is on its way out: finish the file with the frames made so far,
+        # and let the original exception win over anything closing raises.
+        try:
+            self.close()
+        except Exception as err:
+            if err is not exc[1]:
+                log.warning("While finishing %s after an error, closing failed too: %r", self.path, err)
+
+
+def record(
+    scene: Scene | str,
+    path: str | os.PathLike[str],
+    *,
+    size: str | tuple[int, int] = (1280, 720),
+    fps: float = 30.0,
+    seconds: float | None = None,
+    frames: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    **options: Any,
+) -> RecordResult:
+    """Render ``scene`` for ``seconds`` (or ``frames``) and write it to ``path``.
+
+    ``options`` are :class:`Recorder`'s keyword arguments (codec, crf, ...).
+    ``progress`` is called with the number of frames submitted after each one.
+
+    >>> glrec.record("cube", "cube.mp4", size=(1280, 720), fps=30, seconds=3)  # doctest: +SKIP
+    RecordResult(path=PosixPath('cube.mp4'), frames=90, ...)
+    """
+    n = frame_count(fps, seconds, frames)
+    with Recorder(path, size=size, fps=fps, **options) as rec:
+        for _ in range(n):
+            rec.render(scene)
+            if progress is not None:
+                progress(rec.frames_submitted)
+    return rec.close()
+
+
+def frame_count(fps: float, seconds: float | None, frames: int | None) -> int:
+    """Frames to record for ``seconds`` or ``frames`` (exactly one of them)."""
+    if (seconds is None) == (frames is None):
+        raise ConfigError("Give exactly one of seconds and frames, e.g. seconds=3 or frames=90.")
+    if frames is not None:
+        if int(frames) != frames or frames < 1:
+            raise ConfigError(f"frames {frames!r} must be a whole number of at least 1.")
+        return int(frames)
+    assert seconds is not None
+    if not seconds > 0:
+        raise ConfigError(f"seconds {seconds!r} must be positive, e.g. 3.")
+    if fps <= 0:
+        raise ConfigError(f"fps {fps} must be above 0; use e.g. 30.")
+    return max(1, round(seconds * fps))

@@ -1,0 +1,102 @@
+"""Scenes: the Scene protocol, the built-ins, and loading user scenes.
+
+A scene is named by a built-in name (``glrec.scenes.BUILTINS``), a Python file
+with a class (``my_scene.py:MyScene``), or a GLSL file with a Shadertoy-style
+``mainImage`` (``my_shader.glsl``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import SceneError
+from .bars import Bars
+from .base import Scene, ShaderScene
+from .cube import Cube
+from .particles import Particles
+from .plasma import Plasma
+from .shadertoy import ShadertoyScene
+
+__all__ = ["BUILTINS", "Bars", "Cube", "Particles", "Plasma", "Scene", "ShaderScene", "ShadertoyScene", "load_scene"]
+
+#: Built-in scenes by name, with a one-line description for ``glrec scenes``.
+BUILTINS: dict[str, tuple[Callable[[], Scene], str]] = {
+    "cube": (Cube, "a lit, rotating, depth-tested cube"),
+    "plasma": (Plasma, "full-screen procedural plasma shader (cheap to render, busy to encode)"),
+    "particles": (Particles, "20,000 instanced particles moving on the GPU"),
+    "bars": (Bars, "colour bars, orientation marker and binary time code, for tests"),
+}
+
+_SHADER_SUFFIXES = (".glsl", ".frag", ".fs")
+
+
+def load_scene(spec: str | Scene) -> Scene:
+    """Return a Scene for a built-in name, ``file.py[:Name]``, a shader file, or a Scene object.
+
+    >>> load_scene("cube")  # doctest: +ELLIPSIS
+    <glrec.scenes.cube.Cube object at ...>
+    """
+    if not isinstance(spec, str):
+        if not isinstance(spec, Scene):
+            raise SceneError(f"{spec!r} is not a scene: a scene has setup(ctx, size), render(t) and close() methods.")
+        return spec
+    if spec in BUILTINS:
+        return BUILTINS[spec][0]()
+    path_text, _, name = spec.partition(":")
+    path = Path(path_text)
+    if path.suffix.lower() in _SHADER_SUFFIXES:
+        return ShadertoyScene(path)
+    if path.suffix.lower() == ".py":
+        return _load_python_scene(path, name or None)
+    raise SceneError(
+        f"Unknown scene {spec!r}. Use a built-in ({', '.join(sorted(BUILTINS))}), a Python file "
+        "with a class (my_scene.py:MyScene), or a shader file (my_shader.glsl)."
+    )
+
+
+def _load_python_scene(path: Path, name: str | None) -> Scene:
+    if not path.is_file():
+        raise SceneError(f"Scene file {str(path)!r} does not exist; check the path.")
+    module_name = f"glrec_user_scene_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise SceneError(f"Cannot import {str(path)!r} as Python.")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise SceneError(f"Importing scene file {str(path)!r} failed: {type(exc).__name__}: {exc}") from exc
+    if name is not None:
+        if not hasattr(module, name):
+            raise SceneError(
+                f"{path} defines no {name!r}. Scenes it defines: {', '.join(_scene_names(module)) or 'none'}."
+            )
+        obj = getattr(module, name)
+    else:
+        names = _scene_names(module)
+        if len(names) != 1:
+            found = ", ".join(names) if names else "none"
+            raise SceneError(
+                f"{path} must define exactly one scene class to load it without a name (found: {found}); "
+                f"name one as {path}:ClassName."
+            )
+        obj = getattr(module, names[0])
+    scene = obj() if inspect.isclass(obj) else obj
+    if not isinstance(scene, Scene):
+        raise SceneError(f"{path}:{name or names[0]} is not a scene: it needs setup(ctx, size), render(t) and close().")
+    return scene
+
+
+def _scene_names(module: object) -> list[str]:
+    return [
+        n
+        for n, obj in vars(module).items()
+        if inspect.isclass(obj)
+        and obj.__module__ == getattr(module, "__name__", None)
+        and all(callable(getattr(obj, m, None)) for m in ("setup", "render", "close"))
+    ]

@@ -1,0 +1,79 @@
+"""The Scene protocol and a base class for full-screen fragment-shader scenes."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import moderngl
+
+from .. import glsl
+
+
+@runtime_checkable
+class Scene(Protocol):
+    """What glrec renders.
+
+    ``setup(ctx, size)`` is called once with the moderngl context and the
+    render size ``(width, height)``; create GL objects there. ``render(t)``
+    draws the frame at time ``t`` seconds into the framebuffer glrec has bound
+    (do not bind another one, or bind it back); the output must depend only on
+    ``t`` so recordings are reproducible. ``close()`` releases what ``setup``
+    made and is safe to call twice.
+
+    >>> class Clear:
+    ...     def setup(self, ctx, size): self.ctx = ctx
+    ...     def render(self, t): self.ctx.clear(t % 1.0, 0.0, 0.0)
+    ...     def close(self): pass
+    """
+
+    def setup(self, ctx: moderngl.Context, size: tuple[int, int]) -> None: ...
+
+    def render(self, t: float) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class ShaderScene:
+    """A scene that is one fragment shader over the whole frame.
+
+    The fragment shader gets ``uv`` (0..1, bottom-up), and the uniforms
+    ``time`` and ``resolution`` when it declares them.
+    """
+
+    fragment: str = ""  # file name under shaders/
+    origin: str = ""
+
+    def __init__(self) -> None:
+        self._prog: moderngl.Program | None = None
+        self._vao: moderngl.VertexArray | None = None
+        self.size = (0, 0)
+
+    def fragment_source(self) -> str:
+        return glsl.source(self.fragment)
+
+    def setup(self, ctx: moderngl.Context, size: tuple[int, int]) -> None:
+        self.ctx = ctx
+        self.size = size
+        self._prog = glsl.program(
+            ctx, glsl.source("fullscreen.vert"), self.fragment_source(), origin=self.origin or self.fragment
+        )
+        self._vao = ctx.vertex_array(self._prog, [])
+        self._set("resolution", (float(size[0]), float(size[1])))
+
+    def _set(self, name: str, value: object) -> None:
+        assert self._prog is not None
+        if name in self._prog:
+            self._prog[name].value = value  # type: ignore[union-attr]
+
+    def render(self, t: float) -> None:
+        assert self._vao is not None, "call setup() first"
+        self._set("time", float(t))
+        self._vao.render(moderngl.TRIANGLES, vertices=3)
+
+    def close(self) -> None:
+        vao, self._vao = self._vao, None
+        prog, self._prog = self._prog, None
+        if vao is not None:
+            vao.release()
+        if prog is not None:
+            prog.release()

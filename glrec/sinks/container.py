@@ -1,0 +1,122 @@
+"""Container files (.mp4, .mov, .mkv, .avi) muxed by PyAV, without re-encoding.
+
+MP4/MOV are written *fragmented* while recording (a fragment at least every
+second, the header with the first fragment), so a killed process leaves a file
+that plays up to its last complete fragment. A clean :meth:`close` rewrites it
+into a normal MP4 with the index at the front (``faststart``), then atomically
+replaces the fragmented file. Matroska is crash-tolerant as written.
+
+The output stream is described by parsing the encoder's first packet (which
+carries the parameter sets in band) with FFmpeg's own parser, so packets from
+any encoder (PyAV, NVENC) mux the same way.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+from pathlib import Path
+
+import av
+
+from ..encoders.cpu import frame_rate
+from ..errors import OutputError
+from ..frame import Packet
+from ..options import VideoOptions
+from .raw import write_error
+
+log = logging.getLogger("glrec")
+
+# FFmpeg demuxer that parses one raw packet of each codec.
+_PROBE_FORMAT = {"h264": "h264", "hevc": "hevc", "mjpeg": "mjpeg"}
+_FRAGMENT_US = 1_000_000
+
+
+class ContainerSink:
+    """Mux packets into a container file."""
+
+    def __init__(self, path: Path, options: VideoOptions, *, finalize: bool = True) -> None:
+        self.path = path
+        self.options = options
+        self.packets = 0
+        self.bytes_written = 0
+        self._rate = frame_rate(options.fps)
+        self._time_base = 1 / self._rate
+        ext = path.suffix.lower()
+        self._fragmented = ext in (".mp4", ".mov")
+        self._finalize = finalize and self._fragmented
+        container_options = {}
+        if self._fragmented:
+            container_options = {
+                "movflags": "frag_keyframe+empty_moov+default_base_moof+delay_moov",
+                "frag_duration": str(_FRAGMENT_US),
+            }
+        try:
+            self._container = av.open(str(path), "w", options=container_options)
+        except (OSError, av.FFmpegError) as exc:
+            raise OutputError(f"Cannot open {str(path)!r} for writing: {exc}.") from exc
+        self._stream: av.video.stream.VideoStream | None = None
+        self._closed = False
+
+    def _make_stream(self, first: Packet) -> av.video.stream.VideoStream:
+        codec = self.options.codec
+        probe = av.open(io.BytesIO(first.data), format=_PROBE_FORMAT[codec])
+        try:
+            template = probe.streams.video[0]
+            stream = self._container.add_stream_from_template(template)
+        finally:
+            probe.close()
+        stream.time_base = self._time_base
+        # Tag the stream with the conversion glrec did; bitstreams without colour
+        # fields (JPEG) would otherwise leave the container saying "unknown".
+        cc = stream.codec_context
+        primaries, transfer, matrix = self.options.colour.h273
+        cc.color_primaries, cc.color_trc, cc.colorspace = primaries, transfer, matrix
+        cc.color_range = self.options.colour.av_range
+        return stream
+
+    def write(self, packets: list[Packet]) -> None:
+        for p in packets:
+            if self._stream is None:
+                self._stream = self._make_stream(p)
+            pkt = av.Packet(p.data)
+            pkt.pts, pkt.dts = p.pts, p.dts
+            pkt.time_base = self._time_base
+            pkt.is_keyframe = p.keyframe
+            pkt.stream = self._stream
+            try:
+                self._container.mux(pkt)
+            except (OSError, av.FFmpegError) as exc:
+                raise write_error(self.path, exc, self.packets) from exc
+            self.packets += 1
+            self.bytes_written += len(p.data)
+
+    def close(self) -> None:
+        """Write the trailer (once) and, for MP4/MOV, rewrite into a normal seekable file."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._container.close()
+        except (OSError, av.FFmpegError) as exc:
+            raise write_error(self.path, exc, self.packets) from exc
+        if self._finalize and self.packets:
+            self._rewrite_unfragmented()
+
+    def _rewrite_unfragmented(self) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.glrec-tmp{self.path.suffix}")
+        try:
+            with av.open(str(self.path)) as src, av.open(str(tmp), "w", options={"movflags": "+faststart"}) as dst:
+                s_in = src.streams.video[0]
+                s_out = dst.add_stream_from_template(s_in)
+                for pkt in src.demux(s_in):
+                    if pkt.dts is None:  # the demuxer's end-of-stream marker
+                        continue
+                    pkt.stream = s_out
+                    dst.mux(pkt)
+            os.replace(tmp, self.path)
+        except (OSError, av.FFmpegError) as exc:
+            # The fragmented file is still complete and playable; keep it.
+            log.warning("Could not rewrite %s as a normal MP4 (%s); kept the fragmented MP4.", self.path, exc)
+            tmp.unlink(missing_ok=True)

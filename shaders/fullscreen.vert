@@ -1,0 +1,8 @@
+#version 330 core
+// One triangle that covers the viewport; uv runs 0..1 bottom-up (GL convention).
+out vec2 uv;
+void main() {
+    vec2 p = vec2(float((gl_VertexID << 1) & 2), float(gl_VertexID & 2));
+    uv = p;
+    gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0);
+}
