@@ -16,6 +16,9 @@ from .recorder import Recorder, frame_count
 
 log = logging.getLogger("glrec")
 
+#: Modules that add subcommands (bench, info, doctor, ...): each has register(subparsers, common).
+SUBCOMMAND_MODULES: list[str] = []
+
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -67,7 +70,6 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     common.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    parser.common = common  # type: ignore[attr-defined] - for subcommands added elsewhere
 
     rec = sub.add_parser("record", parents=[common], help="record a scene to a video file")
     rec.add_argument("scene", help="built-in name (see 'glrec scenes'), file.py[:Class], or shader.glsl")
@@ -80,8 +82,16 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--overwrite", action="store_true", help="replace the output if it exists")
     rec.add_argument("--device", type=int, help="EGL device index")
     _add_encode_options(rec)
+    rec.set_defaults(func=_cmd_record)
 
-    sub.add_parser("scenes", parents=[common], help="list the built-in scenes")
+    sub.add_parser("scenes", parents=[common], help="list the built-in scenes").set_defaults(func=_cmd_scenes)
+
+    # Further commands live in their own modules, each with register(subparsers, common)
+    # that adds a parser and sets func; imported here so `glrec --help` lists them all.
+    import importlib
+
+    for module in SUBCOMMAND_MODULES:
+        importlib.import_module(module).register(sub, common)
     return parser
 
 
@@ -150,9 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _setup_logging(args.verbose)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        if args.command == "scenes":
-            return _cmd_scenes(args)
-        return _cmd_record(args)
+        return int(args.func(args))
     except KeyboardInterrupt as exc:
         what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
         out = getattr(args, "output", None)
