@@ -1,0 +1,182 @@
+"""From raw rows to the figures people read: medians, ratios, efficiency, targets.
+
+Every glrec figure is a ratio to baseline (a), ``naive-imageio``, measured in
+the same run; where that baseline could not run (no imageio-ffmpeg on the
+machine) the ratio is to ``naive-pyav`` and says so.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from typing import Any
+
+from .backends import BACKENDS
+
+REFERENCE = "naive-imageio"
+FALLBACK_REFERENCE = "naive-pyav"
+#: x264 options that may differ between two encoders with equal settings (threading and stats only).
+X264_THREADING = frozenset({"threads", "lookahead_threads", "sliced_threads", "slices", "stats"})
+
+TARGETS = {
+    "cpu": ("glrec:cpu frames/s vs naive-imageio at equal x264 settings", 1.5),
+    "nvjpeg": ("glrec:nvjpeg frames/s vs naive-imageio", 20.0),
+    "nvjpeg_efficiency": ("glrec:nvjpeg pipeline efficiency (e2e / slowest stage)", 0.8),
+    "memory": ("peak RSS of 10N frames / N frames", 1.10),
+}
+
+
+def _group(row: dict[str, Any]) -> str:
+    return f"{row['scene']} {row['size']}"
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _mean_stages(rows: list[dict[str, Any]]) -> dict[str, float]:
+    acc: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        for k, v in r.get("stages_ms", {}).items():
+            acc[k].append(v)
+    return {k: statistics.fmean(v) for k, v in acc.items()}
+
+
+def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One line per (scene, size, row): median frames/s over runs, ratios, CPU, memory, stages."""
+    by_key: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    order: list[tuple[str, str]] = []
+    for r in rows:
+        if r.get("memory_check") or r["row"].startswith("glrec-profiled:"):
+            continue
+        key = (_group(r), r["row"])
+        if key not in by_key:
+            order.append(key)
+        by_key[key].append(r)
+    profiled = {
+        (_group(r), r["row"].replace("glrec-profiled:", "glrec:")): r
+        for r in rows
+        if r["row"].startswith("glrec-profiled:")
+    }
+    out = []
+    for key in order:
+        runs = by_key[key]
+        ok = [r for r in runs if r["status"] == "ok"]
+        first = runs[0]
+        line: dict[str, Any] = {
+            "group": key[0], "scene": first["scene"], "size": first["size"], "row": key[1],
+            "backend": first.get("backend"), "frames": first["frames"], "runs": len(runs), "runs_ok": len(ok),
+        }  # fmt: skip
+        if not ok:
+            line["status"] = runs[0]["status"]
+            line["reason"] = runs[0].get("reason", "")
+            out.append(line)
+            continue
+        line["status"] = "ok"
+        line["fps_samples"] = [r["fps"] for r in ok]
+        line["fps"] = _median(line["fps_samples"])
+        line["cpu_use"] = _median([r["cpu_use"] for r in ok])
+        # CPU time per frame moves less than frames/s when neighbours load the machine.
+        line["cpu_ms_per_frame"] = _median([1e3 * r["cpu_seconds"] / r["frames"] for r in ok])
+        line["peak_rss_mb"] = _median([r["peak_rss_mb"] for r in ok])
+        line["child_peak_rss_mb"] = _median([r["child_peak_rss_mb"] for r in ok])
+        if "frames_written" in ok[0]:
+            line["frames_written"] = [r["frames_written"] for r in ok]
+        line["x264"] = ok[0].get("x264")
+        prof = profiled.get(key)
+        if prof is not None and prof["status"] == "ok":
+            line["stages_ms"] = prof["stages_ms"]
+            line["stage_source"] = f"{prof['row']} ({prof['stage_clock']}), {prof['fps']:.1f} fps while profiled"
+        else:
+            line["stages_ms"] = _mean_stages(ok)
+            line["stage_source"] = "this row (wall clock)"
+        out.append(line)
+    _add_ratios(out)
+    return out
+
+
+def _add_ratios(summary: list[dict[str, Any]]) -> None:
+    fps = {(s["group"], s["row"]): s.get("fps") for s in summary}
+    for s in summary:
+        if s.get("fps") is None:
+            continue
+        for base, field in ((REFERENCE, "x_naive_imageio"), (FALLBACK_REFERENCE, "x_naive_pyav")):
+            b = fps.get((s["group"], base))
+            s[field] = s["fps"] / b if b else None
+        s["reference"] = REFERENCE if s["x_naive_imageio"] is not None else FALLBACK_REFERENCE
+        s["x_reference"] = s["x_naive_imageio"] if s["x_naive_imageio"] is not None else s["x_naive_pyav"]
+        naive = next((x for x in summary if x["group"] == s["group"] and x["row"] == REFERENCE), None)
+        if s["row"].startswith("glrec:") and naive and s.get("x264") and naive.get("x264"):
+            a, b = s["x264"]["options"], naive["x264"]["options"]
+            s["x264_differs_from_naive"] = {
+                k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)
+            }
+
+
+def efficiency(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per group and backend: end-to-end frames/s over the slowest stage that runs beside it."""
+    fps = {(s["group"], s["row"]): s.get("fps") for s in summary}
+    out = []
+    for s in summary:
+        backend = BACKENDS.get(s.get("backend") or "")
+        if backend is None or not s["row"].startswith("glrec:") or s.get("fps") is None:
+            continue
+        stages = {name: fps.get((s["group"], name)) for name in backend.parallel_stages}
+        if not stages or any(v is None for v in stages.values()):
+            continue
+        slowest = min(stages, key=lambda k: stages[k])  # type: ignore[arg-type,return-value]
+        serial = 1.0 / sum(1.0 / v for v in stages.values())  # type: ignore[operator]
+        out.append(
+            {
+                "group": s["group"], "backend": backend.name, "fps": s["fps"], "stage_fps": stages,
+                "slowest_stage": slowest, "efficiency": s["fps"] / stages[slowest],  # type: ignore[operator]
+                "serial_fps": serial, "x_serial": s["fps"] / serial,
+            }
+        )  # fmt: skip
+    return out
+
+
+def memory(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    runs = sorted((r for r in rows if r.get("memory_check")), key=lambda r: r["frames"])
+    if len(runs) != 2:
+        return None
+    small, large = runs
+    out: dict[str, Any] = {"row": small["row"], "scene": small["scene"], "size": small["size"]}
+    for tag, r in (("n", small), ("10n", large)):
+        out[f"frames_{tag}"] = r["frames"]
+        out[f"status_{tag}"] = r["status"]
+        out[f"peak_rss_mb_{tag}"] = r.get("peak_rss_mb")
+        out[f"frames_written_{tag}"] = r.get("frames_written")
+    if small["status"] == large["status"] == "ok":
+        out["ratio"] = large["peak_rss_mb"] / small["peak_rss_mb"]
+        out["growth_mb"] = large["peak_rss_mb"] - small["peak_rss_mb"]
+    return out
+
+
+def targets(summary: list[dict[str, Any]], eff: list[dict[str, Any]], mem: dict[str, Any] | None) -> list[dict]:
+    out = []
+    for s in summary:
+        if s["row"] in ("glrec:cpu", "glrec:nvjpeg") and s.get("x_reference") is not None:
+            what, goal = TARGETS[s["backend"]]
+            if s["reference"] != REFERENCE:
+                what = what.replace(REFERENCE, s["reference"])
+            out.append({"target": what, "where": s["group"], "goal": goal, "measured": s["x_reference"]})
+    for e in eff:
+        if e["backend"] == "nvjpeg":
+            what, goal = TARGETS["nvjpeg_efficiency"]
+            out.append({"target": what, "where": e["group"], "goal": goal, "measured": e["efficiency"]})
+    if mem and "ratio" in mem:
+        what, goal = TARGETS["memory"]
+        where = f"{mem['scene']} {mem['size']}, {mem['frames_n']} vs {mem['frames_10n']} frames"
+        out.append({"target": what, "where": where, "goal": goal, "measured": mem["ratio"], "at_most": True})
+    for t in out:
+        t["met"] = t["measured"] <= t["goal"] if t.get("at_most") else t["measured"] >= t["goal"]
+    return out
+
+
+def analyse(doc: dict[str, Any]) -> dict[str, Any]:
+    """The derived sections of a result document: summary, efficiency, memory, targets."""
+    summary = summarise(doc["rows"])
+    eff = efficiency(summary)
+    mem = memory(doc["rows"])
+    return {"summary": summary, "efficiency": eff, "memory": mem, "targets": targets(summary, eff, mem)}

@@ -1,0 +1,84 @@
+"""glrec backends the benchmark knows, and the stage-alone rows that go with each.
+
+A backend is a way :class:`glrec.Recorder` can run (its ``encoder`` and
+``codec`` options and the file type), plus the rows that time its stages
+alone. ``glrec bench --backends all`` runs every registered backend and
+reports the others as skipped with the reason the Recorder gave, so a
+backend's rows appear on machines that have it without further changes.
+
+Adding a backend (e.g. from the GPU path) is one entry here; its stage-alone
+rows are functions registered with :func:`glrec.bench.spec.row` (see
+``stages.py`` for the CPU ones), named in ``stage_rows``. ``parallel_stages``
+lists the rows whose stages run concurrently in the pipeline, one thread or
+engine each; pipeline efficiency is end-to-end frames/s over the slowest of
+them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One way to run the glrec pipeline."""
+
+    name: str
+    #: Keyword arguments for glrec.Recorder that select this backend.
+    options: dict[str, Any] = field(default_factory=dict)
+    #: Output file extension for the end-to-end row.
+    suffix: str = ".mp4"
+    #: Stage-alone rows for this backend (names in glrec.bench.spec.ROWS).
+    stage_rows: tuple[str, ...] = ()
+    #: Of those, the rows that run side by side in the pipeline (efficiency = e2e / slowest).
+    parallel_stages: tuple[str, ...] = ()
+    #: True when the backend encodes with libx264, so --preset/--crf apply.
+    x264: bool = False
+    note: str = ""
+
+    @property
+    def row(self) -> str:
+        """The name of this backend's end-to-end row."""
+        return f"glrec:{self.name}"
+
+
+BACKENDS: dict[str, Backend] = {
+    "cpu": Backend(
+        "cpu",
+        {"encoder": "cpu", "codec": "h264"},
+        ".mp4",
+        stage_rows=("stage:render", "stage:handoff-host", "stage:encode-cpu"),
+        # The GL thread renders, converts and reads back while the worker thread encodes.
+        parallel_stages=("stage:handoff-host", "stage:encode-cpu"),
+        x264=True,
+        note="GL convert -> PBO readback -> PyAV libx264",
+    ),
+    # GPU backends (issue 3): the end-to-end rows run as soon as the Recorder accepts
+    # these encoders; until then they are reported as skipped with its reason. Their
+    # stage-alone rows (CUDA handoff alone, nvJPEG/NVENC encode alone) are to be
+    # registered next to the GPU code and named here.
+    "nvjpeg": Backend(
+        "nvjpeg",
+        {"encoder": "nvjpeg", "codec": "mjpeg"},
+        ".mkv",
+        stage_rows=("stage:render",),
+        note="CUDA handoff -> nvJPEG -> Motion-JPEG in Matroska",
+    ),
+    "nvenc": Backend(
+        "nvenc",
+        {"encoder": "nvenc", "codec": "h264"},
+        ".mp4",
+        stage_rows=("stage:render",),
+        note="CUDA handoff -> NVENC H.264",
+    ),
+}
+
+
+def pick_backends(names: list[str]) -> list[Backend]:
+    """Backends by name; ``all`` means every registered one."""
+    from ..options import check_choice
+
+    if "all" in names:
+        return list(BACKENDS.values())
+    return [BACKENDS[check_choice("backend", n, list(BACKENDS))] for n in names]

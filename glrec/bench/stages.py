@@ -1,0 +1,132 @@
+"""Stages alone, so pipeline efficiency (end-to-end frames/s / slowest stage) can be stated.
+
+``stage:render``        the scene into the render target, a GL fence per frame
+                        (waited two frames later, as the pipeline does).
+``stage:handoff-host``  the whole GL thread of the CPU backend: render, GL
+                        convert to YUV, PBO readback to host memory.
+``stage:encode-cpu``    the worker thread of the CPU backend: libx264 through
+                        PyAV plus the MP4 sink, on frames rendered and converted
+                        beforehand (not timed).
+
+These use the same classes the Recorder builds (``glrec.interop``,
+``glrec.encoders.cpu``, ``glrec.sinks``), so they time the same code.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from .._gl import Fence
+from ..encoders.cpu import CpuEncoder
+from ..frame import HostFrame
+from ..interop import Converter, HostReadback
+from ..options import VideoOptions
+from ..sinks import open_sink
+from .common import SceneRig, describe_output, figures, scene_rig
+from .meter import LoopMeter, StageClock
+from .spec import RowResult, RowSpec, row
+
+#: Frames the encode-alone row keeps in memory at most; beyond that it cycles through them.
+ENCODE_FRAME_BUDGET = 1 << 30
+
+
+def _options(spec: RowSpec) -> VideoOptions:
+    return VideoOptions.create(spec.size, spec.fps, encoder="cpu", preset=spec.preset, crf=spec.crf)
+
+
+@row("stage:render")
+def render_alone(spec: RowSpec) -> RowResult:
+    meter = LoopMeter()
+    with scene_rig(spec) as rig:
+        fences: deque[Fence] = deque()
+        meter.start()
+        for i in range(spec.frames):
+            rig.render(i, spec.fps)
+            fences.append(Fence())
+            if len(fences) == 3:
+                fences.popleft().wait()
+        while fences:
+            fences.popleft().wait()
+        meter.stop()
+    out = figures(spec, meter, None)
+    out["stages_ms"] = {"render": 1e3 * meter.seconds / spec.frames}
+    return out
+
+
+class _HostHandoff:
+    """Render -> convert -> readback, as the Recorder's GL thread does it."""
+
+    def __init__(self, rig: SceneRig, options: VideoOptions, depth: int = 3) -> None:
+        self.rig = rig
+        self.convert = Converter(rig.ctx, options.size, options.encoded_size, options.pix_fmt, options.colour)
+        self.readback = HostReadback(rig.ctx, self.convert, depth)
+
+    def frame(self, index: int, fps: float) -> list[HostFrame]:
+        self.rig.render(index, fps)
+        self.convert.run(self.rig.target.colour)
+        return self.readback.submit(index)
+
+    def release(self) -> None:
+        self.readback.release()
+        self.convert.release()
+
+
+@row("stage:handoff-host")
+def handoff_alone(spec: RowSpec) -> RowResult:
+    meter = LoopMeter()
+    with scene_rig(spec) as rig:
+        handoff = _HostHandoff(rig, _options(spec))
+        try:
+            received = 0
+            meter.start()
+            for i in range(spec.frames):
+                received += len(handoff.frame(i, spec.fps))
+            received += len(handoff.readback.drain())
+            meter.stop()
+        finally:
+            handoff.release()
+    out = figures(spec, meter, None)
+    out["frames_written"] = received  # frames that reached host memory
+    out["stages_ms"] = {"handoff": 1e3 * meter.seconds / spec.frames}
+    return out
+
+
+@row("stage:encode-cpu")
+def encode_alone(spec: RowSpec) -> RowResult:
+    options = _options(spec)
+    frames: list[HostFrame] = []
+    with scene_rig(spec) as rig:
+        handoff = _HostHandoff(rig, options)
+        try:
+            nbytes = handoff.convert.layout.nbytes
+            distinct = max(1, min(spec.frames, ENCODE_FRAME_BUDGET // nbytes))
+            for i in range(distinct):
+                frames.extend(handoff.frame(i, spec.fps))
+            frames.extend(handoff.readback.drain())
+        finally:
+            handoff.release()
+    clock, meter = StageClock(), LoopMeter()
+    path = spec.output
+    encoder = CpuEncoder(options)
+    sink = open_sink(path, options)
+    meter.start()
+    try:
+        for i in range(spec.frames):
+            f = frames[i % len(frames)]
+            with clock.wall("encode"):
+                packets = encoder.encode(HostFrame(i, f.pix_fmt, f.width, f.height, f.data))
+            with clock.wall("mux"):
+                sink.write(packets)
+        with clock.wall("encode"):
+            packets = encoder.flush()
+        with clock.wall("mux"):
+            sink.write(packets)
+    finally:
+        with clock.wall("mux"):
+            sink.close()
+        encoder.close()
+    meter.stop()
+    out = figures(spec, meter, clock)
+    out["distinct_frames"] = len(frames)
+    out.update(describe_output(path))
+    return out
