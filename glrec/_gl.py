@@ -37,6 +37,18 @@ def gl_function(name: str, restype: Any, *argtypes: Any) -> Any:
     return ctypes.CFUNCTYPE(restype, *argtypes)(ptr)
 
 
+def dispatch_compute(program: int, x: int, y: int, z: int = 1) -> None:
+    """Run the compute program ``program`` (a GL name) over ``x * y * z`` work groups.
+
+    Same as moderngl's ``ComputeShader.run``, but through ctypes, which releases
+    the GIL for the call. On software GL (Mesa llvmpipe) the dispatch is where
+    the frame rendered before it is rasterised and the compute shader runs,
+    milliseconds of work during which the encode thread can then run Python.
+    """
+    gl_function("glUseProgram", None, ctypes.c_uint)(program)
+    gl_function("glDispatchCompute", None, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint)(x, y, z)
+
+
 class Fence:
     """A GL fence placed after the commands issued so far.
 

@@ -19,6 +19,12 @@ from ..options import CPU_ENCODERS, VideoOptions
 
 log = logging.getLogger("glrec")
 
+# Frame threads, as the ffmpeg command line uses: x264 keeps encoding on its own
+# threads while the thread that feeds it waits (for the GIL, for the next frame);
+# slice threads only work inside each encode() call. Measured by `glrec bench`
+# on 2 cores with Mesa llvmpipe, frame threads keep both cores busier.
+_THREAD_TYPE = "FRAME"
+
 # Defaults chosen for recordings people keep: visually transparent quality at
 # a speed that keeps up with real-time 1080p on a few cores.
 _DEFAULT_PRESET = {"libx264": "veryfast", "libx265": "veryfast", "libsvtav1": "10", "mjpeg": None}
@@ -60,6 +66,7 @@ class CpuEncoder:
         cc.color_primaries, cc.color_trc, cc.colorspace = primaries, transfer, matrix
         cc.color_range = options.colour.av_range
         cc.thread_count = 0  # let the encoder pick (x264: 1.5 x cores)
+        cc.thread_type = _THREAD_TYPE
         opts: dict[str, str] = {}
         preset = options.preset or _DEFAULT_PRESET[name]
         if preset is not None:

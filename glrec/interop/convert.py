@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import moderngl
 
 from .. import glsl
+from .._gl import dispatch_compute
 from ..colour import ColourSpec
 
 
@@ -94,7 +95,7 @@ class Converter:
         source.use(0)
         for unit, tex in enumerate(self.planes):
             tex.bind_to_image(unit, read=False, write=True)
-        self._shader.run(*self._groups)
+        dispatch_compute(self._shader.glo, *self._groups)  # releases the GIL (see dispatch_compute)
         # Later reads of the planes (pixel transfers, texture fetches) must see these writes.
         self.ctx.memory_barrier(moderngl.TEXTURE_UPDATE_BARRIER_BIT | moderngl.TEXTURE_FETCH_BARRIER_BIT)
 
