@@ -109,6 +109,9 @@ def test_efficiency_memory_and_targets(quick):
     (eff,) = doc["efficiency"]
     slowest = min(fps["stage:handoff-host"], fps["stage:encode-cpu"])
     assert math.isclose(eff["efficiency"], fps["glrec:cpu"] / slowest)
+    cpu_ms = {s["row"]: s["cpu_ms_per_frame"] for s in doc["summary"]}
+    floor = cpu_ms["stage:render"] + cpu_ms["stage:encode-cpu"]
+    assert math.isclose(eff["ceiling_x_naive"], cpu_ms["naive-imageio"] / floor)
     assert eff["stage_fps"][eff["slowest_stage"]] == slowest
     mem = doc["memory"]
     assert (mem["frames_n"], mem["frames_10n"]) == (5, 50)
@@ -157,28 +160,35 @@ def test_bad_options_exit_2(args, words, capsys, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def test_unavailable_backend_is_skipped_with_its_reason(gl, tmp_path):
+@pytest.mark.parametrize(
+    "name, options, word",
+    [
+        ("glrec:nvenc", {"encoder": "nvenc", "codec": "h264"}, "nvenc"),
+        ("glrec:cpu-cuda", {"encoder": "cpu", "codec": "h264", "handoff": "register"}, "handoff"),
+    ],
+)
+def test_unavailable_backend_is_skipped_with_its_reason(gl, tmp_path, name, options, word):
     from glrec.bench.runner import run_isolated
     from glrec.bench.spec import RowSpec
 
-    spec = RowSpec("glrec:nvenc", size=(64, 64), frames=2, options={"encoder": "nvenc"}, workdir=str(tmp_path))
+    spec = RowSpec(name, size=(64, 64), frames=2, backend=name.split(":")[1], options=options, workdir=str(tmp_path))
     r = run_isolated(spec)
-    if r["status"] == "ok":  # a machine with NVENC: then it must have recorded every frame
+    if r["status"] == "ok":  # a machine with this backend: then it must have recorded every frame
         assert r["frames_written"] == 2
     else:
-        assert r["status"] == "skipped" and "nvenc" in r["reason"].lower()
+        assert r["status"] == "skipped" and word in r["reason"].lower(), r
 
 
 def test_analysis_of_known_rows():
-    def row(name, fps, **extra):
+    def row(name, fps, cpu_ms=10.0, **extra):
         return {"row": name, "scene": "s", "size": "8x8", "frames": 10, "status": "ok", "fps": fps, "cpu_use": 1.0,
-                "peak_rss_mb": 100.0, "child_peak_rss_mb": 0.0, "stages_ms": {}, "backend": extra.pop("backend", None),
-                **extra}  # fmt: skip
+                "cpu_seconds": cpu_ms / 100, "peak_rss_mb": 100.0, "child_peak_rss_mb": 0.0, "stages_ms": {},
+                "backend": extra.pop("backend", None), **extra}  # fmt: skip
 
     rows = [
-        row("naive-imageio", 10.0), row("glrec:cpu", 14.0, backend="cpu"), row("naive-pyav", 11.0),
-        row("naive-imageio", 12.0), row("glrec:cpu", 18.0, backend="cpu"), row("naive-pyav", 11.0),
-        row("stage:handoff-host", 40.0), row("stage:encode-cpu", 20.0),
+        row("naive-imageio", 10.0, 24.0), row("glrec:cpu", 14.0, backend="cpu"), row("naive-pyav", 11.0),
+        row("naive-imageio", 12.0, 24.0), row("glrec:cpu", 18.0, backend="cpu"), row("naive-pyav", 11.0),
+        row("stage:render", 100.0, 4.0), row("stage:handoff-host", 40.0), row("stage:encode-cpu", 20.0, 16.0),
         {**row("glrec:cpu", 1, backend="cpu"), "frames": 5, "peak_rss_mb": 200.0, "memory_check": True},
         {**row("glrec:cpu", 1, backend="cpu"), "frames": 50, "peak_rss_mb": 230.0, "memory_check": True},
     ]  # fmt: skip
@@ -186,9 +196,12 @@ def test_analysis_of_known_rows():
     s = {x["row"]: x for x in doc["summary"]}
     assert s["glrec:cpu"]["fps"] == 16.0 and s["naive-imageio"]["fps"] == 11.0
     assert math.isclose(s["glrec:cpu"]["x_naive_imageio"], 16 / 11)
+    assert math.isclose(s["naive-imageio"]["cpu_ms_per_frame"], 24.0)
     (eff,) = doc["efficiency"]
     assert eff["slowest_stage"] == "stage:encode-cpu" and math.isclose(eff["efficiency"], 0.8)
     assert math.isclose(eff["serial_fps"], 1 / (1 / 40 + 1 / 20))
+    # 24 ms of CPU per naive frame over 4 + 16 ms that rendering and encoding alone need
+    assert math.isclose(eff["ceiling_x_naive"], 24 / 20)
     assert math.isclose(doc["memory"]["ratio"], 1.15)
     met = {t["target"].split()[0]: t["met"] for t in doc["targets"]}
     assert met == {"glrec:cpu": False, "peak": False}

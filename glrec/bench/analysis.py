@@ -116,6 +116,7 @@ def _add_ratios(summary: list[dict[str, Any]]) -> None:
 def efficiency(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per group and backend: end-to-end frames/s over the slowest stage that runs beside it."""
     fps = {(s["group"], s["row"]): s.get("fps") for s in summary}
+    cpu_ms = {(s["group"], s["row"]): s.get("cpu_ms_per_frame") for s in summary}
     out = []
     for s in summary:
         backend = BACKENDS.get(s.get("backend") or "")
@@ -126,13 +127,21 @@ def efficiency(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         slowest = min(stages, key=lambda k: stages[k])  # type: ignore[arg-type,return-value]
         serial = 1.0 / sum(1.0 / v for v in stages.values())  # type: ignore[operator]
-        out.append(
-            {
-                "group": s["group"], "backend": backend.name, "fps": s["fps"], "stage_fps": stages,
-                "slowest_stage": slowest, "efficiency": s["fps"] / stages[slowest],  # type: ignore[operator]
-                "serial_fps": serial, "x_serial": s["fps"] / serial,
-            }
-        )  # fmt: skip
+        line = {
+            "group": s["group"], "backend": backend.name, "fps": s["fps"], "stage_fps": stages,
+            "slowest_stage": slowest, "efficiency": s["fps"] / stages[slowest],  # type: ignore[operator]
+            "serial_fps": serial, "x_serial": s["fps"] / serial, "cpu_ms_per_frame": s["cpu_ms_per_frame"],
+        }  # fmt: skip
+        floor = [cpu_ms.get((s["group"], name)) for name in backend.floor_stages]
+        naive = cpu_ms.get((s["group"], REFERENCE))
+        if floor and None not in floor and naive:
+            # When every stage runs on the same CPU cores, no pipeline can spend less CPU per frame
+            # than rendering and encoding alone do; the naive loop's CPU per frame over that floor
+            # is the most any pipeline could gain here with the cores equally busy.
+            line["floor_cpu_ms_per_frame"] = sum(floor)  # type: ignore[arg-type]
+            line["naive_cpu_ms_per_frame"] = naive
+            line["ceiling_x_naive"] = naive / sum(floor)  # type: ignore[arg-type]
+        out.append(line)
     return out
 
 

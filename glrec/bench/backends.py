@@ -33,6 +33,9 @@ class Backend:
     stage_rows: tuple[str, ...] = ()
     #: Of those, the rows that run side by side in the pipeline (efficiency = e2e / slowest).
     parallel_stages: tuple[str, ...] = ()
+    #: Rows whose work every loop must do whatever its pipeline (rendering, encoding): their CPU
+    #: time per frame bounds what any pipeline can gain where everything runs on the CPU.
+    floor_stages: tuple[str, ...] = ()
     #: True when the backend encodes with libx264, so --preset/--crf apply.
     x264: bool = False
     note: str = ""
@@ -51,26 +54,35 @@ BACKENDS: dict[str, Backend] = {
         stage_rows=("stage:render", "stage:handoff-host", "stage:encode-cpu"),
         # The GL thread renders, converts and reads back while the worker thread encodes.
         parallel_stages=("stage:handoff-host", "stage:encode-cpu"),
+        floor_stages=("stage:render", "stage:encode-cpu"),
         x264=True,
         note="GL convert -> PBO readback -> PyAV libx264",
     ),
-    # GPU backends (issue 3): the end-to-end rows run as soon as the Recorder accepts
-    # these encoders; until then they are reported as skipped with its reason. Their
-    # stage-alone rows (CUDA handoff alone, nvJPEG/NVENC encode alone) are to be
-    # registered next to the GPU code and named here.
+    # GPU backends (issue 3). Their end-to-end rows run wherever the Recorder opens them and
+    # are reported as skipped, with the Recorder's reason, elsewhere (no CUDA, no NVENC, or a
+    # glrec without the GPU path). Stage-alone rows for them (the CUDA handoff alone, nvJPEG
+    # or NVENC alone) are registered next to the GPU code and named here; see benchmarks/README.md.
+    "cpu-cuda": Backend(
+        "cpu-cuda",
+        {"encoder": "cpu", "codec": "h264", "handoff": "register"},
+        ".mp4",
+        stage_rows=("stage:render",),
+        x264=True,
+        note="GL convert -> CUDA register handoff -> PyAV libx264",
+    ),
     "nvjpeg": Backend(
         "nvjpeg",
         {"encoder": "nvjpeg", "codec": "mjpeg"},
         ".mkv",
         stage_rows=("stage:render",),
-        note="CUDA handoff -> nvJPEG -> Motion-JPEG in Matroska",
+        note="GL pack -> CUDA handoff -> nvJPEG -> Motion-JPEG in Matroska",
     ),
     "nvenc": Backend(
         "nvenc",
         {"encoder": "nvenc", "codec": "h264"},
         ".mp4",
         stage_rows=("stage:render",),
-        note="CUDA handoff -> NVENC H.264",
+        note="GL convert -> CUDA handoff -> NVENC H.264",
     ),
 }
 

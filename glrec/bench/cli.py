@@ -114,10 +114,12 @@ def _unique(path: Path) -> Path:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    from .analysis import analyse
     from .report import load_json, plot, save_json, table
 
     if args.replot is not None:
         doc = load_json(args.replot)
+        doc.update(analyse(doc))  # derived figures again from the raw rows (this glrec's analysis)
         print(table(doc))
         if not args.no_plot:
             print(f"plot: {plot(doc, args.replot.with_suffix('.png'))}")

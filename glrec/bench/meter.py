@@ -158,6 +158,20 @@ class GLStageTimer:
             yield
         self._pending.append((name, query))
 
+    @contextlib.contextmanager
+    def host_stage(self, name: str) -> Iterator[None]:
+        """A stage whose cost is mostly the CPU's (a readback, a CUDA handoff): always the wall clock.
+
+        In ``finish`` mode it also ends with ``glFinish``, so GL work queued inside is counted here.
+        """
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            if self.mode == "finish":
+                self.ctx.finish()
+            self.clock.add(name, time.perf_counter() - t)
+
     def _take(self) -> moderngl.Query:
         if self._free:
             return self._free.pop()

@@ -9,11 +9,13 @@ frames/s is reported but the ratios use the clean row.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
+from ..errors import EncoderUnavailableError
 from ..recorder import Recorder
 from .common import describe_output, figures, setup_scene
 from .meter import GLStageTimer, LoopMeter, StageClock
@@ -47,15 +49,16 @@ class _Timed:
 def instrument(rec: Recorder, clock: StageClock, gl: GLStageTimer) -> list[str]:
     """Wrap the recorder's stages in timers before its first frame; return the stages it lacks.
 
-    convert and readback run on the GL thread (GL timer or glFinish + wall
-    clock); encode and mux run on the worker thread (wall clock). A recorder
+    render and convert run on the GL thread (GL timer, or glFinish + wall
+    clock); readback (or a CUDA handoff) on the GL thread by the wall clock;
+    encode and mux on the worker thread by the wall clock. A recorder
     built another way (a CUDA handoff instead of the host readback) simply
     reports the parts it does not have as missing.
     """
     worker = getattr(rec, "_worker", None)
     parts: list[tuple[object, str, dict[str, Timer]]] = [
         (rec, "_convert", {"run": lambda: gl.stage("convert")}),
-        (rec, "_readback", {"submit": lambda: gl.stage("readback"), "drain": lambda: gl.stage("readback")}),
+        (rec, "_readback", {"submit": lambda: gl.host_stage("readback"), "drain": lambda: gl.host_stage("readback")}),
         (worker, "encoder", {"encode": lambda: clock.wall("encode"), "flush": lambda: clock.wall("encode")}),
         (worker, "sink", {"write": lambda: clock.wall("mux"), "close": lambda: clock.wall("mux")}),
     ]
@@ -72,6 +75,13 @@ def instrument(rec: Recorder, clock: StageClock, gl: GLStageTimer) -> list[str]:
 
 def _run(spec: RowSpec, profiled: bool) -> RowResult:
     path = spec.output
+    accepted = inspect.signature(Recorder).parameters
+    unknown = sorted(k for k in spec.options if k not in accepted)
+    if unknown:
+        raise EncoderUnavailableError(
+            f"backend {spec.backend!r} needs Recorder option(s) {', '.join(unknown)}, which this glrec lacks "
+            "(the GPU path is not part of this build)."
+        )
     rec = Recorder(
         path, size=spec.size, fps=spec.fps, overwrite=True, **_encoder_options(spec), **spec.options
     )  # fmt: skip

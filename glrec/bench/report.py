@@ -71,6 +71,12 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
             f"= {e['efficiency']:.2f}; the stages one after another would give {e['serial_fps']:.1f} fps "
             f"(overlap x{e['x_serial']:.2f})"
         )
+        if "ceiling_x_naive" in e:
+            naive, glrec, floor = e["naive_cpu_ms_per_frame"], e["cpu_ms_per_frame"], e["floor_cpu_ms_per_frame"]
+            lines.append(
+                f"  CPU per frame: naive-imageio {naive:.1f} ms, glrec {glrec:.1f} ms, render + encode alone "
+                f"{floor:.1f} ms: any pipeline on these cores is at most x{e['ceiling_x_naive']:.2f} naive-imageio"
+            )
     mem = doc.get("memory")
     if mem:
         if "ratio" in mem:
@@ -117,6 +123,7 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter
     except ImportError as exc:
         from ..errors import ConfigError
 
@@ -144,6 +151,10 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
                                 va="bottom", fontsize=7, xytext=(0, 2), textcoords="offset points")  # fmt: skip
         ax.set_xticks(range(len(sizes)), sizes)
         ax.set_yscale("log")
+        plain = FuncFormatter(lambda v, _: f"{v:g}")  # 60, not 6 x 10^1
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
+        ax.tick_params(axis="y", which="minor", labelsize=7)
         ax.set_title(f"scene {scene}")
         ax.set_ylabel("frames/s (end to end, log scale)")
         ax.grid(axis="y", which="both", alpha=0.3)

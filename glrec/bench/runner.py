@@ -151,7 +151,12 @@ def _spec(base: RowSpec, name: str, backends: list[Backend], tag: str = "") -> R
 
 
 def run_bench(config: BenchConfig, progress: Progress | None = None) -> dict[str, Any]:
-    """Run the whole benchmark and return the result document (see ``benchmarks/README.md``)."""
+    """Run the whole benchmark and return the result document (see ``benchmarks/README.md``).
+
+    Rows run in processes started by ``multiprocessing``'s forkserver, so from a
+    script call this under ``if __name__ == "__main__":`` as with any
+    multiprocessing code.
+    """
     config = config.checked()
     created = dt.datetime.now(dt.timezone.utc)
     started = time.perf_counter()
