@@ -34,6 +34,15 @@ def read_rgb(rig: SceneRig) -> np.ndarray:
     return np.ascontiguousarray(np.frombuffer(data, np.uint8).reshape(h, w, 3)[::-1])
 
 
+def render_and_read(rig: SceneRig, index: int, fps: float, clock: StageClock) -> np.ndarray:
+    """Render frame ``index`` and read it back as users do, timing the two apart."""
+    with clock.wall("render"):
+        rig.render(index, fps)
+        rig.ctx.finish()
+    with clock.wall("readback"):
+        return read_rgb(rig)
+
+
 @row("naive-imageio")
 def naive_imageio(spec: RowSpec) -> RowResult:
     try:
@@ -56,11 +65,7 @@ def naive_imageio(spec: RowSpec) -> RowResult:
         meter.start()
         try:
             for i in range(spec.frames):
-                with clock.wall("render"):
-                    rig.render(i, spec.fps)
-                    rig.ctx.finish()
-                with clock.wall("readback"):
-                    rgb = read_rgb(rig)
+                rgb = render_and_read(rig, i, spec.fps, clock)
                 with clock.wall("encode"):  # the pipe write; blocks while ffmpeg is behind
                     writer.send(rgb)
         finally:
@@ -86,11 +91,7 @@ def naive_pyav(spec: RowSpec) -> RowResult:
             stream.options = {"preset": spec.preset, "crf": f"{spec.crf:g}"}
             meter.start()
             for i in range(spec.frames):
-                with clock.wall("render"):
-                    rig.render(i, spec.fps)
-                    rig.ctx.finish()
-                with clock.wall("readback"):
-                    rgb = read_rgb(rig)
+                rgb = render_and_read(rig, i, spec.fps, clock)
                 with clock.wall("convert"):
                     # stream.encode() would run this same swscale pass itself; calling it
                     # here only makes its time visible.

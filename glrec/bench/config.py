@@ -33,7 +33,7 @@ class BenchConfig:
     crf: float = 20.0  # likewise
     backends: tuple[str, ...] = ("cpu",)
     baselines: tuple[str, ...] = BASELINES
-    repeat: int = 3  # runs of each compared row (baselines and glrec end to end), interleaved
+    repeat: int = 5  # runs of each compared row (baselines and glrec end to end), interleaved
     stages: bool = True  # stage-alone rows
     profile: bool = True  # the profiled glrec pass that fills the per-stage table
     memory_frames: int = 60  # memory check: N and 10N frames in fresh processes (0: off)

@@ -19,10 +19,11 @@ from ..options import CPU_ENCODERS, VideoOptions
 
 log = logging.getLogger("glrec")
 
-# Frame threads, as the ffmpeg command line uses: x264 keeps encoding on its own
-# threads while the thread that feeds it waits (for the GIL, for the next frame);
-# slice threads only work inside each encode() call. Measured by `glrec bench`
-# on 2 cores with Mesa llvmpipe, frame threads keep both cores busier.
+# Frame threads, as the ffmpeg command line uses (so glrec and an ffmpeg pipe run
+# x264 with identical settings): x264 keeps encoding on its own threads while the
+# thread that feeds it waits (for the GIL, for the next frame), where slice threads
+# only work inside each encode() call. Not with tune=zerolatency: frame threads
+# hold frames back (the first packet comes two calls late on 2 cores).
 _THREAD_TYPE = "FRAME"
 
 # Defaults chosen for recordings people keep: visually transparent quality at
@@ -66,7 +67,6 @@ class CpuEncoder:
         cc.color_primaries, cc.color_trc, cc.colorspace = primaries, transfer, matrix
         cc.color_range = options.colour.av_range
         cc.thread_count = 0  # let the encoder pick (x264: 1.5 x cores)
-        cc.thread_type = _THREAD_TYPE
         opts: dict[str, str] = {}
         preset = options.preset or _DEFAULT_PRESET[name]
         if preset is not None:
@@ -90,6 +90,8 @@ class CpuEncoder:
         elif name == "libsvtav1":
             os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints its banner to stderr unless told
             opts["svtav1-params"] = "enable-stat-report=0"
+        if name in ("libx264", "libx265") and "zerolatency" not in opts.get("tune", ""):
+            cc.thread_type = _THREAD_TYPE
         cc.options = opts
         try:
             cc.open()
