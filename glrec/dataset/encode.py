@@ -167,8 +167,10 @@ def ids16(ids: np.ndarray, what: str) -> np.ndarray:
 
 def normal8(normal: np.ndarray) -> np.ndarray:
     """Unit normals to uint8 ``round((n + 1) * 127.5)``; pixels with no surface (n = 0) stay 0."""
-    surface = np.any(normal != 0, axis=-1, keepdims=True)
-    return np.where(surface, np.rint((normal.astype(np.float64) + 1.0) * 127.5).clip(0, 255), 0).astype(np.uint8)
+    n = normal.astype(np.float32, copy=False)
+    encoded = np.rint(n * np.float32(127.5) + np.float32(127.5)).clip(0, 255).astype(np.uint8)
+    encoded[~n.any(axis=-1)] = 0
+    return encoded
 
 
 def encode_pass(name: str, array: np.ndarray, output: OutputSpec) -> tuple[str, bytes]:

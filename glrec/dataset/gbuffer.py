@@ -101,12 +101,12 @@ class GBuffer:
 
     def read(self, name: str) -> np.ndarray:
         """Read one pass back as a top-down array: (h, w, 3) for rgb/normal, (h, w) otherwise."""
-        comps, dtype = TARGETS[name]
+        _, dtype = TARGETS[name]
+        keep = _KEEP[name]  # GL drops alpha / w in the read itself
         w, h = self.size
-        raw = self.fbo.read(attachment=list(TARGETS).index(name), components=comps, dtype=dtype)
-        arr = np.frombuffer(raw, _NUMPY[dtype]).reshape(h, w, comps)[::-1]
-        keep = _KEEP[name]
-        return np.ascontiguousarray(arr[..., 0] if keep == 1 else arr[..., :keep])
+        raw = self.fbo.read(attachment=list(TARGETS).index(name), components=keep, dtype=dtype)
+        arr = np.frombuffer(raw, _NUMPY[dtype]).reshape((h, w, keep) if keep > 1 else (h, w))
+        return np.ascontiguousarray(arr[::-1])  # GL rows run bottom-up
 
     def release(self) -> None:
         """Free the GL objects. Safe to call twice."""

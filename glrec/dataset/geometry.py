@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["GL_TO_CV", "intrinsics", "pixel_box", "project"]
+__all__ = ["GL_TO_CV", "as_list", "intrinsics", "mask_boxes", "pixel_box", "project"]
 
 #: OpenGL eye space (y up, z towards the viewer) to OpenCV camera space (y down, z forward).
 GL_TO_CV = np.diag([1.0, -1.0, -1.0, 1.0])
@@ -68,12 +68,12 @@ def pixel_box(
 
 def mask_boxes(instance: np.ndarray) -> dict[int, tuple[list[int], int]]:
     """For each instance id > 0 in a mask: its tight box ``[x0, y0, x1, y1)`` and its pixel count."""
+    counts = np.bincount(instance.ravel())
     out: dict[int, tuple[list[int], int]] = {}
-    ids = np.unique(instance)
-    for i in ids[ids > 0]:
-        rows, cols = np.nonzero(instance == i)
-        box = [int(cols.min()), int(rows.min()), int(cols.max()) + 1, int(rows.max()) + 1]
-        out[int(i)] = (box, len(rows))
+    for i in np.flatnonzero(counts[1:]) + 1:
+        mask = instance == i
+        rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+        out[int(i)] = ([int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1], int(counts[i]))
     return out
 
 

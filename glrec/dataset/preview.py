@@ -12,15 +12,20 @@ from .render import Sample
 __all__ = ["compose", "depth_image", "instance_image"]
 
 
+# near -> far: pale yellow, orange, magenta, violet, deep blue (no surface: black)
+_RAMP = np.array([[255, 244, 170], [245, 140, 60], [190, 50, 110], [90, 30, 130], [25, 25, 70]], np.float64)
+
+
 def depth_image(depth: np.ndarray) -> np.ndarray:
-    """Near surfaces bright, far ones dark, no surface black; (h, w, 3) uint8."""
+    """Depth through a colour ramp, near bright and far dark, scaled to this image; no surface black."""
     surface = depth > 0
-    out = np.zeros(depth.shape, np.float64)
+    out = np.zeros((*depth.shape, 3), np.uint8)
     if surface.any():
-        lo, hi = float(depth[surface].min()), float(depth[surface].max())
-        out[surface] = 1.0 - 0.85 * (depth[surface] - lo) / max(hi - lo, 1e-9)
-    grey = np.rint(out * 255).astype(np.uint8)
-    return np.repeat(grey[..., None], 3, axis=2)
+        d = depth[surface].astype(np.float64)
+        x = (d - d.min()) / max(float(d.max() - d.min()), 1e-9) * (len(_RAMP) - 1)
+        stops = np.arange(len(_RAMP))
+        out[surface] = np.rint(np.stack([np.interp(x, stops, _RAMP[:, c]) for c in range(3)], axis=-1))
+    return out
 
 
 def _palette(n: int) -> np.ndarray:

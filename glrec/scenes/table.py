@@ -9,6 +9,7 @@ from the sample's own generator in :meth:`Table.randomise`.
 from __future__ import annotations
 
 import colorsys
+import functools
 import math
 from typing import Any
 
@@ -29,6 +30,12 @@ NEAR, FAR = 0.05, 50.0
 def _math(m: Matrix44) -> np.ndarray:
     """pyrr stores matrices for row vectors; glrec's maths uses column vectors (the transpose)."""
     return np.asarray(m, dtype=np.float64).T
+
+
+@functools.cache
+def _corners(shape: str) -> np.ndarray:
+    """The distinct vertices of a shape's mesh (what its 2D box is projected from)."""
+    return np.unique(MESHES[shape]()[:, :3].astype(np.float64), axis=0)
 
 
 def _gl(m: np.ndarray) -> bytes:
@@ -197,7 +204,7 @@ class Table:
         objects = []
         for obj in self.objects:
             model = self.model(obj, t)
-            points = MESHES[obj["shape"]]()[:, :3] @ model[:3, :3].T + model[:3, 3]
+            points = _corners(obj["shape"]) @ model[:3, :3].T + model[:3, 3]
             objects.append(
                 {
                     "instance": obj["instance"],
