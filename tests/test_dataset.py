@@ -304,3 +304,26 @@ def test_preview_png(tmp_path, capsys):
     ref = render_sample(DatasetSpec.load(spec_file), 1).frames[0]
     instance_panel = img[:, 128:192]
     assert np.array_equal(instance_panel.any(axis=-1), ref["instance"] > 0)
+
+
+def test_colour_encoder_hook_receives_the_colour_texture(tmp_path, monkeypatch):
+    from glrec.dataset import encode
+
+    seen = []
+
+    class Recording:
+        ext = "png"
+
+        def __init__(self, output):
+            self.output = output
+
+        def encode(self, image):
+            seen.append((image.texture.size, image.array().shape))
+            return encode.encode_png(image.array())
+
+    monkeypatch.setitem(encode.COLOUR_ENCODERS, ("png", "test"), Recording)
+    generate(make_spec(dataset={"samples": 2}, output={"rgb_encoder": "test"}), tmp_path / "hook")
+    generate(make_spec(dataset={"samples": 2}), tmp_path / "cpu")
+    assert seen == [((64, 48), (48, 64, 3))] * 2
+    hook, cpu = members(tmp_path / "hook" / "shard-000000.tar"), members(tmp_path / "cpu" / "shard-000000.tar")
+    assert hook["000001.rgb.png"] == cpu["000001.rgb.png"]

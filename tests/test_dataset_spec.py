@@ -145,3 +145,18 @@ def test_ray_gpu_ids_map_to_egl_devices(monkeypatch):
         egl_device_for_gpus(["0"])
     monkeypatch.setattr(glrec.context, "egl_device_for_cuda", lambda cuda: 2, raising=False)
     assert egl_device_for_gpus(["0"]) == 2
+
+
+def test_missing_ray_and_unknown_colour_encoder_say_what_to_install(monkeypatch, tmp_path):
+    import sys
+
+    from glrec.dataset.encode import colour_encoder
+    from glrec.dataset.spec import OutputSpec
+
+    with pytest.raises(glrec.ConfigError, match="No colour encoder 'nvjpeg' for 'jpg'.*have: jpg/cpu, png/cpu"):
+        colour_encoder(OutputSpec(rgb="jpg", rgb_encoder="nvjpeg"))
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
+    from glrec.dataset import generate
+
+    with pytest.raises(glrec.ConfigError, match=r"pip install 'glrec\[ray\]'"):
+        generate(DatasetSpec.from_dict(spec_dict()), tmp_path / "out", ray="")
