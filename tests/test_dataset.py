@@ -275,7 +275,7 @@ def test_cli_dataset_refuses_existing_and_only_writes_samples(tmp_path, capsys):
     tar = members(out / "shard-000000.tar")
     assert (tmp_path / "one" / "000002" / "rgb.png").read_bytes() == tar["000002.rgb.png"]
     assert main(["dataset", str(spec_file), "-o", str(tmp_path / "x"), "--only", "3"]) == 2
-    assert "samples 0..2" in capsys.readouterr().err
+    assert "outside the spec's samples 0..2" in capsys.readouterr().err
 
 
 def test_scene_without_passes_is_refused_before_writing(tmp_path):

@@ -80,6 +80,8 @@ def test_spec_validation_messages(tmp_path):
         DatasetSpec.from_dict({**spec_dict(), "output": {"rgb": "webp"}})
     with pytest.raises(glrec.ConfigError, match="even in both dimensions for clips"):
         DatasetSpec.from_dict(spec_dict(size="63x48", frames=4))
+    with pytest.raises(glrec.ConfigError, match="must be a list"):
+        DatasetSpec.from_dict({**spec_dict(), "output": {"passes": "rgb"}})
     with pytest.raises(glrec.ConfigError, match="must include 'rgb'"):
         DatasetSpec.from_dict({**spec_dict(), "output": {"passes": ["depth"]}})
     bad = tmp_path / "bad.toml"

@@ -185,8 +185,11 @@ def write_samples(
     >>> write_samples(spec, [17], "sample17/")  # doctest: +SKIP
     [PosixPath('sample17/000017')]
     """
-    from ..errors import OutputExistsError
+    from ..errors import ConfigError, OutputExistsError
 
+    bad = [i for i in indices if not 0 <= i < spec.samples]
+    if bad:
+        raise ConfigError(f"Sample index {bad[0]} is outside the spec's samples 0..{spec.samples - 1}.")
     root = Path(out)
     if root.is_dir() and any(root.iterdir()):
         if not overwrite:
@@ -195,12 +198,14 @@ def write_samples(
             shutil.rmtree(root / spec.key(i), ignore_errors=True)
     root.mkdir(parents=True, exist_ok=True)
     folder = DatasetFolder(root, spec)
-    folder.records.mkdir(exist_ok=True)
+    folder.records.mkdir(exist_ok=True)  # scratch space for clip videos
     writer = FolderWriter(root)
-    with ShardWorker(spec, folder, device) as worker:
-        for i in indices:
-            sample, files, _ = worker.render(i)
-            writer.add(sample.key, files)
-    writer.commit()
-    folder.records.rmdir()
+    try:
+        with ShardWorker(spec, folder, device) as worker:
+            for i in indices:
+                sample, files, _ = worker.render(i)
+                writer.add(sample.key, files)
+        writer.commit()
+    finally:
+        shutil.rmtree(folder.records, ignore_errors=True)
     return [root / spec.key(i) for i in indices]

@@ -136,6 +136,8 @@ class DatasetSpec:
         out = dict(data.get("output", {}))
         _only(out, set(OutputSpec.__dataclass_fields__), "[output] key")
         if "passes" in out:
+            if not isinstance(out["passes"], list):
+                raise ConfigError(f'[output] passes {out["passes"]!r} must be a list, e.g. ["rgb", "depth"].')
             out["passes"] = tuple(out["passes"])
         try:
             output = OutputSpec(**out)
