@@ -33,7 +33,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         nargs="?",
         const="",
         metavar="ADDRESS",
-        help="run shards as Ray tasks: on a new local cluster, or the cluster at ADDRESS (pip install 'glrec[ray]')",
+        help="run shards as Ray tasks: on a new local cluster, or the cluster at ADDRESS (pip install 'glrec[ray]'); "
+        "write it after SPEC, or as --ray=ADDRESS",
     )
     p.add_argument("--retries", type=int, default=3, help="Ray: retries of a failed shard task (default 3)")
     p.add_argument("--device", type=int, help="EGL device index (single process)")
