@@ -17,6 +17,7 @@ frame, so the converter (or packer) needs no knowledge of the handoff.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 from typing import Any
 
@@ -94,9 +95,11 @@ class RegisterHandoff:
         pool, stream = self.pool, self.device.stream
         slots = [pool.acquire() for _ in pending]  # before mapping: waiting must not hold GL resources
         resources = [r for _, k in pending for r in self._resources[k]]
+        # The bindings take an int as the address of a CUgraphicsResource array: one map call for all.
+        handles = (ctypes.c_void_p * len(resources))(*(int(r) for r in resources))
         cu = driver()
         self.device.bind()
-        call("cuGraphicsMapResources", len(resources), resources, stream)
+        call("cuGraphicsMapResources", len(resources), ctypes.addressof(handles), stream)
         frames = []
         try:
             for (index, k), slot in zip(pending, slots, strict=True):
@@ -119,7 +122,7 @@ class RegisterHandoff:
                 pool.give_back(slot)
             raise
         finally:
-            call("cuGraphicsUnmapResources", len(resources), resources, stream)
+            call("cuGraphicsUnmapResources", len(resources), ctypes.addressof(handles), stream)
         return frames
 
     def release(self) -> None:
