@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .context import GLContext, create_context, create_cuda_context
+from .encoders.nvjpeg import BATCH as NVJPEG_BATCH
 from .encoders.select import DeviceFedEncoder, Plan, plan_backend
 from .errors import DeviceError
 from .interop import Converter, HostReadback, TargetRing
@@ -68,7 +69,9 @@ def open_backend(
     stack.callback(source.release)
     if plan.uses_cuda:
         kind = cuda_handoff_kind(plan.handoff, ctx)
-        stage = open_cuda_handoff(kind, ctx, source, plan.device, depth=ring, consumer_slots=queue_size + 2)
+        # Frames the consumer may hold: the queue, the one being encoded, and nvJPEG's batch.
+        held = queue_size + 2 + (NVJPEG_BATCH if plan.encoder == "nvjpeg" else 0)
+        stage = open_cuda_handoff(kind, ctx, source, plan.device, depth=ring, consumer_slots=held)
         plan.handoff = kind
     else:
         stage = HostReadback(ctx, source, ring)

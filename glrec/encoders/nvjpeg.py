@@ -24,6 +24,9 @@ from ..options import VideoOptions
 
 log = logging.getLogger("glrec")
 
+#: Frames encoded per nvImageCodec call: one call per frame costs more in Python and launch
+#: overhead than the encode itself, and a batch spreads over nvImageCodec's threads.
+BATCH = 8
 INSTALL_HINT = "pip install glrec[nvjpeg] (nvImageCodec) and make the nvJPEG library visible (CUDA toolkit)"
 
 
@@ -69,26 +72,39 @@ class NvJpegEncoder:
         except Exception as exc:
             raise EncoderUnavailableError(f"nvImageCodec could not create an encoder: {exc}; {INSTALL_HINT}.") from exc
         self._nvimgcodec = nvimgcodec
+        self._batch: list[DeviceFrame] = []
         self._params = _params(nvimgcodec, options.quality, "444" if options.pix_fmt == "yuv444p" else "420")
         log.info("encoder: nvJPEG (nvImageCodec) quality %d, %s chroma", options.quality, options.pix_fmt)
 
     def encode(self, frame: DeviceFrame) -> list[Packet]:
-        try:
-            frame.synchronize()
-            image = self._nvimgcodec.as_image(frame, frame.device.stream_handle)
-            stream = self._encoder.encode(image, "jpeg", params=self._params)
-            if stream is None:
-                raise EncoderError(f"nvJPEG could not encode frame {frame.index} ({frame.width}x{frame.height} RGB).")
-            data = bytes(memoryview(stream))
-            size = int(getattr(stream, "size", 0) or 0)
-            if 0 < size < len(data):
-                data = data[:size]
-        finally:
-            frame.release()
-        return [Packet(data, frame.index, frame.index, True)]
+        """Queue ``frame``; every :data:`BATCH` frames, encode them in one nvImageCodec call."""
+        self._batch.append(frame)
+        return self._encode_batch() if len(self._batch) >= BATCH else []
 
     def flush(self) -> list[Packet]:
-        return []
+        return self._encode_batch() if self._batch else []
+
+    def _encode_batch(self) -> list[Packet]:
+        frames, self._batch = self._batch, []
+        try:
+            for f in frames:
+                f.synchronize()
+            images = [self._nvimgcodec.as_image(f) for f in frames]
+            streams = self._encoder.encode(images, "jpeg", params=self._params)
+            out = []
+            for f, stream in zip(frames, streams, strict=True):
+                if stream is None:
+                    raise EncoderError(f"nvJPEG could not encode frame {f.index} ({f.width}x{f.height} RGB).")
+                data = bytes(memoryview(stream))
+                size = int(getattr(stream, "size", 0) or 0)
+                out.append(Packet(data[:size] if 0 < size < len(data) else data, f.index, f.index, True))
+            return out
+        finally:
+            for f in frames:
+                f.release()
 
     def close(self) -> None:
+        frames, self._batch = self._batch, []
+        for f in frames:  # only after a failure: a clean finish flushed them
+            f.release()
         self._encoder = None

@@ -3,9 +3,10 @@
 CUDA allocates the pool with its virtual memory API (``cuMemCreate``) as memory
 that can be exported as a POSIX file descriptor; GL imports that descriptor
 (``GL_EXT_memory_object_fd``) and makes one buffer whose storage *is* that
-memory. After converting a frame, GL copies the planes into the frame's slot
-(a GPU-side texture -> buffer copy, queued like any GL command) and places a
-fence; once the fence has signalled, CUDA reads the slot at its own address.
+memory. After converting a frame, a compute shader writes the planes into the
+frame's slot of that buffer (``shaders/planes_to_buffer.comp``; measured much
+cheaper on NVIDIA than ``glGetTexImage`` into a pixel-pack buffer) and a fence is
+placed; once the fence has signalled, CUDA reads the slot at its own address.
 There is no ``cuGraphicsMapResources``/``Unmap`` at all, which is what the
 register path spends most of its time on.
 
@@ -23,6 +24,7 @@ from typing import Any
 
 import moderngl
 
+from .. import glsl
 from .._gl import Fence, gl_function
 from ..errors import ContextError
 from .convert import PlaneLayout
@@ -44,6 +46,46 @@ def _gl_error(what: str) -> None:
     err = _gl("glGetError", ctypes.c_uint)()
     if err:
         raise ContextError(f"{what} failed with GL error 0x{err:04x}; the shared handoff needs {EXTENSION}.")
+
+
+class PlaneWriter:
+    """Writes a source's current plane textures into a GL buffer at an offset, in the host layout.
+
+    ``offset`` must be a multiple of ``GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT``
+    (the shared handoff's slots are 256-byte aligned).
+    """
+
+    def __init__(self, ctx: moderngl.Context, source: Any) -> None:
+        self.ctx = ctx
+        self.source = source
+        layout: PlaneLayout = source.layout
+        planes = list(source.planes)
+        pad = 3 - len(planes)
+        self.nbytes = layout.nbytes
+        self._shader = glsl.compute(ctx, "planes_to_buffer.comp")
+        values = {
+            "nplanes": len(planes),
+            "start": tuple(list(layout.offsets) + [layout.nbytes] * pad),
+            "row_bytes": tuple([t.width * t.components for t in planes] + [1] * pad),
+            "comps": tuple([t.components for t in planes] + [1] * pad),
+            "total": layout.nbytes,
+        }
+        for name, value in values.items():
+            self._shader[name].value = value  # type: ignore[union-attr]
+        self._groups = (layout.nbytes + 4 * 256 - 1) // (4 * 256)
+
+    def run(self, buffer: moderngl.Buffer, offset: int) -> None:
+        """Queue the write of the source's current planes into ``buffer`` at ``offset``."""
+        for unit, tex in enumerate(self.source.planes):
+            tex.use(unit)
+        buffer.bind_to_storage_buffer(0, offset=offset, size=(self.nbytes + 3) // 4 * 4)
+        self._shader.run(self._groups)
+        self.ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)
+
+    def release(self) -> None:
+        shader, self._shader = self._shader, None  # type: ignore[assignment]
+        if shader is not None:
+            shader.release()
 
 
 class SharedHandoff:
@@ -70,6 +112,7 @@ class SharedHandoff:
         self._memory_object: int | None = None
         self._buffer: moderngl.Buffer | None = None
         self._vmm: tuple[Any, int, int] | None = None  # (allocation handle, address, size)
+        self._writer: PlaneWriter | None = None
         self.pool: DevicePool | None = None
         self._pending: deque[tuple[int, int, Fence]] = deque()
         try:
@@ -77,6 +120,7 @@ class SharedHandoff:
             address, size = self._allocate(stride * count)
             self._import(ctx, size)
             self.pool = DevicePool(device, self.layout.nbytes, count, base=address, stride=stride)
+            self._writer = PlaneWriter(ctx, source)
         except BaseException:
             self.release()
             raise
@@ -145,9 +189,8 @@ class SharedHandoff:
         if len(self._pending) >= self.depth:
             done.append(self._collect())
         slot = self.pool.acquire()
-        at = self.pool.address(slot) - self.pool.base
-        for tex, offset in zip(self.source.planes, self.layout.offsets, strict=True):
-            tex.read_into(self._buffer, alignment=1, write_offset=at + offset)
+        assert self._writer is not None
+        self._writer.run(self._buffer, self.pool.address(slot) - self.pool.base)
         self._pending.append((index, slot, Fence()))
         return done
 
@@ -164,6 +207,9 @@ class SharedHandoff:
         """Free the GL buffer, the memory object and the CUDA allocation. Safe twice."""
         while self._pending:
             self._pending.popleft()[2].release()
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.release()
         buffer, self._buffer = self._buffer, None
         if buffer is not None:
             # moderngl's wrapper of an external buffer does not own the GL name: delete it here.
