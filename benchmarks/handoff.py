@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 SIZE = (1920, 1080)
 
 
-def _pipeline(kind: str, frames: int, batch: int = 8) -> float:
+def _pipeline(kind: str, frames: int, batch: int = 8, pix_fmt: str = "nv12") -> float:
     """Seconds per frame for render + convert (+ the handoff ``kind``, consumer included)."""
     from glrec.colour import ColourSpec
     from glrec.context import create_cuda_context
@@ -42,7 +42,12 @@ def _pipeline(kind: str, frames: int, batch: int = 8) -> float:
     target = RenderTarget(ctx, SIZE)
     scene = load_scene("plasma")
     scene.setup(ctx, SIZE)
-    conv = Converter(ctx, SIZE, SIZE, "nv12", ColourSpec())
+    if pix_fmt == "rgb24":
+        from glrec.interop.pack import RgbPacker
+
+        conv = RgbPacker(ctx, SIZE, "rgb24")
+    else:
+        conv = Converter(ctx, SIZE, SIZE, pix_fmt, ColourSpec())
     if kind == "none":
         stage = None
     elif kind == "host":
@@ -89,6 +94,43 @@ def _pipeline(kind: str, frames: int, batch: int = 8) -> float:
     return per_frame
 
 
+def _encode_only_fps(frames: int, batch: int) -> float:
+    """nvJPEG alone: already-rendered 1080p RGB device frames, encoded ``batch`` per call."""
+    import numpy as np
+
+    from glrec.encoders.nvjpeg import NvJpegEncoder
+    from glrec.interop.convert import PlaneLayout
+    from glrec.interop.cuda import CudaDevice, call
+    from glrec.interop.pool import DeviceFrame, DevicePool
+    from glrec.options import VideoOptions
+
+    dev = CudaDevice.open(0)
+    layout = PlaneLayout.for_format("rgb24", *SIZE)
+    pool = DevicePool(dev, layout.nbytes, 2 * batch)
+    y, x = np.mgrid[0 : SIZE[1], 0 : SIZE[0]]
+    img = np.stack([x % 256, y % 256, (x + y) % 256], -1).astype(np.uint8)  # smooth gradients, like plasma
+    for slot in range(pool.count):
+        call("cuMemcpyHtoD", pool.address(slot), img.ctypes.data, layout.nbytes)
+    enc = NvJpegEncoder(VideoOptions.create(SIZE, 60, codec="mjpeg"), 0, batch=batch)
+
+    def run(n: int) -> float:
+        t0 = time.perf_counter()
+        size = 0
+        for i in range(n):
+            for p in enc.encode(DeviceFrame(i, layout, pool, pool.acquire(), pending=False)):
+                size += len(p.data)
+        for p in enc.flush():
+            size += len(p.data)
+        return n / (time.perf_counter() - t0)
+
+    run(2 * batch)
+    fps = run(frames)
+    enc.close()
+    pool.release()
+    dev.release()
+    return fps
+
+
 def _nvjpeg_fps(frames: int, handoff: str, suffix: str) -> float:
     """Frames per second of render -> pack -> handoff -> nvJPEG -> file, setup excluded, finish included."""
     import glrec
@@ -119,7 +161,8 @@ def main() -> int:
                               "frames": args.frames}  # fmt: skip
     base = _pipeline("none", args.frames)
     out["render_convert_us"] = base * 1e6
-    rows = [("register, batched (8 per map)", "register", 8), ("register, naive (map/copy/unmap)", "register", 1),
+    rows = [("register, batched (8 per map)", "register", 8), ("register, batched (16 per map)", "register", 16),
+            ("register, naive (map/copy/unmap)", "register", 1),
             ("shared (no map)", "shared", 0), ("host PBO readback (for comparison)", "host", 0)]  # fmt: skip
     print(f"{gpu}, {SIZE[0]}x{SIZE[1]} NV12, plasma, {args.frames} frames, best of 3")
     print(f"  render + convert alone: {base * 1e6:8.1f} us/frame")
@@ -129,6 +172,14 @@ def main() -> int:
         out[f"{key}_us"] = t * 1e6
         out[f"{key}_overhead_us"] = (t - base) * 1e6
         print(f"  {label:<38} {t * 1e6:8.1f} us/frame, overhead {(t - base) * 1e6:7.1f} us/frame")
+    for kind in ("register", "shared"):
+        t = _pipeline(kind, args.frames, 8, "rgb24")
+        out[f"rgb24_{kind}_fps"] = 1 / t
+        print(f"  render + pack RGB + {kind} handoff, no encoder: {1 / t:8.0f} frames/s")
+    for batch in (1, 8, 32):
+        fps = _encode_only_fps(args.frames, batch)
+        out[f"nvjpeg_only_batch{batch}_fps"] = fps
+        print(f"  nvJPEG alone (frames already in CUDA memory), {batch:2d} per call: {fps:8.0f} frames/s")
     for handoff in ("register", "shared"):
         for suffix in (".mkv", "_%06d.jpg"):
             fps = _nvjpeg_fps(args.frames, handoff, suffix)

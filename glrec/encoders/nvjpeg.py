@@ -64,7 +64,7 @@ class NvJpegEncoder:
     codec = "mjpeg"
     input_format = "rgb24"
 
-    def __init__(self, options: VideoOptions, device_ordinal: int) -> None:
+    def __init__(self, options: VideoOptions, device_ordinal: int, *, batch: int = BATCH) -> None:
         nvimgcodec = load_nvimgcodec()
         self.options = options
         try:
@@ -73,13 +73,14 @@ class NvJpegEncoder:
             raise EncoderUnavailableError(f"nvImageCodec could not create an encoder: {exc}; {INSTALL_HINT}.") from exc
         self._nvimgcodec = nvimgcodec
         self._batch: list[DeviceFrame] = []
+        self.batch = max(1, batch)
         self._params = _params(nvimgcodec, options.quality, "444" if options.pix_fmt == "yuv444p" else "420")
         log.info("encoder: nvJPEG (nvImageCodec) quality %d, %s chroma", options.quality, options.pix_fmt)
 
     def encode(self, frame: DeviceFrame) -> list[Packet]:
-        """Queue ``frame``; every :data:`BATCH` frames, encode them in one nvImageCodec call."""
+        """Queue ``frame``; every ``batch`` frames (default :data:`BATCH`), encode them in one call."""
         self._batch.append(frame)
-        return self._encode_batch() if len(self._batch) >= BATCH else []
+        return self._encode_batch() if len(self._batch) >= self.batch else []
 
     def flush(self) -> list[Packet]:
         return self._encode_batch() if self._batch else []

@@ -68,12 +68,25 @@ class RegisterHandoff:
         except BaseException:
             self.release()
             raise
+        # One copy descriptor per plane, filled in once; only source array and destination change.
+        self._copies = [self._copy_descriptor(w * c, h) for w, h, c in self.layout.planes]
         self._pending: list[tuple[int, int]] = []  # (frame index, ring set)
         self._next = 0
 
     @property
     def depth(self) -> int:
         return self.batch
+
+    @staticmethod
+    def _copy_descriptor(row_bytes: int, rows: int) -> Any:
+        cu = driver()
+        copy = cu.CUDA_MEMCPY2D()
+        copy.srcMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_ARRAY
+        copy.dstMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
+        copy.dstPitch = row_bytes  # tightly packed rows: the host path's layout
+        copy.WidthInBytes = row_bytes
+        copy.Height = rows
+        return copy
 
     def submit(self, index: int) -> list[DeviceFrame]:
         """Record that the source's current planes hold frame ``index``; return frames that completed."""
@@ -97,23 +110,15 @@ class RegisterHandoff:
         resources = [r for _, k in pending for r in self._resources[k]]
         # The bindings take an int as the address of a CUgraphicsResource array: one map call for all.
         handles = (ctypes.c_void_p * len(resources))(*(int(r) for r in resources))
-        cu = driver()
         self.device.bind()
         call("cuGraphicsMapResources", len(resources), ctypes.addressof(handles), stream)
         frames = []
         try:
             for (index, k), slot in zip(pending, slots, strict=True):
                 dst = pool.address(slot)
-                for res, (w, h, c), offset in zip(self._resources[k], self.layout.planes, self.layout.offsets,
-                                                  strict=True):  # fmt: skip
-                    copy = cu.CUDA_MEMCPY2D()
-                    copy.srcMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_ARRAY
+                for res, copy, offset in zip(self._resources[k], self._copies, self.layout.offsets, strict=True):
                     copy.srcArray = call("cuGraphicsSubResourceGetMappedArray", res, 0, 0)
-                    copy.dstMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
                     copy.dstDevice = dst + offset
-                    copy.dstPitch = w * c  # tightly packed rows: the host path's layout
-                    copy.WidthInBytes = w * c
-                    copy.Height = h
                     call("cuMemcpy2DAsync", copy, stream)
                 call("cuEventRecord", pool.events[slot], stream)
                 frames.append(DeviceFrame(index, self.layout, pool, slot, pending=True))
