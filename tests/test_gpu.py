@@ -76,7 +76,7 @@ def test_handoff_equals_glreadpixels_bit_for_bit(nvgl, cuda, kind, pix_fmt):
     handoff = open_cuda_handoff(kind, ctx, source, cuda, depth=3, consumer_slots=4)
     expected, got = {}, {}
     try:
-        for i in range(19):  # not a multiple of the register batch (8): the partial batch is drained
+        for i in range(19):  # not a multiple of the register batch (16): the partial batch is drained
             target.use()
             scene.render(i / FPS)
             source.run(target.colour)
@@ -158,7 +158,14 @@ def _luma_psnrs(path, scene, colour, n):
     return [psnr(a, b) for a, b in zip(got, ref, strict=True)]
 
 
-@pytest.mark.parametrize("name", ["cube.mkv", "cube.avi", "cube.mov", "cube_%04d.jpg"])
+_AV_MAJOR = int(av.__version__.split(".")[0])
+# With PyAV 19 the MOV sink loses one MJPEG frame, from the CPU mjpeg encoder too (seen on the
+# H200 machine, which has PyAV 19.0.2; glrec pins av<19): a container issue, not nvJPEG's.
+_MOV = pytest.param("cube.mov", marks=pytest.mark.xfail(_AV_MAJOR >= 19, reason="PyAV 19 MOV drops an MJPEG frame",
+                                                          strict=True))  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["cube.mkv", "cube.avi", _MOV, "cube_%04d.jpg"])
 @pytest.mark.parametrize("handoff", ["register", "shared"])
 def test_render_nvjpeg_decode_psnr(tmp_path, name, handoff):
     pytest.importorskip("nvidia.nvimgcodec")

@@ -24,9 +24,10 @@ from ..options import VideoOptions
 
 log = logging.getLogger("glrec")
 
-#: Frames encoded per nvImageCodec call: one call per frame costs more in Python and launch
-#: overhead than the encode itself, and a batch spreads over nvImageCodec's threads.
-BATCH = 8
+#: Frames encoded per nvImageCodec call. Measured on an H200 at 1080p (benchmarks/handoff.py):
+#: 4,471 frames/s one per call, 3,124 eight per call, 2,980 thirty-two per call, so one it is;
+#: the option stays for GPUs and sizes where batching pays.
+BATCH = 1
 INSTALL_HINT = "pip install glrec[nvjpeg] (nvImageCodec) and make the nvJPEG library visible (CUDA toolkit)"
 
 

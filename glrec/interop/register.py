@@ -40,14 +40,14 @@ class RegisterHandoff:
     and ``new_planes()``). Same interface as the host readback: :meth:`submit`
     after each conversion returns the frames that completed, :meth:`drain` the rest.
 
-    >>> handoff = RegisterHandoff(converter, device, batch=8)  # doctest: +SKIP
+    >>> handoff = RegisterHandoff(converter, device, batch=16)  # doctest: +SKIP
     """
 
     kind = "register"
 
-    def __init__(self, source: Any, device: CudaDevice, *, batch: int = 8, pool_size: int | None = None) -> None:
+    def __init__(self, source: Any, device: CudaDevice, *, batch: int = 16, pool_size: int | None = None) -> None:
         if batch < 1:
-            raise ConfigError(f"register handoff batch {batch} must be at least 1 (8 amortises map/unmap well).")
+            raise ConfigError(f"register handoff batch {batch} must be at least 1 (16 amortises map/unmap well).")
         self.source = source
         self.device = device
         self.layout: PlaneLayout = source.layout

@@ -111,10 +111,8 @@ class ContainerSink:
                 s_in = src.streams.video[0]
                 s_out = dst.add_stream_from_template(s_in)
                 for pkt in src.demux(s_in):
-                    if pkt.size == 0:  # the demuxer's end-of-stream marker
+                    if pkt.dts is None:  # the demuxer's end-of-stream marker
                         continue
-                    if pkt.dts is None:  # PyAV 19 leaves the first MJPEG packet of a fragmented MOV without one
-                        pkt.dts = pkt.pts
                     pkt.stream = s_out
                     dst.mux(pkt)
             os.replace(tmp, self.path)
