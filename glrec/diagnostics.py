@@ -162,8 +162,7 @@ def _cuda_hint() -> str:
 
 
 def _gpu_checks(workdir: Path, h264: Path) -> list[Check]:
-    from .encoders.select import nvenc_problem, nvjpeg_problem
-    from .interop.cuda import CudaDevice
+    from .encoders.select import nvenc_status, nvjpeg_problem
 
     checks = []
     for kind in ("register", "shared"):
@@ -175,11 +174,7 @@ def _gpu_checks(workdir: Path, h264: Path) -> list[Check]:
 
         checks.append(_check(f"CUDA-GL {kind}", "needs the NVIDIA GL driver on the CUDA device (glrec info)", interop))
 
-    device = CudaDevice.open(0)
-    try:
-        why = nvenc_problem("h264", device)
-    finally:
-        device.release()
+    why = nvenc_status()["h264"]
     if why is not None:
         checks.append(Check("NVENC", NA, why, "use --encoder nvjpeg (MJPEG) or --encoder cpu"))
     else:
@@ -261,16 +256,10 @@ def info_lines() -> list[str]:
     if problem:
         lines.append("    nvenc, nvjpeg: need CUDA")
         return lines
-    from .encoders.select import nvenc_problem, nvjpeg_problem
-    from .interop.cuda import CudaDevice
+    from .encoders.select import nvenc_status, nvjpeg_problem
 
-    device = CudaDevice.open(0)
-    try:
-        for codec in ("h264", "hevc", "av1"):
-            why = nvenc_problem(codec, device)
-            lines.append(f"    nvenc {codec}: {'opens a session' if why is None else 'unavailable: ' + why}")
-    finally:
-        device.release()
+    for codec, why in nvenc_status(("h264", "hevc", "av1")).items():
+        lines.append(f"    nvenc {codec}: {'opens a session' if why is None else 'unavailable: ' + why}")
     why = nvjpeg_problem()
     lines.append(f"    nvjpeg: {'available (nvImageCodec)' if why is None else 'unavailable: ' + why}")
     return lines

@@ -7,6 +7,7 @@ decoding with independent decoders (PyAV/FFmpeg, NVDEC).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import av
@@ -63,23 +64,39 @@ def _source(ctx, pix_fmt, size):
     return Converter(ctx, size, size, pix_fmt, ColourSpec())
 
 
+@contextlib.contextmanager
+def _stages(gl, cuda, scene_name, pix_fmt, kind):
+    """Render target, scene, convert/pack stage and CUDA handoff on ``gl``, released in reverse."""
+    from glrec.interop.handoff import open_cuda_handoff
+
+    ctx = gl.mgl
+    with contextlib.ExitStack() as stack:
+        target = RenderTarget(ctx, SIZE)
+        stack.callback(target.release)
+        scene = load_scene(scene_name)
+        scene.setup(ctx, SIZE)
+        stack.callback(scene.close)
+        source = _source(ctx, pix_fmt, SIZE)
+        stack.callback(source.release)
+        handoff = open_cuda_handoff(kind, ctx, source, cuda, depth=3, consumer_slots=4)
+        stack.callback(handoff.release)
+
+        def draw(t):
+            target.use()
+            scene.render(t)
+            source.run(target.colour)
+
+        yield target, source, handoff, draw
+
+
 @pytest.mark.parametrize("kind", ["register", "shared"])
 @pytest.mark.parametrize("pix_fmt", ["nv12", "yuv420p", "yuv444p", "rgb24", "rgba"])
 def test_handoff_equals_glreadpixels_bit_for_bit(nvgl, cuda, kind, pix_fmt):
-    from glrec.interop.handoff import open_cuda_handoff
-
     ctx = nvgl.mgl
-    target = RenderTarget(ctx, SIZE)
-    scene = load_scene("bars")
-    scene.setup(ctx, SIZE)
-    source = _source(ctx, pix_fmt, SIZE)
-    handoff = open_cuda_handoff(kind, ctx, source, cuda, depth=3, consumer_slots=4)
     expected, got = {}, {}
-    try:
+    with _stages(nvgl, cuda, "bars", pix_fmt, kind) as (target, source, handoff, draw):
         for i in range(19):  # not a multiple of the register batch (16): the partial batch is drained
-            target.use()
-            scene.render(i / FPS)
-            source.run(target.colour)
+            draw(i / FPS)
             # Reference: glReadPixels of what the GPU stage produced (planes, or the flipped render).
             if pix_fmt in ("rgb24", "rgba"):
                 c = 3 if pix_fmt == "rgb24" else 4
@@ -100,11 +117,6 @@ def test_handoff_equals_glreadpixels_bit_for_bit(nvgl, cuda, kind, pix_fmt):
         for frame in handoff.drain():
             got[frame.index] = frame.to_host().data.tobytes()
             frame.release()
-    finally:
-        handoff.release()
-        source.release()
-        scene.close()
-        target.release()
     assert sorted(got) == list(range(19))
     differing = [i for i in range(19) if got[i] != expected[i]]
     assert not differing, f"frames {differing} differ from glReadPixels"
@@ -113,18 +125,8 @@ def test_handoff_equals_glreadpixels_bit_for_bit(nvgl, cuda, kind, pix_fmt):
 
 def test_device_frames_are_zero_copy_through_cai_and_dlpack(nvgl, cuda):
     torch = pytest.importorskip("torch")
-    from glrec.interop.handoff import open_cuda_handoff
-
-    ctx = nvgl.mgl
-    target = RenderTarget(ctx, SIZE)
-    scene = load_scene("cube")
-    scene.setup(ctx, SIZE)
-    source = _source(ctx, "nv12", SIZE)
-    handoff = open_cuda_handoff("register", ctx, source, cuda, depth=3, consumer_slots=2)
-    try:
-        target.use()
-        scene.render(0.5)
-        source.run(target.colour)
+    with _stages(nvgl, cuda, "cube", "nv12", "register") as (_, _, handoff, draw):
+        draw(0.5)
         handoff.submit(0)
         (frame,) = handoff.drain()
         host = frame.to_host().data
@@ -135,11 +137,6 @@ def test_device_frames_are_zero_copy_through_cai_and_dlpack(nvgl, cuda):
         assert t2.data_ptr() == frame.ptr and torch.equal(t, t2)
         del t, t2
         frame.release()
-    finally:
-        handoff.release()
-        source.release()
-        scene.close()
-        target.release()
 
 
 def _luma_psnrs(path, scene, colour, n):
@@ -258,14 +255,9 @@ def test_device_matching_rejects_a_wrong_device(cuda, tmp_path):
 
 
 def test_auto_says_what_it_chose_and_why(tmp_path, caplog):
-    from glrec.encoders.select import nvenc_problem
-    from glrec.interop.cuda import CudaDevice
+    from glrec.encoders.select import nvenc_status
 
-    dev = CudaDevice.open(0)
-    try:
-        why = nvenc_problem("h264", dev)
-    finally:
-        dev.release()
+    why = nvenc_status()["h264"]
     with caplog.at_level(logging.INFO, logger="glrec"):
         r = glrec.record("cube", tmp_path / "a.mp4", size=SIZE, fps=FPS, frames=5)
     lines = [rec.getMessage() for rec in caplog.records if rec.getMessage().startswith("backend:")]
@@ -278,14 +270,9 @@ def test_auto_says_what_it_chose_and_why(tmp_path, caplog):
 
 
 def _nvenc_or_skip():
-    from glrec.encoders.select import nvenc_problem
-    from glrec.interop.cuda import CudaDevice
+    from glrec.encoders.select import nvenc_status
 
-    dev = CudaDevice.open(0)
-    try:
-        why = nvenc_problem("h264", dev)
-    finally:
-        dev.release()
+    why = nvenc_status()["h264"]
     if why is not None:
         pytest.skip(f"no NVENC on this GPU: {why}")
 
@@ -305,14 +292,9 @@ def test_nvenc_round_trip(tmp_path, name, codec, pix_fmt):
 
 
 def test_nvenc_explicit_on_a_gpu_without_it_names_the_reason(tmp_path):
-    from glrec.encoders.select import nvenc_problem
-    from glrec.interop.cuda import CudaDevice
+    from glrec.encoders.select import nvenc_status
 
-    dev = CudaDevice.open(0)
-    try:
-        why = nvenc_problem("h264", dev)
-    finally:
-        dev.release()
+    why = nvenc_status()["h264"]
     if why is None:
         pytest.skip("this GPU has NVENC; the round-trip tests cover it")
     with pytest.raises(glrec.EncoderUnavailableError, match="NVENC is unavailable") as info:

@@ -68,6 +68,17 @@ def nvenc_problem(codec: str, device: Any) -> str | None:
     return _nvenc_problem_cached(codec, device.ordinal, device.context_handle)
 
 
+def nvenc_status(codecs: tuple[str, ...] = ("h264",), ordinal: int = 0) -> dict[str, str | None]:
+    """:func:`nvenc_problem` per codec on CUDA device ``ordinal``, opening and releasing the device."""
+    from ..interop.cuda import CudaDevice
+
+    device = CudaDevice.open(ordinal)
+    try:
+        return {codec: nvenc_problem(codec, device) for codec in codecs}
+    finally:
+        device.release()
+
+
 def nvjpeg_problem() -> str | None:
     from .nvjpeg import load_nvimgcodec
 

@@ -4,8 +4,8 @@ nvJPEG takes interleaved RGB and does the JFIF RGB -> YCbCr conversion (BT.601,
 full range) and chroma subsampling itself; NVENC's ABGR input likewise has the
 encoder convert. Both still need the rows flipped to top-down, which this
 compute shader does on the GPU. It has :class:`~glrec.interop.convert.Converter`'s
-interface (``layout``, ``planes``, ``run``), so the host readback and both CUDA
-handoffs take either.
+interface (``layout``, ``planes``, ``run``; it is a subclass), so the host readback
+and both CUDA handoffs take either.
 
 RGB24 is stored in an ``r8`` texture three times as wide as the frame because
 GL image stores have no 3-byte format, and an ``r8`` texture is one the CUDA
@@ -18,14 +18,19 @@ import moderngl
 
 from .. import glsl
 from ..errors import ConfigError
-from .convert import PACKED_RGB, PlaneLayout
+from .convert import PACKED_RGB, Converter, PlaneLayout
 
 
-class RgbPacker:
-    """Flip and pack RGBA into ``rgb24`` (3 bytes/pixel) or ``rgba`` (4 bytes/pixel)."""
+class RgbPacker(Converter):
+    """Flip and pack RGBA into ``rgb24`` (3 bytes/pixel) or ``rgba`` (4 bytes/pixel).
+
+    Shares :class:`Converter`'s ``run`` (bind the source, the output planes as images,
+    dispatch) and ``release``; only the shader and the output textures differ.
+    """
 
     GROUP = 8  # must match local_size in pack_rgb.comp
 
+    # super().__init__ is not called: it would build the YUV shader and planes.
     def __init__(self, ctx: moderngl.Context, size: tuple[int, int], pix_fmt: str) -> None:
         if pix_fmt not in PACKED_RGB:
             raise ConfigError(f"Unknown packed format {pix_fmt!r}. Valid: {', '.join(sorted(PACKED_RGB))}.")
@@ -48,18 +53,3 @@ class RgbPacker:
         if self.channels == 3:
             return [self.ctx.texture((3 * w, h), 1, dtype="f1")]
         return [self.ctx.texture((w, h), 4, dtype="f1")]
-
-    def run(self, source: moderngl.Texture) -> None:
-        """Pack ``source`` into :attr:`planes` (queued on the GPU; returns at once)."""
-        source.use(0)
-        self.planes[0].bind_to_image(0, read=False, write=True)
-        self._shader.run(*self._groups)
-        self.ctx.memory_barrier(moderngl.TEXTURE_UPDATE_BARRIER_BIT | moderngl.TEXTURE_FETCH_BARRIER_BIT)
-
-    def release(self) -> None:
-        planes, self.planes = self.planes, []
-        for t in planes:
-            t.release()
-        shader, self._shader = self._shader, None  # type: ignore[assignment]
-        if shader is not None:
-            shader.release()
