@@ -81,6 +81,7 @@ class VideoOptions:
     bframes: int | None = None
     odd_size: OddSize = "error"
     quality: int = 90  # JPEG quality for mjpeg / nvjpeg
+    live: bool = False  # encoder tuned for latency (see glrec.encoders.latency)
 
     @classmethod
     def create(
@@ -101,6 +102,7 @@ class VideoOptions:
         bframes: int | None = None,
         pad: bool = False,
         quality: int = 90,
+        live: bool = False,
     ) -> VideoOptions:
         """Validate every option and return the options, or raise ConfigError."""
         w, h = parse_size(size)
@@ -145,6 +147,10 @@ class VideoOptions:
             raise ConfigError(f"The AV1 CPU encoder (SVT-AV1) takes yuv420p only, not {pix_fmt}.")
         if codec == "hevc" and pix_fmt == "nv12":
             raise ConfigError("The HEVC CPU encoder (x265) takes yuv420p or yuv444p, not nv12.")
+        if live and bframes:
+            raise ConfigError(f"bframes {bframes} would delay every frame in live mode; use bframes 0 (the default).")
+        if live and codec == "av1":
+            raise ConfigError("Live mode has no low-latency AV1 settings yet; use codec h264 (or hevc).")
         odd = w % 2 or h % 2
         if odd and pix_fmt in SUBSAMPLED and not pad:
             raise ConfigError(
@@ -167,6 +173,7 @@ class VideoOptions:
             bframes=bframes,
             odd_size="pad" if (odd and pad) else "error",
             quality=quality,
+            live=bool(live),
         )
 
     @property

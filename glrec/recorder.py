@@ -20,7 +20,7 @@ from .errors import ConfigError, EncoderUnavailableError, GlrecError, SceneError
 from .interop import Converter, HostReadback, TargetRing
 from .options import VideoOptions, check_output_path, output_kind
 from .scenes import Scene, load_scene
-from .sinks import open_sink
+from .sinks import Sink, open_sink
 from .worker import EncodeWorker
 
 log = logging.getLogger("glrec")
@@ -65,6 +65,10 @@ class Recorder:
     yuv420p, BT.709 limited range. ``pad=True`` pads odd sizes to even for
     4:2:0 by repeating the last row/column.
 
+    ``live=True`` tunes the encoder for latency (:mod:`glrec.encoders.latency`)
+    and hands each frame to it as soon as it is read back; ``sink`` writes to
+    that sink (e.g. a network stream) instead of opening ``path``.
+
     >>> with Recorder("out.mp4", size=(640, 360), fps=30) as rec:  # doctest: +SKIP
     ...     for i in range(90):
     ...         rec.render("cube")          # scene at t = i / 30
@@ -96,12 +100,16 @@ class Recorder:
         device: int | None = None,
         ring: int = 3,
         queue_size: int = 8,
+        live: bool = False,
+        sink: Sink | None = None,
     ) -> None:
         self.options = VideoOptions.create(
             size, fps, codec=codec, encoder=encoder, pix_fmt=pix_fmt, matrix=matrix, range=range,
             crf=crf, qp=qp, bitrate=bitrate, preset=preset, gop=gop, bframes=bframes, pad=pad, quality=quality,
+            live=live,
         )  # fmt: skip
-        output_kind(path, self.options.codec)
+        if sink is None:
+            output_kind(path, self.options.codec)
         if ring < 2:
             raise ConfigError(f"ring {ring} must be at least 2 so readback overlaps rendering.")
         if queue_size < 1:
@@ -111,7 +119,9 @@ class Recorder:
                 f"encoder {self.options.encoder!r} needs the GPU path (CUDA handoff), which this build "
                 "of glrec does not include yet; use encoder 'cpu' or 'auto'."
             )
-        self.path = check_output_path(path, overwrite)
+        # A given sink (a network stream, say) replaces the file; path then only names it.
+        self.path = check_output_path(path, overwrite) if sink is None else Path(path)
+        self._sink = sink
         self.frames_submitted = 0
         self._closed = False
         self._started = time.perf_counter()
@@ -133,9 +143,9 @@ class Recorder:
         stack.callback(self._convert.release)
         self._readback = HostReadback(ctx, self._convert, ring)
         stack.callback(self._readback.release)
-        encoder = CpuEncoder(opts)
+        encoder = self._encoder = CpuEncoder(opts)
         self.encoder_name = encoder.name
-        sink = open_sink(self.path, opts)
+        sink = self._sink if self._sink is not None else open_sink(self.path, opts)
         self._worker = EncodeWorker(encoder, sink, queue_size)
         stack.callback(self._worker.finish)
         log.info("recording %s: %dx%d @ %g fps, %s via %s", self.path, *opts.size, opts.fps, opts.codec, encoder.name)
@@ -191,9 +201,27 @@ class Recorder:
 
     def _submit(self, colour: moderngl.Texture) -> None:
         self._convert.run(colour)
-        for done in self._readback.submit(self.frames_submitted):
-            self._worker.put(done)
+        done = self._readback.submit(self.frames_submitted)
+        if self.options.live:  # latency over throughput: hand this frame on now, not N frames later
+            done += self._readback.drain()
+        for frame in done:
+            self._worker.put(frame)
         self.frames_submitted += 1
+
+    def skip_to(self, index: int) -> None:
+        """Make ``index`` the next frame's index (and ``index / fps`` its time); slots between are never rendered.
+
+        Live streaming uses it to drop frames it fell behind on while keeping timestamps on the wall clock.
+        """
+        if index < self.frames_submitted:
+            raise ConfigError(
+                f"frame index {index} is before the next frame {self.frames_submitted}; it only goes forward."
+            )
+        self.frames_submitted = int(index)
+
+    def request_keyframe(self) -> None:
+        """Ask the encoder to make the next frame a keyframe (a late viewer can start there); any thread."""
+        self._encoder.request_keyframe()
 
     def _scene(self, scene: Scene | str) -> Scene:
         key = id(scene)
@@ -234,7 +262,9 @@ class Recorder:
             frames=self._worker.frames_encoded,
             seconds=self._worker.frames_encoded / self.options.fps,
             wall_seconds=time.perf_counter() - self._started,
-            bytes=self.path.stat().st_size if self.path.exists() else 0,
+            bytes=self.path.stat().st_size
+            if self._sink is None and self.path.exists()
+            else self._worker.sink.bytes_written,
             encoder=self.encoder_name,
         )
         log.info("%s", self._result.summary())
