@@ -8,6 +8,7 @@ mouse events. Events are ignored; commands wait for their matching reply.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -142,10 +143,8 @@ class Browser:
     def close(self) -> None:
         ws, self._ws = self._ws, None
         if ws is not None:
-            try:
+            with contextlib.suppress(Exception):  # the browser may be gone already
                 ws.close()
-            except Exception:
-                pass
         if self._proc.poll() is None:
             self._proc.terminate()
             try:

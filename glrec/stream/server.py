@@ -264,7 +264,7 @@ class StreamServer:
                 return self._refuse(connection, 503, "full", f"{self.max_viewers} viewers are connected already.")
             return None  # go on with the WebSocket handshake
         if parts.path == "/stats":
-            body, ctype = json.dumps(self.stats()).encode(), "application/json"
+            body, ctype = json.dumps(self._stats()).encode(), "application/json"
         elif parts.path in self._pages:
             body, ctype = self._pages[parts.path]
         else:
@@ -296,11 +296,10 @@ class StreamServer:
             viewer.task = asyncio.create_task(self._send_loop(viewer))
             async for message in ws:
                 await self._on_message(viewer, message)
-        except ConnectionClosed:
-            pass
-        finally:
-            if ws.close_code == 1009:
+        except ConnectionClosed as exc:
+            if exc.sent is not None and exc.sent.code == 1009:  # websockets refused a message over max_size
                 self.inputs.reject("too large")
+        finally:
             del self._viewers[viewer.id]
             if viewer.task is not None:
                 viewer.task.cancel()
@@ -338,11 +337,28 @@ class StreamServer:
     @staticmethod
     def _viewer_summary(viewer: _Viewer) -> dict[str, int]:
         q = viewer.queue
+        transport = getattr(viewer.ws, "transport", None)
+        # Bytes the socket layer holds for this viewer: websockets waits (send blocks) above its
+        # write limit, so this stays near one message plus 32 KiB.
+        buffered = transport.get_write_buffer_size() if transport is not None and not transport.is_closing() else 0
         return {"sent": viewer.sent, "dropped": q.dropped, "overflows": q.overflows, "queued_bytes": q.queued_bytes,
-                "peak_bytes": q.peak_bytes}  # fmt: skip
+                "peak_bytes": q.peak_bytes, "socket_buffer": buffered}  # fmt: skip
 
     def stats(self) -> dict[str, Any]:
-        """Counters and the render→socket latency distribution (also served at /stats)."""
+        """Counters and the render→socket latency distribution (also served at /stats); any thread."""
+        loop = self._loop
+        on_loop = False
+        with contextlib.suppress(RuntimeError):
+            on_loop = asyncio.get_running_loop() is loop
+        if loop is None or on_loop or not loop.is_running():
+            return self._stats()
+        # Read the viewers on their own thread, so no count is read half-updated.
+        return asyncio.run_coroutine_threadsafe(self._stats_async(), loop).result(timeout=10)
+
+    async def _stats_async(self) -> dict[str, Any]:
+        return self._stats()
+
+    def _stats(self) -> dict[str, Any]:
         current = {v.id: self._viewer_summary(v) for v in list(self._viewers.values())}
         return {
             "viewers": len(current),
