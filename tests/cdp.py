@@ -60,9 +60,10 @@ class Browser:
         )  # fmt: skip
         self._ids = itertools.count(1)
         self._ws = None
+        self._stack = contextlib.ExitStack()
         try:
             url = self._devtools_url(timeout)
-            self._ws = connect(url, max_size=64 * 2**20, open_timeout=timeout)
+            self._ws = self._stack.enter_context(connect(url, max_size=64 * 2**20, open_timeout=timeout))
             target = self.call("Target.createTarget", url="about:blank")["targetId"]
             self._session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
             self.call("Page.enable", session=True)
@@ -141,10 +142,9 @@ class Browser:
         )  # fmt: skip
 
     def close(self) -> None:
-        ws, self._ws = self._ws, None
-        if ws is not None:
-            with contextlib.suppress(Exception):  # the browser may be gone already
-                ws.close()
+        self._ws = None
+        with contextlib.suppress(Exception):  # the browser may be gone already
+            self._stack.close()
         if self._proc.poll() is None:
             self._proc.terminate()
             try:

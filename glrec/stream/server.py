@@ -263,6 +263,8 @@ class StreamServer:
             if len(self._viewers) >= self.max_viewers:
                 return self._refuse(connection, 503, "full", f"{self.max_viewers} viewers are connected already.")
             return None  # go on with the WebSocket handshake
+        if parts.path == "/favicon.ico":  # browsers ask for it; there is none
+            return Response(204, "No Content", Headers([("Content-Length", "0")]), b"")
         if parts.path == "/stats":
             body, ctype = json.dumps(self._stats()).encode(), "application/json"
         elif parts.path in self._pages:

@@ -15,7 +15,7 @@ const now = () => performance.timeOrigin + performance.now(); // epoch ms, sub-m
 const state = {
   decoder: '', codec: '', hello: null, connected: false, closed: '',
   received: 0, frames: 0, keyframesSeen: 0, lastIndex: -1, decodeErrors: 0, errors: [],
-  latencies: [], offset: 0, bestRtt: Infinity, sentInputs: 0,
+  raw: [], offset: 0, bestRtt: Infinity, sentInputs: 0,
 };
 
 function percentile(sorted, p) {
@@ -23,12 +23,20 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }
 
+// Render->display latencies in ms. Samples are kept on the page's clock (display time minus the
+// server's render time) and the current clock-offset estimate is applied here, so samples taken
+// before a good estimate existed are corrected too.
+function latencies() {
+  return state.raw.map((v) => v + state.offset);
+}
+
 function stats() {
-  const s = [...state.latencies].sort((a, b) => a - b);
+  const s = latencies().sort((a, b) => a - b);
   return {
     decoder: state.decoder, codec: state.codec, received: state.received, frames: state.frames,
     lastIndex: state.lastIndex, decodeErrors: state.decodeErrors, errors: state.errors.slice(-5),
-    latency: { count: s.length, median_ms: percentile(s, 50), p99_ms: percentile(s, 99), max_ms: s[s.length - 1] ?? NaN },
+    latency: { count: s.length, median_ms: percentile(s, 50), p99_ms: percentile(s, 99), max_ms: s[s.length - 1] ?? NaN,
+      clock_error_ms: state.bestRtt / 2 },
     clockOffsetMs: state.offset, rttMs: state.bestRtt, sentInputs: state.sentInputs, closed: state.closed,
   };
 }
@@ -39,7 +47,7 @@ function pixel(x, y) {
   return [d[0], d[1], d[2]];
 }
 
-window.glrecViewer = { state, stats, pixel };
+window.glrecViewer = { state, stats, pixel, latencies };
 
 // ---- latency bookkeeping ---------------------------------------------------------------------
 
@@ -52,8 +60,8 @@ function shown(timestamp) {
   if (!entry) return;
   state.lastIndex = entry[0];
   if (Number.isFinite(entry[1])) {
-    state.latencies.push(now() - (entry[1] - state.offset));
-    if (state.latencies.length > KEEP) state.latencies.shift();
+    state.raw.push(now() - entry[1]);
+    if (state.raw.length > KEEP) state.raw.shift();
   }
 }
 
@@ -168,7 +176,9 @@ function connect() {
   const early = []; // frames that arrive while the player is being made
   socket.onopen = () => {
     state.connected = true;
-    ping();
+    // A burst of pings: the fastest round trip bounds the clock-offset error (half of it),
+    // and the first ones compete with the page still loading.
+    for (let i = 0; i < 10; i++) setTimeout(ping, i * 50);
   };
   socket.onclose = (e) => {
     state.connected = false;
@@ -191,7 +201,7 @@ function connect() {
       } else if (msg.type === 'pong') {
         const t1 = now();
         const rtt = t1 - msg.t;
-        if (rtt < state.bestRtt) { // the fastest round trip gives the tightest offset estimate
+        if (rtt < state.bestRtt) { // the fastest round trip gives the tightest offset estimate (error <= rtt / 2)
           state.bestRtt = rtt;
           state.offset = msg.server - (msg.t + t1) / 2;
         }
