@@ -234,22 +234,22 @@ def test_a_viewer_that_stops_reading_is_bounded_and_does_not_slow_the_others(ser
     stalled = raw_ws_client(server.port)
     before = rss_bytes()
     try:
-        # 64 KiB frames at 200 fps: ~13 MB/s, 40 MB in all, far more than the stalled socket can absorb
-        with Feeder(server, fps=200, size=64 * 1024, gop=1000) as feed, connect(ws_url(server)) as good:
+        # 64 KiB frames at 400 fps: ~26 MB/s, 26 MB in all, far more than the stalled socket can absorb
+        with Feeder(server, fps=400, size=64 * 1024, gop=1000) as feed, connect(ws_url(server)) as good:
             good.recv(timeout=5)
-            got = frames(good, 600, timeout=30, keep_data=False)
+            got = frames(good, 400, timeout=30, keep_data=False)
             stats = server.stats()
         growth = rss_bytes() - before
     finally:
         stalled.close()
-    assert [g[0] for g in got] == list(range(got[0][0], got[0][0] + 600))  # the reader lost nothing
+    assert [g[0] for g in got] == list(range(got[0][0], got[0][0] + 400))  # the reader lost nothing
     slow = stats["per_viewer"]["1"]
     limit = server.max_queue_bytes
-    assert slow["overflows"] >= 1 and slow["dropped"] > 300  # the stalled viewer's backlog was thrown away
+    assert slow["overflows"] >= 1 and slow["dropped"] > 200  # the stalled viewer's backlog was thrown away
     assert slow["peak_bytes"] <= limit
     assert slow["queued_bytes"] + slow["socket_buffer"] <= limit + 2 * (64 * 1024 + 64) + 2**15
     assert feed.key_requests >= 2  # it asked for keyframes to restart from
-    # ~40 MB went through; memory grew by a small fraction of it
+    # ~26 MB went through; memory grew by a small fraction of it
     assert growth < 16 * 2**20, f"RSS grew by {growth / 2**20:.1f} MiB"
 
 
