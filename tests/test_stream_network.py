@@ -7,9 +7,11 @@ ffprobe decodes that file: every frame glrec rendered arrives, at the right size
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -76,13 +78,20 @@ def check_received(proc: subprocess.Popen[str], out: Path, ffprobe, sent: int, s
     assert sent + skipped == FRAMES and sent >= FRAMES // 2
 
 
-def test_mpegts_over_udp(gl, tmp_path, ffprobe):
+def test_mpegts_over_udp_from_the_cli(gl, tmp_path, ffprobe):
     port = free_port(socket.SOCK_DGRAM)
     out = tmp_path / "udp.ts"
     proc = receive(["-i", f"udp://127.0.0.1:{port}?timeout=1000000"], out)  # ends 1 s after the last datagram
     wait_bound(port, "udp")
-    sent, skipped, latency = stream_to(f"udp://127.0.0.1:{port}")
-    assert latency["count"] == sent  # every packet was timed from its render to its send
+    glrec = subprocess.run(
+        [sys.executable, "-m", "glrec", "stream", "cube", "--to", f"udp://127.0.0.1:{port}", "--size", "160x120",
+         "--fps", str(FPS), "--frames", str(FRAMES), "--measure", "-q"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert glrec.returncode == 0, glrec.stderr
+    measured = json.loads(glrec.stdout.strip().splitlines()[-1])
+    sent, skipped = measured["frames"], measured["skipped"]
+    assert measured["render_to_packet"]["count"] == sent  # every packet was timed from its render to its send
     check_received(proc, out, ffprobe, sent, skipped)
 
 

@@ -81,7 +81,7 @@ function concat(parts) {
 }
 
 export function msePlayer(video, canvas, g, fps, hooks) {
-  const { shown, remember, codecFromSps, nalUnits, state } = hooks;
+  const { shown, remember, nalUnits, state } = hooks;
   const duration = Math.round(TIMESCALE / fps);
   let source = null;
   let buffer = null;
@@ -101,6 +101,7 @@ export function msePlayer(video, canvas, g, fps, hooks) {
     video.requestVideoFrameCallback(onVideoFrame);
   };
 
+  // Called with the first keyframe: parameter sets go into the init segment.
   const start = (codec, au) => {
     const nals = nalUnits(au);
     const sps = nals.find((n) => (n[0] & 0x1f) === 7);
@@ -129,13 +130,11 @@ export function msePlayer(video, canvas, g, fps, hooks) {
 
   return {
     kind: 'mse',
+    get started() {
+      return source !== null;
+    },
+    start,
     push(index, key, renderMs, au) {
-      if (!source) {
-        if (!key) return false;
-        const codec = codecFromSps(au);
-        if (!codec || !start(codec, au)) return false;
-        state.codec = codec;
-      }
       // Length-prefixed NAL units, as MP4 stores them; parameter sets live in the init segment.
       const nals = nalUnits(au).filter((n) => ![7, 8, 9].includes(n[0] & 0x1f));
       const sample = concat(nals.flatMap((n) => [u([32, n.length]), n]));
@@ -143,7 +142,6 @@ export function msePlayer(video, canvas, g, fps, hooks) {
       pending.push(fragment(seq + 1, seq * duration, duration, key, sample));
       seq++;
       pump();
-      return true;
     },
     reset() {
       if (source && source.readyState === 'open') source.endOfStream();

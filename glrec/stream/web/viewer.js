@@ -106,32 +106,31 @@ function webCodecsPlayer(width, height, fps) {
   };
   return {
     kind: 'webcodecs',
+    get started() {
+      return decoder !== null;
+    },
+    start(codec) {
+      decoder = new VideoDecoder({
+        output: (frame) => {
+          g.drawImage(frame, 0, 0, canvas.width, canvas.height);
+          shown(frame.timestamp);
+          frame.close();
+        },
+        error: (e) => {
+          state.decodeErrors++;
+          state.errors.push(String(e));
+          reset(); // start again at the next keyframe
+          requestKeyframe();
+        },
+      });
+      // optimizeForLatency: output each frame as soon as it is decoded (no reorder buffering).
+      decoder.configure({ codec, codedWidth: width, codedHeight: height, optimizeForLatency: true });
+      return true;
+    },
     push(index, key, renderMs, au) {
-      if (!decoder) {
-        if (!key) return false;
-        const codec = codecFromSps(au);
-        if (!codec) return false;
-        state.codec = codec;
-        decoder = new VideoDecoder({
-          output: (frame) => {
-            g.drawImage(frame, 0, 0, canvas.width, canvas.height);
-            shown(frame.timestamp);
-            frame.close();
-          },
-          error: (e) => {
-            state.decodeErrors++;
-            state.errors.push(String(e));
-            reset(); // start again at the next keyframe
-            requestKeyframe();
-          },
-        });
-        // optimizeForLatency: output each frame as soon as it is decoded (no reorder buffering).
-        decoder.configure({ codec, codedWidth: width, codedHeight: height, optimizeForLatency: true });
-      }
       const timestamp = Math.round(index * usPerFrame);
       remember(timestamp, index, renderMs);
       decoder.decode(new EncodedVideoChunk({ type: key ? 'key' : 'delta', timestamp, data: au }));
-      return true;
     },
     reset,
   };
@@ -163,7 +162,7 @@ async function makePlayer(hello) {
   if (want !== 'mse' && typeof VideoDecoder === 'function') return webCodecsPlayer(hello.width, hello.height, hello.fps);
   if (typeof MediaSource === 'function') {
     const { msePlayer } = await import('./mse.js');
-    return msePlayer(document.getElementById('mse'), canvas, g, hello.fps, { shown, remember, codecFromSps, nalUnits, state });
+    return msePlayer(document.getElementById('mse'), canvas, g, hello.fps, { shown, remember, nalUnits, state });
   }
   throw new Error('this browser has neither WebCodecs nor Media Source Extensions');
 }
@@ -221,8 +220,15 @@ function onFrame(buf) {
   const renderMs = view.getFloat64(8, true);
   state.received++;
   if (key) state.keyframesSeen++;
+  const au = new Uint8Array(buf, HEADER);
   try {
-    player.push(index, key, renderMs, new Uint8Array(buf, HEADER));
+    // A player starts at a keyframe, configured from its SPS; until then frames are useless.
+    if (!player.started) {
+      const codec = key ? codecFromSps(au) : '';
+      if (!codec || !player.start(codec, au)) return;
+      state.codec = codec;
+    }
+    player.push(index, key, renderMs, au);
   } catch (err) {
     state.decodeErrors++;
     state.errors.push(String(err));
