@@ -265,3 +265,14 @@ def test_server_is_safe_by_default():
     with pytest.raises(ConfigError, match="h264"):
         StreamServer(size=(64, 64), fps=30, codec="hevc")
     assert json.dumps(local.stats())  # the stats are plain JSON
+
+
+def test_serve_without_the_stream_extra_says_how_to_install_it(monkeypatch):
+    import importlib.util
+
+    from glrec.stream.server import StreamExtraMissingError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "websockets" else real(name, *a))
+    with pytest.raises(StreamExtraMissingError, match=r"pip install 'glrec\[stream\]'"):
+        StreamServer(size=(64, 64), fps=30)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import importlib.util
 import ipaddress
 import itertools
 import json
@@ -38,7 +39,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from ..errors import ConfigError, OutputError
+from ..errors import ConfigError, GlrecError, OutputError
 from ..frame import Packet
 from .inputs import MAX_MESSAGE_BYTES, InputEvent, InputQueue, InputRejected, KeyframeRequest, Ping, parse_message
 from .protocol import pack_frame
@@ -59,6 +60,10 @@ _CSP = (
     "media-src 'self' blob:"
 )
 _KEYFRAME_REQUEST_GAP_S = 0.2  # at most this often, however many viewers ask
+
+
+class StreamExtraMissingError(GlrecError, ImportError):
+    """The browser viewer needs the ``stream`` extra (the websockets package)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -114,6 +119,10 @@ class StreamServer:
         on_keyframe_request: Any = None,
         codec: str = "h264",
     ) -> None:
+        if importlib.util.find_spec("websockets") is None:
+            raise StreamExtraMissingError(
+                "The browser viewer needs the websockets package: pip install 'glrec[stream]'."
+            )
         if codec != "h264":
             raise ConfigError(f"The browser viewer plays h264 (WebCodecs/MSE), not {codec}; use --codec h264.")
         if not 0 <= port <= 65535:
