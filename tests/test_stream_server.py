@@ -266,3 +266,16 @@ def test_a_viewer_that_vanishes_mid_stream(server):
         assert feed.index > before
     assert [g[0] for g in got] == list(range(got[0][0], got[0][0] + 60))
     assert server.stats()["viewers_total"] == 2
+
+
+def test_a_taken_port_is_a_clear_error():
+    from glrec.errors import OutputError
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        srv = StreamServer(size=(64, 48), fps=30, port=port)
+        with pytest.raises(OutputError, match=f"Cannot listen on 127.0.0.1:{port}.*another --port"):
+            srv.start()
+        srv.close()
