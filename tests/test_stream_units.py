@@ -138,7 +138,7 @@ def test_deeply_nested_json_under_the_size_limit_is_rejected():
         parse_message("[" * 500 + "]" * 500)
 
 
-class Recorder:
+class Collector:
     def __init__(self) -> None:
         self.events: list[InputEvent] = []
 
@@ -150,7 +150,7 @@ def test_input_queue_delivers_in_order_tags_viewer_and_bounds():
     q = InputQueue(maxsize=3)
     events = [InputEvent("key", "down", key=k) for k in "abcd"]
     assert [q.put(e, viewer=7) for e in events] == [True, True, True, False]
-    scene = Recorder()
+    scene = Collector()
     assert q.dispatch(scene) == 3
     assert [e.key for e in scene.events] == ["a", "b", "c"]
     assert {e.viewer for e in scene.events} == {7}
