@@ -17,7 +17,10 @@ from .recorder import Recorder, frame_count
 log = logging.getLogger("glrec")
 
 #: Modules that add subcommands (bench, info, doctor, ...): each has register(subparsers, common).
-SUBCOMMAND_MODULES: list[str] = ["glrec.diagnostics"]
+SUBCOMMAND_MODULES: list[str] = [
+    "glrec.stream.cli",  # stream, serve
+    "glrec.diagnostics",  # info, doctor
+]
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2

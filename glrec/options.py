@@ -87,6 +87,7 @@ class VideoOptions:
     quality: int = 90  # JPEG quality for mjpeg / nvjpeg
     tuning: str | None = None  # NVENC tuning: hq, ll, ull, lossless
     rc: str | None = None  # NVENC rate control: cbr, vbr, constqp
+    live: bool = False  # encoder tuned for latency (see glrec.encoders.latency)
 
     @classmethod
     def create(
@@ -109,6 +110,7 @@ class VideoOptions:
         quality: int = 90,
         tuning: str | None = None,
         rc: str | None = None,
+        live: bool = False,
     ) -> VideoOptions:
         """Validate every option and return the options, or raise ConfigError."""
         w, h = parse_size(size)
@@ -155,6 +157,10 @@ class VideoOptions:
             raise ConfigError(f"The AV1 CPU encoder (SVT-AV1) takes yuv420p only, not {pix_fmt}.")
         if codec == "hevc" and pix_fmt == "nv12":
             raise ConfigError("The HEVC CPU encoder (x265) takes yuv420p or yuv444p, not nv12.")
+        if live and bframes:
+            raise ConfigError(f"bframes {bframes} would delay every frame in live mode; use bframes 0 (the default).")
+        if live and codec == "av1":
+            raise ConfigError("Live mode has no low-latency AV1 settings yet; use codec h264 (or hevc).")
         odd = w % 2 or h % 2
         if odd and pix_fmt in SUBSAMPLED and not pad:
             raise ConfigError(
@@ -179,6 +185,7 @@ class VideoOptions:
             quality=quality,
             tuning=tuning,
             rc=rc,
+            live=bool(live),
         )
 
     @property

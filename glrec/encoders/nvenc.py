@@ -193,6 +193,9 @@ class NvencEncoder:
             cls = EncoderUnavailableError if code in (1, 2, 10, 15) or code is None else EncoderError
             raise cls(f"NVENC could not open a session ({why}). PyNvVideoCodec said: {exc}") from exc
         self._parser: Any = None
+        self._keyframe_requested = False
+        flags = getattr(nvc, "NV_ENC_PIC_FLAGS", None)
+        self._force_idr = int(getattr(flags, "FORCEIDR", 0) if flags is not None else getattr(nvc, "FORCEIDR", 0))
         self._out = 0  # packets emitted so far = pts of the next one (no B-frames reach containers)
         log.info("encoder: NVENC %s %dx%d %s %s", options.codec, w, h, NVENC_FORMATS[options.pix_fmt], config)
 
@@ -200,12 +203,21 @@ class NvencEncoder:
         try:
             frame.synchronize()
             self._device.bind()
-            result = self._enc.Encode(_NvencInput(frame))
+            if self._keyframe_requested:
+                # Encode(frame, pic_flags): PyNvVideoCodec's documented overload with NV_ENC_PIC_FLAGS.
+                self._keyframe_requested = False
+                result = self._enc.Encode(_NvencInput(frame), self._force_idr)
+            else:
+                result = self._enc.Encode(_NvencInput(frame))
         except Exception as exc:
             raise EncoderError(f"NVENC failed on frame {frame.index}: {explain_nvenc_error(exc)[1]}") from exc
         finally:
             frame.release()  # Encode has copied the input into NVENC's own surface
         return self._packets(result)
+
+    def request_keyframe(self) -> None:
+        """Make the next frame an IDR (with parameter sets, as ``repeatspspps`` is on); any thread."""
+        self._keyframe_requested = True
 
     def flush(self) -> list[Packet]:
         try:

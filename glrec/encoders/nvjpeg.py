@@ -83,6 +83,9 @@ class NvJpegEncoder:
         self._batch.append(frame)
         return self._encode_batch() if len(self._batch) >= self.batch else []
 
+    def request_keyframe(self) -> None:
+        """Nothing to do: every JPEG is a keyframe."""
+
     def flush(self) -> list[Packet]:
         return self._encode_batch() if self._batch else []
 

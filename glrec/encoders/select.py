@@ -177,6 +177,9 @@ class DeviceFedEncoder:
             return self.inner.encode(host)
         return self.inner.encode(frame)
 
+    def request_keyframe(self) -> None:
+        self.inner.request_keyframe()
+
     def flush(self) -> list[Packet]:
         return self.inner.flush()
 
