@@ -4,56 +4,35 @@ Ray gives a GPU task its GPU ids (``ray.get_gpu_ids()``) and sets
 ``CUDA_VISIBLE_DEVICES`` to them, so inside the task the GPU is CUDA device 0.
 EGL enumerates every GPU whatever ``CUDA_VISIBLE_DEVICES`` says, and its order
 need not match CUDA's, so the EGL device is found by asking which EGL device
-is that CUDA device: ``glrec.context.egl_device_for_cuda(cuda_ordinal)``, the
-GPU path's EGL<->CUDA matching. This module only maps the scheduler's view to
-that question; a task with no GPU renders on EGL's default device (Mesa on a
-CPU node).
+is that CUDA device, with the GPU path's matching (:mod:`glrec.devices`: PCI
+bus ids, else ``EGL_CUDA_DEVICE_NV``). This module only maps the scheduler's
+view to that question; a task with no GPU renders on EGL's default device
+(Mesa on a CPU node).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 
-from ..errors import DeviceError
-
-__all__ = ["assigned_gpus", "egl_device_for_gpus"]
+__all__ = ["egl_device_for_gpus", "match_cuda_device"]
 
 Matcher = Callable[[int], int]
 
 
-def assigned_gpus() -> list[str]:
-    """The GPU ids the scheduler gave this process: Ray's, else ``CUDA_VISIBLE_DEVICES``, else none."""
-    try:
-        import ray
+def match_cuda_device(cuda_ordinal: int) -> int:
+    """The EGL device index that is CUDA device ``cuda_ordinal`` of this process (glrec.devices' matching)."""
+    from ..devices import egl_devices, match_egl_device
+    from ..interop.cuda import device_info
 
-        if ray.is_initialized():
-            return [str(g) for g in ray.get_gpu_ids()]
-    except ImportError:
-        pass
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
-    return [g for g in visible.split(",") if g.strip() and g.strip() != "-1"] if visible else []
-
-
-def _context_matcher() -> Matcher:
-    from .. import context
-
-    match = getattr(context, "egl_device_for_cuda", None)
-    if match is None:
-        raise DeviceError(
-            "This worker was given a GPU, but this build of glrec has no EGL<->CUDA device matching "
-            "(glrec.context.egl_device_for_cuda, from the GPU path), so it cannot tell which EGL device "
-            "that GPU is. Install a glrec with the GPU path, or run the workers without GPUs (CPU tasks)."
-        )
-    return match  # type: ignore[no-any-return]
+    return match_egl_device(egl_devices(), cuda_ordinal, device_info(cuda_ordinal).pci_bus_id)
 
 
 def egl_device_for_gpus(gpu_ids: Sequence[str | int], matcher: Matcher | None = None) -> int | None:
     """The EGL device index to render on for a task assigned ``gpu_ids`` (None: no GPU, EGL's default).
 
     With GPUs, CUDA device 0 of this process is the first assigned one (the scheduler
-    restricted ``CUDA_VISIBLE_DEVICES``); ``matcher`` (default: the GPU path's
-    ``egl_device_for_cuda``) names its EGL device.
+    restricted ``CUDA_VISIBLE_DEVICES``); ``matcher`` (default :func:`match_cuda_device`)
+    names its EGL device, or raises DeviceError when none is.
 
     >>> egl_device_for_gpus([])  # a CPU task
     >>> egl_device_for_gpus(["1"], matcher=lambda cuda: 3)
@@ -61,8 +40,4 @@ def egl_device_for_gpus(gpu_ids: Sequence[str | int], matcher: Matcher | None = 
     """
     if not gpu_ids:
         return None
-    match = matcher or _context_matcher()
-    device = int(match(0))
-    if device < 0:
-        raise DeviceError(f"No EGL device is CUDA device 0 of this process (GPU {gpu_ids[0]} as assigned).")
-    return device
+    return int((matcher or match_cuda_device)(0))
