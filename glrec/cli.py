@@ -17,7 +17,12 @@ from .recorder import Recorder, frame_count
 log = logging.getLogger("glrec")
 
 #: Modules that add subcommands (bench, info, doctor, ...): each has register(subparsers, common).
-SUBCOMMAND_MODULES: list[str] = ["glrec.bench.cli"]
+SUBCOMMAND_MODULES: list[str] = [
+    "glrec.stream.cli",  # stream, serve
+    "glrec.diagnostics",  # info, doctor
+    "glrec.dataset.cli",  # dataset, dataset-preview
+    "glrec.bench.cli",  # bench
+]
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -34,8 +39,12 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 def _add_encode_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("encoding")
-    g.add_argument("--codec", default="h264", help="h264 (default), hevc, av1 (.ivf), mjpeg (.mkv/.mov/.avi)")
-    g.add_argument("--encoder", default="auto", help="auto (default), cpu, nvenc, nvjpeg")
+    g.add_argument(
+        "--codec", default="h264", help="h264 (default), hevc, av1 (.ivf), mjpeg (.mkv/.mov/.avi, or frames_%%06d.jpg)"
+    )
+    g.add_argument(
+        "--encoder", default="auto", help="auto (default: NVENC, nvJPEG or CPU; see glrec info), cpu, nvenc, nvjpeg"
+    )
     rc = g.add_mutually_exclusive_group()
     rc.add_argument("--crf", type=float, help="constant quality (x264 default 20; lower is better)")
     rc.add_argument("--qp", type=int, help="constant quantiser (0 = lossless for h264)")
@@ -43,11 +52,16 @@ def _add_encode_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--preset", help="encoder preset (x264/x265: ultrafast..veryslow, default veryfast; SVT-AV1: 0-13)")
     g.add_argument("--gop", type=int, help="frames between keyframes")
     g.add_argument("--bframes", type=int, help="B-frames between references")
-    g.add_argument("--pix-fmt", default="yuv420p", help="yuv420p (default), nv12, yuv444p")
+    g.add_argument("--pix-fmt", default="yuv420p", help="yuv420p (default), nv12, yuv444p, rgba (NVENC ABGR)")
     g.add_argument("--matrix", help="bt709 (default) or bt601")
     g.add_argument("--range", dest="colour_range", help="limited (default) or full")
     g.add_argument("--quality", type=int, default=90, help="JPEG quality 1-100 for mjpeg (default 90)")
     g.add_argument("--pad", action="store_true", help="pad odd sizes to even (4:2:0) by repeating the edge")
+    gpu = p.add_argument_group("GPU path (NVIDIA)")
+    gpu.add_argument("--handoff", default="auto", help="auto (default), host (PBO readback), register, shared")
+    gpu.add_argument("--cuda-device", type=int, default=0, help="CUDA device ordinal (default 0; EGL is matched)")
+    gpu.add_argument("--tuning", help="NVENC tuning: hq (default), ll, ull, lossless")
+    gpu.add_argument("--rc", help="NVENC rate control: vbr (default), cbr, constqp")
 
 
 def _bitrate(text: str) -> int:
@@ -140,6 +154,10 @@ def _cmd_record(args: argparse.Namespace) -> int:
         pad=args.pad,
         overwrite=args.overwrite,
         device=args.device,
+        handoff=args.handoff,
+        cuda_device=args.cuda_device,
+        tuning=args.tuning,
+        rc=args.rc,
     ) as rec:
         bar = tqdm(total=n, unit="frame", disable=args.quiet or None, leave=False, dynamic_ncols=True)
         try:

@@ -120,3 +120,28 @@ def create_context(device: int | None = None) -> GLContext:
     gl = GLContext(ctx, device, _token=_FACTORY)
     log.info("GL context: %s, OpenGL %s", gl.info.renderer, gl.info.version)
     return gl
+
+
+def create_cuda_context(cuda_ordinal: int, cuda_pci: str | None, device: int | None = None) -> GLContext:
+    """Create a context on the EGL device that is CUDA device ``cuda_ordinal`` (see :mod:`glrec.devices`).
+
+    ``device`` (an EGL index) is checked, not trusted: a device that is not the
+    CUDA device raises DeviceError instead of rendering on the wrong GPU.
+    """
+    from .devices import egl_devices, match_egl_device, verify_gl_device
+    from .errors import DeviceError
+
+    index = match_egl_device(egl_devices(), cuda_ordinal, cuda_pci, device)
+    gl = create_context(index)
+    try:
+        on_device = verify_gl_device(cuda_ordinal)
+        if on_device is False:
+            raise DeviceError(
+                f"The GL context on EGL device {index} ({gl.info.renderer}) does not run on CUDA device "
+                f"{cuda_ordinal}, although EGL said it would; set CUDA_VISIBLE_DEVICES or device explicitly."
+            )
+    except BaseException:
+        gl.release()
+        raise
+    log.info("EGL device %d matches CUDA device %d (verified by cuGLGetDevices: %s)", index, cuda_ordinal, on_device)
+    return gl

@@ -13,6 +13,7 @@ __all__ = [
     "ContextError",
     "ContextThreadError",
     "CudaError",
+    "DatasetError",
     "DeviceError",
     "DiskFullError",
     "EncoderError",
@@ -75,3 +76,7 @@ class DiskFullError(OutputError):
 
 class CudaError(GlrecError, RuntimeError):
     """A CUDA driver or runtime call failed; the message names the call."""
+
+
+class DatasetError(GlrecError, RuntimeError):
+    """A dataset shard failed (after its retries); finished shards are kept for ``--resume``."""

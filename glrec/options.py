@@ -16,7 +16,7 @@ from .errors import ConfigError, OutputError, OutputExistsError
 
 Codec = Literal["h264", "hevc", "av1", "mjpeg"]
 EncoderName = Literal["auto", "cpu", "nvenc", "nvjpeg"]
-PixelFormat = Literal["yuv420p", "nv12", "yuv444p"]
+PixelFormat = Literal["yuv420p", "nv12", "yuv444p", "rgba"]  # rgba: NVENC's ABGR input
 OddSize = Literal["error", "pad"]
 
 # The libavcodec encoder behind each codec on the CPU path.
@@ -35,7 +35,11 @@ CONTAINERS: dict[str, tuple[str, ...]] = {
     ".h265": ("hevc",),
     ".265": ("hevc",),
     ".ivf": ("av1",),
+    # Image sequences: the path holds a printf pattern such as frames/%06d.jpg.
+    ".jpg": ("mjpeg",),
+    ".jpeg": ("mjpeg",),
 }
+IMAGE_SEQUENCES: frozenset[str] = frozenset({".jpg", ".jpeg"})
 SUBSAMPLED: frozenset[str] = frozenset({"yuv420p", "nv12"})
 MAX_FPS = 1000.0
 
@@ -81,6 +85,9 @@ class VideoOptions:
     bframes: int | None = None
     odd_size: OddSize = "error"
     quality: int = 90  # JPEG quality for mjpeg / nvjpeg
+    tuning: str | None = None  # NVENC tuning: hq, ll, ull, lossless
+    rc: str | None = None  # NVENC rate control: cbr, vbr, constqp
+    live: bool = False  # encoder tuned for latency (see glrec.encoders.latency)
 
     @classmethod
     def create(
@@ -101,6 +108,9 @@ class VideoOptions:
         bframes: int | None = None,
         pad: bool = False,
         quality: int = 90,
+        tuning: str | None = None,
+        rc: str | None = None,
+        live: bool = False,
     ) -> VideoOptions:
         """Validate every option and return the options, or raise ConfigError."""
         w, h = parse_size(size)
@@ -139,12 +149,18 @@ class VideoOptions:
             raise ConfigError(f"bframes {bframes} is outside 0..16.")
         if not (1 <= quality <= 100):
             raise ConfigError(f"JPEG quality {quality} is outside 1..100.")
+        if pix_fmt == "rgba" and (codec == "mjpeg" or encoder in ("cpu", "nvjpeg")):
+            raise ConfigError("pix_fmt rgba is NVENC's ABGR input; use yuv420p, nv12 or yuv444p here.")
         if codec == "mjpeg" and pix_fmt == "nv12":
             raise ConfigError("mjpeg cannot carry nv12; use pix_fmt yuv420p or yuv444p.")
         if codec == "av1" and pix_fmt != "yuv420p":
             raise ConfigError(f"The AV1 CPU encoder (SVT-AV1) takes yuv420p only, not {pix_fmt}.")
         if codec == "hevc" and pix_fmt == "nv12":
             raise ConfigError("The HEVC CPU encoder (x265) takes yuv420p or yuv444p, not nv12.")
+        if live and bframes:
+            raise ConfigError(f"bframes {bframes} would delay every frame in live mode; use bframes 0 (the default).")
+        if live and codec == "av1":
+            raise ConfigError("Live mode has no low-latency AV1 settings yet; use codec h264 (or hevc).")
         odd = w % 2 or h % 2
         if odd and pix_fmt in SUBSAMPLED and not pad:
             raise ConfigError(
@@ -167,6 +183,9 @@ class VideoOptions:
             bframes=bframes,
             odd_size="pad" if (odd and pad) else "error",
             quality=quality,
+            tuning=tuning,
+            rc=rc,
+            live=bool(live),
         )
 
     @property
@@ -189,6 +208,11 @@ def output_kind(path: str | os.PathLike[str], codec: str) -> str:
             f"Unknown output type {ext or '(no extension)'!r} for {os.fspath(path)!r}. "
             f"Valid: {', '.join(sorted(CONTAINERS))}."
         )
+    if ext in IMAGE_SEQUENCES and not has_frame_pattern(path):
+        raise ConfigError(
+            f"An image sequence needs a frame-number pattern in its name, e.g. {Path(path).with_suffix('')!s}"
+            f"_%06d{ext}; got {os.fspath(path)!r}."
+        )
     if codec not in CONTAINERS[ext]:
         raise ConfigError(
             f"A {ext} file cannot carry {codec}. For {ext} use codec {' or '.join(CONTAINERS[ext])}, "
@@ -206,6 +230,28 @@ def check_output_path(path: str | os.PathLike[str], overwrite: bool) -> Path:
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         raise OutputError(f"Output directory {str(parent)!r} does not exist; create it first (mkdir -p {parent}).")
+    if has_frame_pattern(p):
+        p_first = Path(frame_path(p, 0))
+        if p_first.exists() and not overwrite:
+            raise OutputExistsError(
+                f"Output {str(p_first)!r} (frame 0 of {str(p)!r}) exists; pass overwrite=True (--overwrite) "
+                "to replace the sequence."
+            )
+        return p
     if p.exists() and not overwrite:
         raise OutputExistsError(f"Output {str(p)!r} exists; pass overwrite=True (--overwrite) to replace it.")
     return p
+
+
+def has_frame_pattern(path: str | os.PathLike[str]) -> bool:
+    """True for a name with one printf integer field, such as ``frame_%06d.jpg``."""
+    try:
+        frame_path(path, 0)
+    except (TypeError, ValueError):
+        return False
+    return os.fspath(path).count("%") == 1
+
+
+def frame_path(path: str | os.PathLike[str], index: int) -> str:
+    """The file name of frame ``index`` in an image-sequence pattern."""
+    return os.fspath(path) % index

@@ -14,13 +14,13 @@ from typing import Any
 
 import moderngl
 
-from .context import GLContext, create_context
-from .encoders.cpu import CpuEncoder
-from .errors import ConfigError, EncoderUnavailableError, GlrecError, SceneError
-from .interop import Converter, HostReadback, TargetRing
+from .backend import open_backend
+from .context import GLContext
+from .errors import ConfigError, GlrecError, SceneError
+from .interop import TargetRing
 from .options import VideoOptions, check_output_path, output_kind
 from .scenes import Scene, load_scene
-from .sinks import open_sink
+from .sinks import Sink, open_sink
 from .worker import EncodeWorker
 
 log = logging.getLogger("glrec")
@@ -65,6 +65,17 @@ class Recorder:
     yuv420p, BT.709 limited range. ``pad=True`` pads odd sizes to even for
     4:2:0 by repeating the last row/column.
 
+    ``encoder`` is ``auto`` (NVENC, nvJPEG or the CPU, see
+    :mod:`glrec.encoders.select`), ``cpu``, ``nvenc`` or ``nvjpeg``; ``handoff``
+    is ``auto``, ``host`` (PBO readback), ``register`` or ``shared`` (CUDA);
+    ``cuda_device`` is the CUDA ordinal the GPU path uses (the EGL device is
+    matched to it). NVENC also takes ``tuning`` (hq, ll, ull, lossless) and
+    ``rc`` (cbr, vbr, constqp).
+
+    ``live=True`` tunes the encoder for latency (:mod:`glrec.encoders.latency`)
+    and hands each frame to it as soon as it is read back; ``sink`` writes to
+    that sink (e.g. a network stream) instead of opening ``path``.
+
     >>> with Recorder("out.mp4", size=(640, 360), fps=30) as rec:  # doctest: +SKIP
     ...     for i in range(90):
     ...         rec.render("cube")          # scene at t = i / 30
@@ -96,46 +107,50 @@ class Recorder:
         device: int | None = None,
         ring: int = 3,
         queue_size: int = 8,
+        handoff: str = "auto",
+        cuda_device: int = 0,
+        tuning: str | None = None,
+        rc: str | None = None,
+        live: bool = False,
+        sink: Sink | None = None,
     ) -> None:
         self.options = VideoOptions.create(
             size, fps, codec=codec, encoder=encoder, pix_fmt=pix_fmt, matrix=matrix, range=range,
             crf=crf, qp=qp, bitrate=bitrate, preset=preset, gop=gop, bframes=bframes, pad=pad, quality=quality,
+            tuning=tuning, rc=rc, live=live,
         )  # fmt: skip
-        output_kind(path, self.options.codec)
+        if sink is None:
+            output_kind(path, self.options.codec)
         if ring < 2:
             raise ConfigError(f"ring {ring} must be at least 2 so readback overlaps rendering.")
         if queue_size < 1:
             raise ConfigError(f"queue_size {queue_size} must be at least 1.")
-        if self.options.encoder in ("nvenc", "nvjpeg"):
-            raise EncoderUnavailableError(
-                f"encoder {self.options.encoder!r} needs the GPU path (CUDA handoff), which this build "
-                "of glrec does not include yet; use encoder 'cpu' or 'auto'."
-            )
-        self.path = check_output_path(path, overwrite)
+        # A given sink (a network stream, say) replaces the file; path then only names it.
+        self.path = check_output_path(path, overwrite) if sink is None else Path(path)
+        self._sink = sink
         self.frames_submitted = 0
         self._closed = False
         self._started = time.perf_counter()
         self._scenes: dict[int, Scene] = {}
         self._stack = ExitStack()
         try:
-            self._build(device, ring, queue_size)
+            self._build(device, ring, queue_size, handoff, cuda_device)
         except BaseException:
             self._stack.close()
             raise
 
-    def _build(self, device: int | None, ring: int, queue_size: int) -> None:
+    def _build(self, device: int | None, ring: int, queue_size: int, handoff: str, cuda_device: int) -> None:
         opts, stack = self.options, self._stack
-        self._gl: GLContext = stack.enter_context(create_context(device))
-        ctx = self._gl.mgl
-        self._targets = TargetRing(ctx, opts.size, 1)
-        stack.callback(self._targets.release)
-        self._convert = Converter(ctx, opts.size, opts.encoded_size, opts.pix_fmt, opts.colour)
-        stack.callback(self._convert.release)
-        self._readback = HostReadback(ctx, self._convert, ring)
-        stack.callback(self._readback.release)
-        encoder = CpuEncoder(opts)
-        self.encoder_name = encoder.name
-        sink = open_sink(self.path, opts)
+        backend = open_backend(stack, opts, self.path, device=device, handoff=handoff, cuda_device=cuda_device,
+                               ring=ring, queue_size=queue_size)  # fmt: skip
+        self._gl: GLContext = backend.gl
+        self._targets: TargetRing = backend.targets
+        self._convert = backend.source
+        self._readback = backend.handoff
+        self.backend = backend.plan
+        encoder = self._encoder = backend.encoder
+        self.encoder_name = backend.name
+        sink = self._sink if self._sink is not None else open_sink(self.path, opts)
         self._worker = EncodeWorker(encoder, sink, queue_size)
         stack.callback(self._worker.finish)
         log.info("recording %s: %dx%d @ %g fps, %s via %s", self.path, *opts.size, opts.fps, opts.codec, encoder.name)
@@ -191,9 +206,27 @@ class Recorder:
 
     def _submit(self, colour: moderngl.Texture) -> None:
         self._convert.run(colour)
-        for done in self._readback.submit(self.frames_submitted):
-            self._worker.put(done)
+        done = self._readback.submit(self.frames_submitted)
+        if self.options.live:  # latency over throughput: hand this frame on now, not N frames later
+            done += self._readback.drain()
+        for frame in done:
+            self._worker.put(frame)
         self.frames_submitted += 1
+
+    def skip_to(self, index: int) -> None:
+        """Make ``index`` the next frame's index (and ``index / fps`` its time); slots between are never rendered.
+
+        Live streaming uses it to drop frames it fell behind on while keeping timestamps on the wall clock.
+        """
+        if index < self.frames_submitted:
+            raise ConfigError(
+                f"frame index {index} is before the next frame {self.frames_submitted}; it only goes forward."
+            )
+        self.frames_submitted = int(index)
+
+    def request_keyframe(self) -> None:
+        """Ask the encoder to make the next frame a keyframe (a late viewer can start there); any thread."""
+        self._encoder.request_keyframe()
 
     def _scene(self, scene: Scene | str) -> Scene:
         key = id(scene)
@@ -234,7 +267,9 @@ class Recorder:
             frames=self._worker.frames_encoded,
             seconds=self._worker.frames_encoded / self.options.fps,
             wall_seconds=time.perf_counter() - self._started,
-            bytes=self.path.stat().st_size if self.path.exists() else 0,
+            bytes=self.path.stat().st_size
+            if self._sink is None and self.path.exists()
+            else self._worker.sink.bytes_written,
             encoder=self.encoder_name,
         )
         log.info("%s", self._result.summary())

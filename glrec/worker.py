@@ -14,6 +14,7 @@ import threading
 
 from .encoders import Encoder
 from .frame import HostFrame
+from .interop.pool import DeviceFrame
 from .sinks import Sink
 
 log = logging.getLogger("glrec")
@@ -34,7 +35,7 @@ class EncodeWorker:
         self._finished = False
         self._thread.start()
 
-    def put(self, frame: HostFrame) -> None:
+    def put(self, frame: HostFrame | DeviceFrame) -> None:
         """Queue a frame (blocks while the queue is full); raise if the worker has failed."""
         self._raise_if_failed()
         while True:
@@ -57,14 +58,19 @@ class EncodeWorker:
                     stopping = True
                     self.sink.write(self.encoder.flush())
                     return
-                assert isinstance(item, HostFrame)
+                assert isinstance(item, (HostFrame, DeviceFrame))
                 self.sink.write(self.encoder.encode(item))
                 self.frames_encoded += 1
         except BaseException as exc:
             self.error = exc
-            # Keep consuming so a blocked producer wakes up and sees the error.
-            while not stopping and self._queue.get() is not _STOP:
-                pass
+            # Keep consuming so a blocked producer wakes up and sees the error; device
+            # frames go back to their pool so a producer waiting for a buffer wakes too.
+            while not stopping:
+                item = self._queue.get()
+                if item is _STOP:
+                    break
+                if isinstance(item, DeviceFrame):
+                    item.release()
 
     def finish(self) -> None:
         """Flush the encoder, close the sink (trailer written once), join; raise the worker's error."""

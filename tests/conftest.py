@@ -40,8 +40,34 @@ def gl_problem() -> str | None:
     return _GL_PROBLEM  # type: ignore[return-value]
 
 
+_GPU_PROBLEM: str | bool | None = False
+GPU_HINT = "needs an NVIDIA GPU with CUDA-GL interop: pip install glrec[cuda] (and [nvjpeg], [nvenc]); run with -m gpu"
+
+
+def gpu_problem() -> str | None:
+    """Why the GPU tier cannot run here (None when it can): no cuda-python, no driver, or GL not on NVIDIA."""
+    global _GPU_PROBLEM
+    if _GPU_PROBLEM is False:
+        try:
+            from glrec.devices import egl_devices
+            from glrec.interop.cuda import cuda_problem
+
+            problem = cuda_problem()
+            if problem is None and not any(d.cuda_device is not None for d in egl_devices()):
+                problem = "no EGL device reports a CUDA device (is the NVIDIA EGL driver installed?)"
+        except Exception as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+        _GPU_PROBLEM = problem
+    return _GPU_PROBLEM  # type: ignore[return-value]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
+        if item.get_closest_marker("gpu"):
+            problem = gpu_problem()
+            if problem is not None:
+                item.add_marker(pytest.mark.skip(reason=f"{GPU_HINT} ({problem})"))
+                continue
         if "gl" in item.fixturenames or item.get_closest_marker("gl"):
             problem = gl_problem()
             if problem is not None:

@@ -45,7 +45,7 @@ def test_quick_has_every_section(quick):
     assert doc["idle_rss_mb"] > 0
     rows = {r["row"] for r in doc["rows"]}
     assert {"naive-imageio", "naive-pyav", "glrec:cpu", "glrec-profiled:cpu"} <= rows
-    assert {"stage:render", "stage:handoff-host", "stage:encode-cpu"} <= rows
+    assert {"stage:render", "stage:handoff:cpu", "stage:encode-cpu"} <= rows
 
 
 def test_rows_are_self_consistent(quick):
@@ -107,7 +107,7 @@ def test_efficiency_memory_and_targets(quick):
     doc, _ = quick
     fps = {s["row"]: s["fps"] for s in doc["summary"]}
     (eff,) = doc["efficiency"]
-    slowest = min(fps["stage:handoff-host"], fps["stage:encode-cpu"])
+    slowest = min(fps["stage:handoff:cpu"], fps["stage:encode-cpu"])
     assert math.isclose(eff["efficiency"], fps["glrec:cpu"] / slowest)
     cpu_ms = {s["row"]: s["cpu_ms_per_frame"] for s in doc["summary"]}
     floor = cpu_ms["stage:render"] + cpu_ms["stage:encode-cpu"]
@@ -188,7 +188,7 @@ def test_analysis_of_known_rows():
     rows = [
         row("naive-imageio", 10.0, 24.0), row("glrec:cpu", 14.0, backend="cpu"), row("naive-pyav", 11.0),
         row("naive-imageio", 12.0, 24.0), row("glrec:cpu", 18.0, backend="cpu"), row("naive-pyav", 11.0),
-        row("stage:render", 100.0, 4.0), row("stage:handoff-host", 40.0), row("stage:encode-cpu", 20.0, 16.0),
+        row("stage:render", 100.0, 4.0), row("stage:handoff:cpu", 40.0), row("stage:encode-cpu", 20.0, 16.0),
         {**row("glrec:cpu", 1, backend="cpu"), "frames": 5, "peak_rss_mb": 200.0, "memory_check": True},
         {**row("glrec:cpu", 1, backend="cpu"), "frames": 50, "peak_rss_mb": 230.0, "memory_check": True},
     ]  # fmt: skip

@@ -109,3 +109,14 @@ def test_readback_ring_returns_frames_in_order(gl):
     rb.release()
     conv.release()
     target.release()
+
+
+def test_releasing_the_bound_target_leaves_no_gl_error(gl):
+    # moderngl re-binds its current framebuffer when it makes the next one; a released,
+    # still-bound target used to leave GL_INVALID_OPERATION behind.
+    for _ in range(3):
+        target = RenderTarget(gl.mgl, (32, 32))
+        target.use()
+        gl.mgl.clear(1.0, 0.0, 0.0)
+        target.release()
+        assert gl.mgl.error == "GL_NO_ERROR"

@@ -21,7 +21,7 @@ def test_defaults():
     [
         ({"codec": "h265"}, ["Unknown codec 'h265'", "av1, h264, hevc, mjpeg"]),
         ({"encoder": "gpu"}, ["Unknown encoder 'gpu'", "auto, cpu, nvenc, nvjpeg"]),
-        ({"pix_fmt": "rgb24"}, ["Unknown pixel format", "nv12, yuv420p, yuv444p"]),
+        ({"pix_fmt": "rgb24"}, ["Unknown pixel format", "nv12, rgba, yuv420p, yuv444p"]),
         ({"size": (0, 720)}, ["must be positive"]),
         ({"size": (-2, 720)}, ["must be positive"]),
         ({"size": "12x"}, ["not WIDTHxHEIGHT"]),

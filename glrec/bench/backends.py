@@ -6,9 +6,10 @@ alone. ``glrec bench --backends all`` runs every registered backend and
 reports the others as skipped with the reason the Recorder gave, so a
 backend's rows appear on machines that have it without further changes.
 
-Adding a backend (e.g. from the GPU path) is one entry here; its stage-alone
-rows are functions registered with :func:`glrec.bench.spec.row` (see
-``stages.py`` for the CPU ones), named in ``stage_rows``. ``parallel_stages``
+Adding a backend is one entry here. ``stage:handoff:NAME`` (the GL thread
+alone, built as the Recorder builds it) works for any backend; other
+stage-alone rows are functions registered with :func:`glrec.bench.spec.row`
+(``stages.py``, ``gpu_stages.py``) and named in ``stage_rows``. ``parallel_stages``
 lists the rows whose stages run concurrently in the pipeline, one thread or
 engine each; pipeline efficiency is end-to-end frames/s over the slowest of
 them.
@@ -51,22 +52,21 @@ BACKENDS: dict[str, Backend] = {
         "cpu",
         {"encoder": "cpu", "codec": "h264"},
         ".mp4",
-        stage_rows=("stage:render", "stage:handoff-host", "stage:encode-cpu"),
+        stage_rows=("stage:render", "stage:handoff:cpu", "stage:encode-cpu"),
         # The GL thread renders, converts and reads back while the worker thread encodes.
-        parallel_stages=("stage:handoff-host", "stage:encode-cpu"),
+        parallel_stages=("stage:handoff:cpu", "stage:encode-cpu"),
         floor_stages=("stage:render", "stage:encode-cpu"),
         x264=True,
         note="GL convert -> PBO readback -> PyAV libx264",
     ),
-    # GPU backends (issue 3). Their end-to-end rows run wherever the Recorder opens them and
-    # are reported as skipped, with the Recorder's reason, elsewhere (no CUDA, no NVENC, or a
-    # glrec without the GPU path). Stage-alone rows for them (the CUDA handoff alone, nvJPEG
-    # or NVENC alone) are registered next to the GPU code and named here; see benchmarks/README.md.
+    # GPU backends. Their rows run wherever the Recorder opens them and are reported as
+    # skipped, with the Recorder's reason, elsewhere (no CUDA, no NVENC, no nvImageCodec).
     "cpu-cuda": Backend(
         "cpu-cuda",
         {"encoder": "cpu", "codec": "h264", "handoff": "register"},
         ".mp4",
-        stage_rows=("stage:render",),
+        stage_rows=("stage:render", "stage:handoff:cpu-cuda", "stage:encode-cpu"),
+        parallel_stages=("stage:handoff:cpu-cuda", "stage:encode-cpu"),
         x264=True,
         note="GL convert -> CUDA register handoff -> PyAV libx264",
     ),
@@ -74,14 +74,15 @@ BACKENDS: dict[str, Backend] = {
         "nvjpeg",
         {"encoder": "nvjpeg", "codec": "mjpeg"},
         ".mkv",
-        stage_rows=("stage:render",),
-        note="GL pack -> CUDA handoff -> nvJPEG -> Motion-JPEG in Matroska",
+        stage_rows=("stage:render", "stage:handoff:nvjpeg", "stage:encode-nvjpeg"),
+        parallel_stages=("stage:handoff:nvjpeg", "stage:encode-nvjpeg"),
+        note="GL pack to RGB -> CUDA handoff -> nvJPEG -> Motion-JPEG in Matroska",
     ),
     "nvenc": Backend(
         "nvenc",
         {"encoder": "nvenc", "codec": "h264"},
         ".mp4",
-        stage_rows=("stage:render",),
+        stage_rows=("stage:render", "stage:handoff:nvenc"),
         note="GL convert -> CUDA handoff -> NVENC H.264",
     ),
 }

@@ -37,6 +37,7 @@ ROW_MODULES: list[str] = [
     "glrec.bench.baselines",
     "glrec.bench.pipeline",
     "glrec.bench.stages",
+    "glrec.bench.gpu_stages",
     "glrec.bench.system",
 ]
 
@@ -44,12 +45,13 @@ Progress = Callable[[int, int, dict[str, Any]], None]
 
 
 def row_function(name: str) -> RowFunction:
-    """The function for a row name; ``glrec:cpu`` and ``glrec-profiled:cpu`` share theirs per prefix."""
+    """The function for a row name; rows for one backend (``glrec:cpu``, ``stage:handoff:nvjpeg``)
+    share the function registered without the backend (``glrec``, ``stage:handoff``)."""
     import importlib
 
     for module in ROW_MODULES:
         importlib.import_module(module)
-    fn = ROWS.get(name) or ROWS.get(name.split(":", 1)[0])
+    fn = ROWS.get(name) or ROWS.get(name.rsplit(":", 1)[0])
     if fn is None:
         raise GlrecError(f"No benchmark row named {name!r}. Known: {', '.join(sorted(ROWS))}.")
     return fn
@@ -144,7 +146,8 @@ def _memory_frames(config: BenchConfig) -> tuple[int, int]:
 
 
 def _spec(base: RowSpec, name: str, backends: list[Backend], tag: str = "") -> RowSpec:
-    backend = next((b for b in backends if name.endswith(f":{b.name}") and name.startswith("glrec")), None)
+    per_backend = name.startswith(("glrec", "stage:handoff:"))
+    backend = next((b for b in backends if per_backend and name.endswith(f":{b.name}")), None)
     if backend is None:
         return replace(base, row=name, tag=tag)
     return replace(base, row=name, backend=backend.name, options=dict(backend.options), suffix=backend.suffix, tag=tag)

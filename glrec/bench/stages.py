@@ -2,8 +2,9 @@
 
 ``stage:render``        the scene into the render target, a GL fence per frame
                         (waited two frames later, as the pipeline does).
-``stage:handoff-host``  the whole GL thread of the CPU backend: render, GL
-                        convert to YUV, PBO readback to host memory.
+``stage:handoff:B``     the whole GL thread of backend B: render, GL convert
+                        (or pack), handoff (PBO readback for cpu, CUDA for the
+                        GPU backends); the frames are only waited for.
 ``stage:encode-cpu``    the worker thread of the CPU backend: libx264 through
                         PyAV plus the MP4 sink, on frames rendered and converted
                         beforehand (not timed).
@@ -15,6 +16,7 @@ These use the same classes the Recorder builds (``glrec.interop``,
 from __future__ import annotations
 
 from collections import deque
+from contextlib import ExitStack
 
 from .._gl import Fence
 from ..encoders.cpu import CpuEncoder
@@ -22,7 +24,7 @@ from ..frame import HostFrame
 from ..interop import Converter, HostReadback
 from ..options import VideoOptions
 from ..sinks import open_sink
-from .common import SceneRig, describe_output, figures, scene_rig
+from .common import SceneRig, describe_output, figures, scene_rig, setup_scene
 from .meter import LoopMeter, StageClock
 from .spec import RowResult, RowSpec, row
 
@@ -71,22 +73,48 @@ class _HostHandoff:
         self.convert.release()
 
 
-@row("stage:handoff-host")
+def consume(frames: list) -> int:
+    """What a consumer that only waits for each frame does: CUDA frames are synchronised and given back."""
+    for f in frames:
+        if hasattr(f, "synchronize"):
+            f.synchronize()
+            f.release()
+    return len(frames)
+
+
+@row("stage:handoff")
 def handoff_alone(spec: RowSpec) -> RowResult:
+    """The recorder's GL thread alone, for the backend in ``spec.options``: render, convert, hand off.
+
+    Built by :func:`glrec.backend.open_backend`, as the Recorder builds it (host
+    PBO readback for ``cpu``, a CUDA handoff for the GPU backends); no encoder
+    runs, the frames are only waited for.
+    """
+    from ..backend import open_backend
+
+    opts = dict(spec.options)
+    handoff = opts.pop("handoff", "auto")
+    options = VideoOptions.create(spec.size, spec.fps, **opts)
     meter = LoopMeter()
-    with scene_rig(spec) as rig:
-        handoff = _HostHandoff(rig, _options(spec))
-        try:
-            received = 0
-            meter.start()
-            for i in range(spec.frames):
-                received += len(handoff.frame(i, spec.fps))
-            received += len(handoff.readback.drain())
-            meter.stop()
-        finally:
-            handoff.release()
-    out = figures(spec, meter, None)
-    out["frames_written"] = received  # frames that reached host memory
+    with ExitStack() as stack:
+        b = open_backend(stack, options, spec.output, device=None, handoff=handoff, cuda_device=0, ring=3,
+                         queue_size=8)  # fmt: skip
+        stack.callback(b.encoder.close)
+        scene = setup_scene(b.gl.mgl, spec)
+        stack.callback(scene.close)
+        target = b.targets[0]
+        received = 0
+        meter.start()
+        for i in range(spec.frames):
+            target.use()
+            scene.render(i / spec.fps)
+            b.source.run(target.colour)
+            received += consume(b.handoff.submit(i))
+        received += consume(b.handoff.drain())
+        meter.stop()
+        out = figures(spec, meter, None)
+        out["handoff"] = b.plan.handoff
+    out["frames_written"] = received  # frames that reached host or device memory
     out["stages_ms"] = {"handoff": 1e3 * meter.seconds / spec.frames}
     return out
 

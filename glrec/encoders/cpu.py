@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import EncoderError, EncoderUnavailableError
 from ..frame import HostFrame, Packet
 from ..options import CPU_ENCODERS, VideoOptions
+from .latency import LIVE_PRESET, cpu_live_options, live_gop, one_frame_vbv
 
 log = logging.getLogger("glrec")
 
@@ -68,7 +69,7 @@ class CpuEncoder:
         cc.color_range = options.colour.av_range
         cc.thread_count = 0  # let the encoder pick (x264: 1.5 x cores)
         opts: dict[str, str] = {}
-        preset = options.preset or _DEFAULT_PRESET[name]
+        preset = options.preset or (LIVE_PRESET if options.live and name != "mjpeg" else _DEFAULT_PRESET[name])
         if preset is not None:
             opts["preset"] = str(preset)
         if options.qp is not None:
@@ -85,12 +86,17 @@ class CpuEncoder:
             cc.gop_size = options.gop
         if options.bframes is not None:
             cc.max_b_frames = options.bframes
+        if options.live:
+            opts.update(cpu_live_options(name, options))
+            cc.gop_size, cc.max_b_frames = live_gop(options), 0
+            if options.bitrate is not None:  # cap every frame at its share of the channel
+                cc.rc_max_rate, cc.rc_buffer_size = int(options.bitrate), one_frame_vbv(options)
         if name == "libx265":
             opts["x265-params"] = "log-level=error"
         elif name == "libsvtav1":
             os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints its banner to stderr unless told
             opts["svtav1-params"] = "enable-stat-report=0"
-        if name in ("libx264", "libx265") and "zerolatency" not in opts.get("tune", ""):
+        if name == "libx264" and "zerolatency" not in opts.get("tune", ""):
             cc.thread_type = _THREAD_TYPE
         cc.options = opts
         try:
@@ -99,13 +105,21 @@ class CpuEncoder:
             raise EncoderError(f"Opening {name} with {opts} failed: {exc}. Check preset and rate options.") from exc
         self._cc = cc
         self._av_format = pix_fmt
+        self._keyframe_requested = False
         log.info("encoder: %s %dx%d %s @ %s fps, %s", name, w, h, pix_fmt, rate, opts)
 
     def encode(self, frame: HostFrame) -> list[Packet]:
         vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame.data), format=self._av_format)
         vf.pts = frame.index
         vf.time_base = self._cc.time_base
+        if self._keyframe_requested:
+            self._keyframe_requested = False
+            vf.pict_type = av.video.frame.PictureType.I
         return self._convert(self._cc.encode(vf))
+
+    def request_keyframe(self) -> None:
+        """Make the next encoded frame a keyframe (IDR with parameter sets); safe from any thread."""
+        self._keyframe_requested = True  # a plain store: read once per frame by the encode thread
 
     def flush(self) -> list[Packet]:
         return self._convert(self._cc.encode(None))

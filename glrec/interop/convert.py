@@ -16,6 +16,10 @@ from .. import glsl
 from .._gl import dispatch_compute
 from ..colour import ColourSpec
 
+#: Packed RGB layouts made by :class:`glrec.interop.pack.RgbPacker`, with bytes per pixel:
+#: rgb24 for nvJPEG (interleaved RGB), rgba for NVENC's ABGR input (R in the lowest byte).
+PACKED_RGB: dict[str, int] = {"rgb24": 3, "rgba": 4}
+
 
 @dataclass(frozen=True)
 class PlaneLayout:
@@ -44,10 +48,14 @@ class PlaneLayout:
         """The numpy shape PyAV's ``from_ndarray`` expects for this pixel format."""
         if self.pix_fmt == "yuv444p":
             return (3, self.height, self.width)
+        if self.pix_fmt in PACKED_RGB:
+            return (self.height, self.width, PACKED_RGB[self.pix_fmt])
         return (self.height * 3 // 2, self.width)
 
     @classmethod
     def for_format(cls, pix_fmt: str, width: int, height: int) -> PlaneLayout:
+        if pix_fmt in PACKED_RGB:
+            return cls(pix_fmt, width, height, ((width, height, PACKED_RGB[pix_fmt]),))
         if pix_fmt == "yuv444p":
             return cls(pix_fmt, width, height, ((width, height, 1),) * 3)
         cw, ch = width // 2, height // 2
@@ -86,9 +94,13 @@ class Converter:
         }
         for name, value in uniforms.items():
             self._shader[name].value = value  # type: ignore[union-attr]
-        self.planes = [ctx.texture((w, h), c, dtype="f1") for w, h, c in self.layout.planes]
+        self.planes = self.new_planes()
         cw, ch = self.layout.planes[1][:2]
         self._groups = ((cw + self.GROUP - 1) // self.GROUP, (ch + self.GROUP - 1) // self.GROUP)
+
+    def new_planes(self) -> list[moderngl.Texture]:
+        """Another set of output textures (the register handoff swaps a ring of them into :attr:`planes`)."""
+        return [self.ctx.texture((w, h), c, dtype="f1") for w, h, c in self.layout.planes]
 
     def run(self, source: moderngl.Texture) -> None:
         """Convert ``source`` into :attr:`planes` (queued on the GPU; returns at once)."""

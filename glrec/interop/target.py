@@ -32,6 +32,11 @@ class RenderTarget:
         self.fbo.viewport = (0, 0, *self.size)
 
     def release(self) -> None:
+        fbo = getattr(self, "fbo", None)
+        if fbo is not None and fbo.ctx.fbo is fbo:
+            # moderngl re-binds its "current" framebuffer when it makes the next one; if that
+            # is this deleted object, GL raises INVALID_OPERATION. Unbind it first.
+            fbo.ctx.detect_framebuffer(0).use()
         for name in ("fbo", "depth", "colour"):
             obj = getattr(self, name, None)
             if obj is not None:

@@ -20,8 +20,11 @@ from .cube import Cube
 from .particles import Particles
 from .plasma import Plasma
 from .shadertoy import ShadertoyScene
+from .table import Table
 
-__all__ = ["BUILTINS", "Bars", "Cube", "Particles", "Plasma", "Scene", "ShaderScene", "ShadertoyScene", "load_scene"]
+__all__ = [
+    "BUILTINS", "Bars", "Cube", "Particles", "Plasma", "Scene", "ShaderScene", "ShadertoyScene", "Table", "load_scene",
+]  # fmt: skip
 
 #: Built-in scenes by name, with a one-line description for ``glrec scenes``.
 BUILTINS: dict[str, tuple[Callable[[], Scene], str]] = {
@@ -29,6 +32,7 @@ BUILTINS: dict[str, tuple[Callable[[], Scene], str]] = {
     "plasma": (Plasma, "full-screen procedural plasma shader (cheap to render, busy to encode)"),
     "particles": (Particles, "20,000 instanced particles moving on the GPU"),
     "bars": (Bars, "colour bars, orientation marker and binary time code, for tests"),
+    "table": (Table, "random coloured primitives on a table, with ground-truth passes (for datasets)"),
 }
 
 _SHADER_SUFFIXES = (".glsl", ".frag", ".fs")

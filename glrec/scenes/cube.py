@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import moderngl
 import numpy as np
@@ -10,6 +11,9 @@ from pyrr import Matrix44, Vector3
 
 from .. import glsl
 from .base import ShaderScene
+
+if TYPE_CHECKING:
+    from ..stream.inputs import InputEvent
 
 # Six faces, two triangles each: position, normal.
 _FACES = [
@@ -33,12 +37,33 @@ def _cube_vertices() -> np.ndarray:
 
 
 class Cube(ShaderScene):
-    """A unit cube turning about two axes, one directional light plus a highlight."""
+    """A unit cube turning about two axes, one directional light plus a highlight.
+
+    Live viewers can turn it further by dragging with the left button (``on_input``);
+    without input its frames depend only on ``t``.
+    """
 
     def __init__(self, background: tuple[float, float, float] = (0.08, 0.09, 0.12)) -> None:
         super().__init__()
         self.background = background
         self._vbo: moderngl.Buffer | None = None
+        self.yaw = 0.0  # radians added by dragging (live input)
+        self.pitch = 0.0
+        self._drag: tuple[float, float] | None = None
+
+    def on_input(self, event: InputEvent) -> None:
+        """Left-button drag turns the cube: across the picture is a full turn, down is half a turn."""
+        if event.kind != "pointer":
+            return
+        if event.action == "down" and event.buttons & 1:
+            self._drag = (event.x, event.y)
+        elif event.action == "move" and self._drag is not None and event.buttons & 1:
+            x0, y0 = self._drag
+            self.yaw += (event.x - x0) * 2 * math.pi
+            self.pitch = max(-1.5, min(1.5, self.pitch + (event.y - y0) * math.pi))
+            self._drag = (event.x, event.y)
+        elif event.action == "up" or not event.buttons & 1:
+            self._drag = None
 
     def setup(self, ctx: moderngl.Context, size: tuple[int, int]) -> None:
         self.ctx = ctx
@@ -57,8 +82,8 @@ class Cube(ShaderScene):
         assert self._vao is not None and self._prog is not None, "call setup() first"
         self.ctx.enable(moderngl.DEPTH_TEST | moderngl.CULL_FACE)
         self.ctx.clear(*self.background, depth=1.0)
-        model = Matrix44.from_y_rotation(t * 0.9, dtype="f4") * Matrix44.from_x_rotation(
-            0.35 * math.sin(t * 0.6) + 0.4, dtype="f4"
+        model = Matrix44.from_y_rotation(t * 0.9 + self.yaw, dtype="f4") * Matrix44.from_x_rotation(
+            0.35 * math.sin(t * 0.6) + 0.4 + self.pitch, dtype="f4"
         )
         mvp = self._proj * self._view * model
         self._prog["mvp"].write(mvp.astype("f4").tobytes())  # type: ignore[union-attr]

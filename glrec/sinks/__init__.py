@@ -32,6 +32,10 @@ def open_sink(path: str | Path, options: VideoOptions, *, finalize: bool = True)
     from .raw import AnnexBSink, IvfSink
 
     ext = Path(path).suffix.lower()
+    if ext in (".jpg", ".jpeg"):
+        from .images import ImageSequenceSink
+
+        return ImageSequenceSink(Path(path), options)
     if ext == ".ivf":
         return IvfSink(Path(path), options)
     if ext in (".h264", ".264", ".hevc", ".h265", ".265"):

@@ -1,0 +1,90 @@
+"""Stage-alone rows of the GPU backends that the generic rows cannot cover.
+
+``stage:encode-nvjpeg``: nvJPEG alone (plus the Matroska sink), on frames
+that are already in CUDA memory. The frames are the scene's own: rendered and
+packed to RGB once beforehand on the host path, then uploaded into a device
+pool, one distinct frame per slot; the timed loop hands slots to the encoder
+as the recorder's handoff would. Without CUDA or nvImageCodec the row is
+reported as skipped with the reason.
+"""
+
+from __future__ import annotations
+
+from ..errors import EncoderUnavailableError, GlrecError
+from ..frame import HostFrame
+from ..interop import HostReadback, PlaneLayout
+from ..options import VideoOptions
+from ..sinks import open_sink
+from .common import describe_output, figures, scene_rig
+from .meter import LoopMeter, StageClock
+from .spec import RowResult, RowSpec, row
+
+#: Device slots (distinct frames) the encode-alone row keeps; nvJPEG releases each after encoding.
+POOL_SLOTS = 16
+
+
+def _rendered_rgb(spec: RowSpec, count: int) -> list[HostFrame]:
+    """``count`` frames of the scene packed to top-down RGB, as the nvJPEG backend's pack stage makes them."""
+    from ..interop.pack import RgbPacker
+
+    frames: list[HostFrame] = []
+    with scene_rig(spec) as rig:
+        packer = RgbPacker(rig.ctx, spec.size, "rgb24")
+        readback = HostReadback(rig.ctx, packer, 3)
+        try:
+            for i in range(count):
+                rig.render(i, spec.fps)
+                packer.run(rig.target.colour)
+                frames += readback.submit(i)
+            frames += readback.drain()
+        finally:
+            readback.release()
+            packer.release()
+    return frames
+
+
+@row("stage:encode-nvjpeg")
+def nvjpeg_alone(spec: RowSpec) -> RowResult:
+    from ..encoders.nvjpeg import NvJpegEncoder
+    from ..interop.cuda import CudaDevice, call
+    from ..interop.pool import DeviceFrame, DevicePool
+
+    options = VideoOptions.create(spec.size, spec.fps, codec="mjpeg", encoder="nvjpeg")
+    try:
+        device = CudaDevice.open(0)
+    except (GlrecError, ImportError) as exc:
+        raise EncoderUnavailableError(f"stage:encode-nvjpeg needs CUDA: {exc}") from exc
+    try:
+        encoder = NvJpegEncoder(options, device.ordinal)
+        host = _rendered_rgb(spec, min(POOL_SLOTS, spec.frames))
+        pool = DevicePool(device, host[0].data.nbytes, len(host))
+        for slot, f in enumerate(host):
+            data = f.data if f.data.flags.c_contiguous else f.data.copy()
+            call("cuMemcpyHtoD", pool.address(slot), data.ctypes.data, data.nbytes)
+        planes = PlaneLayout.for_format("rgb24", *spec.size)
+        clock, meter = StageClock(), LoopMeter()
+        sink = open_sink(spec.output, options)
+        meter.start()
+        try:
+            for i in range(spec.frames):
+                frame = DeviceFrame(i, planes, pool, pool.acquire(), pending=False)
+                with clock.wall("encode"):
+                    packets = encoder.encode(frame)
+                with clock.wall("mux"):
+                    sink.write(packets)
+            with clock.wall("encode"):
+                packets = encoder.flush()
+            with clock.wall("mux"):
+                sink.write(packets)
+        finally:
+            with clock.wall("mux"):
+                sink.close()
+            encoder.close()
+        meter.stop()
+        pool.release()
+    finally:
+        device.release()
+    out = figures(spec, meter, clock)
+    out["distinct_frames"] = len(host)
+    out.update(describe_output(spec.output))
+    return out

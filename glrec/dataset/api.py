@@ -1,0 +1,173 @@
+"""The front door: :func:`generate` a dataset, :func:`render_sample` one sample."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .folder import FORMAT, FORMAT_VERSION, DatasetFolder
+from .render import Sample, SampleRenderer, check_scene
+from .runner import Progress, run_local
+from .spec import DatasetSpec
+
+log = logging.getLogger("glrec")
+
+_KEYS = {
+    "rgb.png": "colour, 8-bit RGB PNG",
+    "rgb.jpg": "colour, JPEG (4:2:0, BT.601 full range)",
+    "rgb.mp4": "colour of the clip, H.264/HEVC video (BT.709 limited range)",
+    "depth.npy": "float32, camera z of the surface in scene units (OpenCV camera), 0 = no surface",
+    "depth.png": "uint16 PNG, round(camera z * depth_scale), 0 = no surface",
+    "instance.png": "uint16 PNG, object instance id per pixel, 0 = no object",
+    "semantic.png": "uint16 PNG, class id per pixel (see classes), 0 = background",
+    "normal.png": "8-bit RGB PNG, round((n + 1) * 127.5) of the unit camera-space normal, 0 = no surface",
+    "normal.npy": "float32 (h, w, 3), unit camera-space normal (OpenCV axes), 0 = no surface",
+    "instance.npy": "uint16 (frames, h, w), instance id per pixel",
+    "semantic.npy": "uint16 (frames, h, w), class id per pixel",
+    "meta.json": "seed, params, camera (K, world_to_camera), objects (pose, bbox, visible_bbox, pixels)",
+}
+
+
+@dataclass(frozen=True)
+class DatasetResult:
+    """What :func:`generate` did."""
+
+    path: Path
+    samples: int
+    shards: int
+    shards_skipped: int  # complete before this run (resume)
+    samples_rendered: int
+    wall_seconds: float
+
+    @property
+    def samples_per_second(self) -> float:
+        return self.samples_rendered / self.wall_seconds if self.wall_seconds > 0 else 0.0
+
+    def summary(self) -> str:
+        skipped = f", {self.shards_skipped} already complete" if self.shards_skipped else ""
+        return (
+            f"{self.path}: {self.samples} samples in {self.shards} shards{skipped}; rendered {self.samples_rendered} "
+            f"in {self.wall_seconds:.1f} s = {self.samples_per_second:.1f} samples/s"
+        )
+
+
+def _as_spec(spec: DatasetSpec | str | os.PathLike[str]) -> DatasetSpec:
+    return spec if isinstance(spec, DatasetSpec) else DatasetSpec.load(spec)
+
+
+def member_names(spec: DatasetSpec) -> list[str]:
+    """The file names each sample has (``rgb.png``, ``depth.npy``, ..., ``meta.json``)."""
+    out = spec.output
+    names = ["rgb.mp4" if spec.is_clip else f"rgb.{out.rgb}"]
+    for p in out.passes:
+        if p == "depth":
+            names.append("depth.npy" if spec.is_clip or out.depth == "npy" else "depth.png")
+        elif p in ("instance", "semantic"):
+            names.append(f"{p}.npy" if spec.is_clip else f"{p}.png")
+        elif p == "normal":
+            names.append("normal.npy" if spec.is_clip or out.normal == "npy" else "normal.png")
+    return [*names, "meta.json"]
+
+
+def dataset_info(spec: DatasetSpec, scene: object) -> dict[str, Any]:
+    """What ``dataset.json`` says (no timestamps, so a resumed run writes the same bytes)."""
+    from .. import __version__  # here: glrec/__init__ imports the scenes, which import this package
+
+    last = spec.shards - 1
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "glrec": __version__,
+        "identity": spec.identity(),
+        "status": "incomplete",
+        "samples": spec.samples,
+        "shards": spec.shards,
+        "layout": spec.output.layout,
+        "shard_pattern": f"shard-{{000000..{last:06d}}}.tar" if spec.output.layout == "webdataset" else None,
+        "keys": {n: _KEYS.get(n, "") for n in member_names(spec)},
+        "classes": list(getattr(scene, "classes", ())),
+        "camera_convention": "OpenCV: x right, y down, z forward; pixel (c, r) centre at (c + 0.5, r + 0.5)",
+        "spec": spec.to_dict(),
+    }
+
+
+def generate(
+    spec: DatasetSpec | str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    ray: str | None = None,
+    device: int | None = None,
+    progress: Progress | None = None,
+    ray_options: dict[str, Any] | None = None,
+) -> DatasetResult:
+    """Render the dataset ``spec`` (a DatasetSpec or a TOML path) into the folder ``out``.
+
+    Defaults: a new or empty ``out``; a folder holding a dataset is refused unless
+    ``resume`` (same spec: complete shards are kept, the rest redone) or
+    ``overwrite``. ``ray``: None renders here; ``""`` starts or joins Ray as
+    ``ray.init()`` does; an address joins that cluster. ``progress(n)`` is called
+    as samples finish.
+
+    >>> glrec.dataset.generate("examples/dataset.toml", "out/")  # doctest: +SKIP
+    DatasetResult(path=PosixPath('out'), samples=200, ...)
+    """
+    from ..scenes import load_scene
+
+    spec = _as_spec(spec)
+    scene = load_scene(spec.scene_ref())
+    check_scene(scene, spec)  # before anything is written
+    info = dataset_info(spec, scene)
+    folder = DatasetFolder(out, spec)
+    folder.prepare(resume=resume, overwrite=overwrite, info=info)
+    started = time.perf_counter()
+    records: dict[int, dict[str, Any]] = {}
+    pending: list[int] = []
+    for shard in range(spec.shards):
+        record = folder.complete(shard)
+        if record is not None:
+            records[shard] = record
+        else:
+            pending.append(shard)
+    skipped = spec.shards - len(pending)
+    if skipped:
+        log.info("%s: %d of %d shards already complete", out, skipped, spec.shards)
+        if progress is not None:
+            progress(sum(len(r["samples"]) for r in records.values()))
+    if pending:
+        if ray is not None:
+            from .ray_backend import run_on_ray
+
+            records.update(run_on_ray(spec, folder, pending, address=ray, progress=progress, **(ray_options or {})))
+        else:
+            records.update(run_local(spec, folder, pending, device, progress))
+    folder.write_manifest([records[s] for s in range(spec.shards)])
+    info["status"] = "complete"
+    folder.write_info(info)
+    rendered = sum(len(spec.shard_range(s)) for s in pending)
+    return DatasetResult(Path(out), spec.samples, spec.shards, skipped, rendered, time.perf_counter() - started)
+
+
+def render_sample(spec: DatasetSpec | str | os.PathLike[str], index: int, *, device: int | None = None) -> Sample:
+    """Render sample ``index`` of ``spec`` alone and return its arrays and meta (no files written).
+
+    The result equals that sample in a full run: same seed, same parameters, same pixels.
+
+    >>> s = render_sample("examples/dataset.toml", 17)  # doctest: +SKIP
+    >>> s.frames[0]["depth"].shape
+    (480, 640)
+    """
+    from ..context import create_context
+
+    spec = _as_spec(spec)
+    with create_context(device) as gl:
+        renderer = SampleRenderer(spec, gl.mgl)
+        try:
+            return renderer.render(index)
+        finally:
+            renderer.close()

@@ -1,0 +1,125 @@
+"""``glrec dataset`` and ``glrec dataset-preview`` (registered through cli.SUBCOMMAND_MODULES)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..errors import ConfigError
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "dataset",
+        parents=[common],
+        help="render a synthetic dataset from a TOML spec",
+        description="Render the samples of a dataset spec (TOML) with ground truth into shards or folders.",
+    )
+    p.add_argument("spec", help="dataset spec (TOML), e.g. examples/dataset.toml")
+    p.add_argument("-o", "--output", required=True, help="output folder (new or empty, unless --resume/--overwrite)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--resume", action="store_true", help="keep the complete shards of this dataset, redo the rest")
+    mode.add_argument("--overwrite", action="store_true", help="replace the dataset in the output folder")
+    p.add_argument(
+        "--only",
+        type=_indices,
+        metavar="INDEX[,INDEX...]",
+        help="render just these samples into OUTPUT/KEY/ folders (the same files as in the full run)",
+    )
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="run shards as Ray tasks: on a new local cluster, or the cluster at ADDRESS (pip install 'glrec[ray]'); "
+        "write it after SPEC, or as --ray=ADDRESS",
+    )
+    p.add_argument("--retries", type=int, default=3, help="Ray: retries of a failed shard task (default 3)")
+    p.add_argument("--device", type=int, help="EGL device index (single process)")
+    p.set_defaults(func=_cmd_dataset)
+
+    v = sub.add_parser(
+        "dataset-preview",
+        parents=[common],
+        help="write a PNG of one sample's colour, depth, instance and normal side by side",
+    )
+    v.add_argument("spec", help="dataset spec (TOML)")
+    v.add_argument("-o", "--output", required=True, help="PNG file to write")
+    v.add_argument("--index", type=int, default=0, help="sample index (default 0)")
+    v.add_argument("--overwrite", action="store_true", help="replace the PNG if it exists")
+    v.set_defaults(func=_cmd_preview)
+
+
+def _indices(text: str) -> list[int]:
+    try:
+        out = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of sample indices such as 3 or 3,17") from None
+    if not out:
+        raise argparse.ArgumentTypeError("give at least one sample index")
+    return out
+
+
+def _cmd_dataset(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from .api import generate
+    from .runner import write_samples
+    from .spec import DatasetSpec
+
+    spec = DatasetSpec.load(args.spec)
+    if args.only is not None:
+        if args.ray is not None or args.resume:
+            raise ConfigError("--only renders single samples here; it does not combine with --ray or --resume.")
+        paths = write_samples(spec, args.only, args.output, overwrite=args.overwrite, device=args.device)
+        if not args.quiet:
+            for path in paths:
+                meta = json.loads((path / "meta.json").read_text())
+                print(f"{path}: seed {meta['seed']}, params {json.dumps(meta['params'])}")
+        return 0
+    bar = tqdm(total=spec.samples, unit="sample", disable=args.quiet or None, dynamic_ncols=True, leave=False)
+    options = {"max_retries": args.retries} if args.ray is not None else None
+    try:
+        result = generate(
+            spec,
+            args.output,
+            resume=args.resume,
+            overwrite=args.overwrite,
+            ray=args.ray,
+            device=args.device,
+            progress=bar.update,
+            ray_options=options,
+        )
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"glrec: stopped; complete shards in {args.output} are kept: run again with --resume.", file=sys.stderr)
+        raise
+    finally:
+        bar.close()
+    if not args.quiet:
+        print(result.summary())
+    return 0
+
+
+def _cmd_preview(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+    from pathlib import Path
+
+    from ..errors import OutputExistsError
+    from .api import render_sample
+    from .encode import encode_png
+    from .preview import compose
+    from .spec import DatasetSpec
+
+    out = Path(args.output)
+    if out.exists() and not args.overwrite:
+        raise OutputExistsError(f"{out} exists; pass --overwrite to replace it.")
+    spec = DatasetSpec.load(args.spec)
+    spec = spec.with_(output=replace(spec.output, passes=("rgb", "depth", "instance", "normal")))
+    sample = render_sample(spec, args.index)
+    out.write_bytes(encode_png(compose(sample)))
+    if not args.quiet:
+        print(f"{out}: sample {args.index} (seed {sample.seed}): colour with boxes | depth | instance | normal")
+    return 0

@@ -1,0 +1,158 @@
+"""Randomised parameters: distributions named in a dataset spec, and seeds.
+
+A parameter in the spec's ``[params]`` table is either a constant (number,
+string, list) or a one-key table naming a distribution::
+
+    objects = { int = [3, 8] }                    # integer in 3..8, both ends included
+    distance = { uniform = [2.5, 4.0] }           # float in [2.5, 4.0)
+    height = { normal = [1.5, 0.2], clip = [1, 2] }
+    exposure = { loguniform = [0.5, 2.0] }
+    palette = { choice = ["warm", "cool"], weights = [3, 1] }
+    shadows = { bool = 0.25 }                     # True with probability 0.25
+    colour = [0.6, 0.5, 0.4]                      # a constant
+
+Seeds: sample ``i`` of a dataset with meta-seed ``m`` has the seed
+``SeedSequence(m, spawn_key=(i,))`` reduced to one 64-bit integer (the same as
+``SeedSequence(m).spawn(i + 1)[i]``), so any sample can be made alone. Each
+parameter draws from its own stream, keyed by its name under that seed, so
+adding or reordering parameters never changes the values of the others.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+
+__all__ = ["KINDS", "Distribution", "parse_param", "rng_for", "sample_params", "sample_seed"]
+
+#: Distribution kinds and what their value is.
+KINDS: dict[str, str] = {
+    "uniform": "[low, high]: a float in [low, high)",
+    "loguniform": "[low, high]: a float whose log is uniform, low > 0",
+    "normal": "[mean, std], optional clip = [low, high]",
+    "int": "[low, high]: an integer, both ends included",
+    "choice": "[a, b, ...], optional weights = [...]",
+    "bool": "p: True with probability p",
+    "constant": "any value",
+}
+_MODIFIERS = {"normal": {"clip"}, "choice": {"weights"}}
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """One parameter's distribution (``kind`` in :data:`KINDS`)."""
+
+    name: str
+    kind: str
+    args: Any
+    clip: tuple[float, float] | None = None
+    weights: tuple[float, ...] | None = None
+
+    def sample(self, rng: np.random.Generator) -> Any:
+        """Draw one value as a plain Python (JSON-ready) value."""
+        k, a = self.kind, self.args
+        if k == "constant":
+            return a
+        if k == "uniform":
+            return float(rng.uniform(a[0], a[1]))
+        if k == "loguniform":
+            return float(math.exp(rng.uniform(math.log(a[0]), math.log(a[1]))))
+        if k == "normal":
+            v = float(rng.normal(a[0], a[1]))
+            return v if self.clip is None else float(min(max(v, self.clip[0]), self.clip[1]))
+        if k == "int":
+            return int(rng.integers(a[0], a[1] + 1))
+        if k == "choice":
+            p = None if self.weights is None else np.asarray(self.weights) / sum(self.weights)
+            return a[int(rng.choice(len(a), p=p))]
+        if k == "bool":
+            return bool(rng.random() < a)
+        raise AssertionError(k)  # parse_param admits only the kinds above
+
+
+def _pair(name: str, kind: str, value: Any, *, integers: bool = False) -> tuple[Any, Any]:
+    ok = isinstance(value, (list, tuple)) and len(value) == 2
+    ok = ok and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    if ok and integers:
+        ok = all(isinstance(v, int) for v in value)
+    if not ok:
+        what = "two integers" if integers else "two numbers"
+        raise ConfigError(f"Parameter {name!r}: {kind} takes {what} [low, high], not {value!r}.")
+    return value[0], value[1]
+
+
+def parse_param(name: str, value: Any) -> Distribution:
+    """Turn one ``[params]`` entry into a :class:`Distribution`, or raise ConfigError naming the problem.
+
+    >>> parse_param("n", {"int": [1, 3]}).kind
+    'int'
+    """
+    if not isinstance(value, dict):
+        return Distribution(name, "constant", value)
+    kinds = [k for k in value if k in KINDS]
+    if len(kinds) != 1:
+        valid = "; ".join(f"{k} = {v}" for k, v in KINDS.items())
+        raise ConfigError(
+            f"Parameter {name!r} = {value!r} must name exactly one distribution. Valid: {valid}. "
+            "(For a constant table, write { constant = { ... } }.)"
+        )
+    kind = kinds[0]
+    extra = set(value) - {kind} - _MODIFIERS.get(kind, set())
+    if extra:
+        allowed = ", ".join(sorted(_MODIFIERS.get(kind, set()))) or "none"
+        raise ConfigError(f"Parameter {name!r}: unknown key(s) {sorted(extra)} for {kind} (allowed: {allowed}).")
+    arg = value[kind]
+    if kind in ("uniform", "loguniform", "normal", "int"):
+        lo, hi = _pair(name, kind, arg, integers=kind == "int")
+        if kind == "normal" and hi < 0:
+            raise ConfigError(f"Parameter {name!r}: normal std {hi} must be >= 0.")
+        if kind != "normal" and lo > hi:
+            raise ConfigError(f"Parameter {name!r}: {kind} low {lo} is above high {hi}; swap them.")
+        if kind == "loguniform" and lo <= 0:
+            raise ConfigError(f"Parameter {name!r}: loguniform needs low > 0, not {lo}.")
+        clip = _pair(name, "clip", value["clip"]) if "clip" in value else None
+        return Distribution(name, kind, (lo, hi), clip=clip)
+    if kind == "choice":
+        if not isinstance(arg, list) or not arg:
+            raise ConfigError(f"Parameter {name!r}: choice takes a non-empty list, not {arg!r}.")
+        weights = value.get("weights")
+        if weights is not None:
+            good = isinstance(weights, list) and len(weights) == len(arg)
+            if not good or any(not isinstance(w, (int, float)) or w < 0 for w in weights) or sum(weights) <= 0:
+                raise ConfigError(
+                    f"Parameter {name!r}: weights must be {len(arg)} non-negative numbers with a positive sum, "
+                    f"not {weights!r}."
+                )
+            weights = tuple(float(w) for w in weights)
+        return Distribution(name, kind, list(arg), weights=weights)
+    if kind == "bool":
+        if not isinstance(arg, (int, float)) or isinstance(arg, bool) or not 0 <= arg <= 1:
+            raise ConfigError(f"Parameter {name!r}: bool takes a probability in 0..1, not {arg!r}.")
+        return Distribution(name, kind, float(arg))
+    return Distribution(name, "constant", arg)
+
+
+def sample_seed(meta_seed: int, index: int) -> int:
+    """The 64-bit seed of sample ``index``: ``SeedSequence(meta_seed, spawn_key=(index,))``.
+
+    >>> sample_seed(7, 0) == sample_seed(7, 0) != sample_seed(7, 1)
+    True
+    """
+    ss = np.random.SeedSequence(int(meta_seed), spawn_key=(int(index),))
+    return int(ss.generate_state(1, np.uint64)[0])
+
+
+def rng_for(seed: int, stream: str) -> np.random.Generator:
+    """An independent generator for ``stream`` (a parameter name, or ``"scene"``) under ``seed``."""
+    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(zlib.crc32(stream.encode()),)))
+
+
+def sample_params(dists: dict[str, Distribution], seed: int) -> dict[str, Any]:
+    """Draw every parameter for the sample with ``seed``, each from its own stream."""
+    return {name: d.sample(rng_for(seed, "param:" + name)) for name, d in dists.items()}

@@ -1,0 +1,199 @@
+"""Render one sample: parameters from its seed, every pass from one draw, annotations beside them."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import moderngl
+import numpy as np
+
+from ..errors import ConfigError, GlrecError, SceneError
+from .encode import ColourEncoder, ColourImage
+from .gbuffer import GBuffer
+from .geometry import mask_boxes
+from .params import rng_for, sample_params, sample_seed
+from .spec import DatasetSpec
+
+log = logging.getLogger("glrec")
+
+#: A parameter every scene takes: the time rendered for an image (a clip's start time).
+TIME_PARAM = "time"
+
+
+@dataclass
+class Sample:
+    """One rendered sample.
+
+    ``frames`` holds, per frame (one for images), the arrays of the requested
+    passes: ``rgb`` (h, w, 3) uint8 (when kept), ``depth`` (h, w) float32,
+    ``instance``/``semantic`` (h, w) uint32, ``normal`` (h, w, 3) float32.
+    ``colour`` holds the encoded colour image per frame when an encoder ran.
+    ``meta`` is what ``meta.json`` holds.
+    """
+
+    index: int
+    key: str
+    seed: int
+    params: dict[str, Any]
+    frames: list[dict[str, np.ndarray]] = field(default_factory=list)
+    colour: list[bytes] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def check_scene(scene: object, spec: DatasetSpec) -> None:
+    """Raise ConfigError if ``scene`` cannot make what ``spec`` asks (passes, parameters)."""
+    name = type(scene).__name__
+    passes = tuple(getattr(scene, "passes", ("rgb",)))
+    missing = [p for p in spec.output.passes if p not in passes]
+    if missing:
+        raise ConfigError(
+            f"Scene {spec.scene!r} ({name}) does not write the pass(es) {missing}; it writes {list(passes)}. "
+            "Remove them from [output] passes, or use a scene that writes them (see glrec.scenes.base.Scene)."
+        )
+    params = set(spec.params) - {TIME_PARAM}
+    if params and not callable(getattr(scene, "randomise", None)):
+        raise ConfigError(
+            f"Scene {spec.scene!r} ({name}) has no randomise(params, rng) method, so it takes no parameters "
+            f"but [params] sets {sorted(params)}; only 'time' applies to it."
+        )
+    known = getattr(scene, "parameters", None)
+    if known is not None:
+        unknown = sorted(params - set(known))
+        if unknown:
+            raise ConfigError(
+                f"Scene {spec.scene!r} has no parameter {unknown[0]!r}. Its parameters: "
+                f"{', '.join(sorted(known))} (and 'time')."
+            )
+
+
+def sample_plan(spec: DatasetSpec, index: int) -> tuple[int, dict[str, Any]]:
+    """The seed and the sampled ``[params]`` of sample ``index`` (no rendering)."""
+    if not 0 <= index < spec.samples:
+        raise ConfigError(f"Sample index {index} is outside 0..{spec.samples - 1}.")
+    seed = sample_seed(spec.seed, index)
+    return seed, sample_params(spec.distributions(), seed)
+
+
+class SampleRenderer:
+    """Renders samples of ``spec`` on a moderngl context: the scene and a G-buffer, set up once.
+
+    >>> with create_context() as gl:  # doctest: +SKIP
+    ...     r = SampleRenderer(spec, gl.mgl)
+    ...     sample = r.render(0)
+    ...     r.close()
+    """
+
+    def __init__(
+        self, spec: DatasetSpec, ctx: moderngl.Context, colour: ColourEncoder | None = None, keep_rgb: bool = True
+    ) -> None:
+        from ..scenes import load_scene  # here: glrec.scenes imports this package's gbuffer
+
+        self.spec = spec
+        self.ctx = ctx
+        self.colour_encoder = colour
+        self.keep_rgb = keep_rgb
+        self.scene = load_scene(spec.scene_ref())
+        check_scene(self.scene, spec)
+        self._gbuffer: GBuffer | None = GBuffer(ctx, spec.size)
+        try:
+            self.scene.setup(ctx, spec.size)
+        except GlrecError:
+            self.close()
+            raise
+        except Exception as exc:
+            self.close()
+            raise SceneError(f"Setting up scene {spec.scene!r} failed: {type(exc).__name__}: {exc}") from exc
+
+    @property
+    def gbuffer(self) -> GBuffer:
+        if self._gbuffer is None:
+            raise SceneError("This sample renderer is closed.")
+        return self._gbuffer
+
+    def render(self, index: int, on_frame: Callable[[GBuffer], None] | None = None) -> Sample:
+        """Render sample ``index`` (all its frames). ``on_frame(gbuffer)`` runs after each frame's draw."""
+        spec = self.spec
+        seed, params = sample_plan(spec, index)
+        scene = self.scene
+        if callable(getattr(scene, "randomise", None)):
+            scene_params = {k: v for k, v in params.items() if k != TIME_PARAM}
+            try:
+                scene.randomise(scene_params, rng_for(seed, "scene"))  # type: ignore[attr-defined]
+            except GlrecError:
+                raise
+            except Exception as exc:
+                raise SceneError(
+                    f"Scene {spec.scene!r} failed to randomise sample {index} with {scene_params}: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+        start = float(params.get(TIME_PARAM, 0.0))
+        sample = Sample(index=index, key=spec.key(index), seed=seed, params=params)
+        frames_meta = []
+        for f in range(spec.frames):
+            t = start + f / spec.fps
+            frames_meta.append(self._render_frame(sample, t, on_frame))
+        full_params = {**getattr(scene, "params", {}), **params}
+        sample.meta = {
+            "key": sample.key,
+            "index": index,
+            "seed": seed,
+            "scene": spec.scene,
+            "size": list(spec.size),
+            "params": full_params,
+        }
+        if spec.is_clip:
+            sample.meta.update(fps=spec.fps, frames=frames_meta)
+        else:
+            sample.meta.update(frames_meta[0])
+        return sample
+
+    def _render_frame(self, sample: Sample, t: float, on_frame: Callable[[GBuffer], None] | None) -> dict[str, Any]:
+        gb = self.gbuffer
+        gb.use()
+        try:
+            self.scene.render(t)
+        except GlrecError:
+            raise
+        except Exception as exc:
+            raise SceneError(
+                f"Scene {self.spec.scene!r} raised rendering sample {sample.index} at t={t:g}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        if on_frame is not None:
+            on_frame(gb)
+        arrays: dict[str, np.ndarray] = {}
+        if self.colour_encoder is not None:
+            image = ColourImage(gb.textures["rgb"], lambda: gb.read("rgb"))
+            sample.colour.append(self.colour_encoder.encode(image))
+            if self.keep_rgb:
+                arrays["rgb"] = image.array()
+        elif self.keep_rgb:
+            arrays["rgb"] = gb.read("rgb")
+        for name in self.spec.output.passes:
+            if name != "rgb":
+                arrays[name] = gb.read(name)
+        sample.frames.append(arrays)
+        meta: dict[str, Any] = {"t": t}
+        annotate = getattr(self.scene, "annotations", None)
+        if callable(annotate):
+            meta.update(annotate(t))
+        if "instance" in getattr(self.scene, "passes", ()) and meta.get("objects") is not None:
+            instance = arrays["instance"] if "instance" in arrays else gb.read("instance")
+            visible = mask_boxes(instance)
+            for obj in meta["objects"]:
+                box, pixels = visible.get(int(obj.get("instance", 0)), (None, 0))
+                obj["visible_bbox"] = box
+                obj["visible_pixels"] = pixels
+        return meta
+
+    def close(self) -> None:
+        """Release the scene and the G-buffer. Safe to call twice."""
+        gb, self._gbuffer = self._gbuffer, None
+        scene, self.scene = self.scene, None  # type: ignore[assignment]
+        if scene is not None:
+            scene.close()
+        if gb is not None:
+            gb.release()

@@ -1,0 +1,246 @@
+"""The dataset spec: a TOML file (or dict) naming the scene, the samples, the outputs and the parameters.
+
+::
+
+    [dataset]
+    scene = "table"          # built-in name, or file.py:Class
+    samples = 1000
+    size = "640x480"
+    seed = 2024              # the meta-seed every sample seed derives from
+    shard_size = 100         # samples per shard (the unit of resume and of Ray tasks)
+    frames = 1               # 1: images; N > 1: clips of N frames
+    fps = 30                 # clips only
+
+    [output]
+    layout = "webdataset"    # or "folder"
+    passes = ["rgb", "depth", "instance", "semantic", "normal"]
+    rgb = "png"              # or "jpg"
+    depth = "npy"            # float32, or "png16" (uint16 of depth * depth_scale)
+    normal = "png"           # 8-bit (n + 1) / 2, or "npy" (float32)
+
+    [params]
+    objects = { int = [3, 8] }
+
+Every key is checked; an unknown one is an error that lists the valid ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..options import check_choice, parse_size
+from .params import Distribution, parse_param
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 has the backport (a dependency there)
+    import tomli as tomllib
+
+__all__ = ["PASSES", "DatasetSpec", "OutputSpec"]
+
+#: Every pass a dataset can hold, in the order of the render targets (fragment output locations).
+PASSES: tuple[str, ...] = ("rgb", "depth", "instance", "semantic", "normal")
+LAYOUTS = ("webdataset", "folder")
+RGB_FORMATS = ("png", "jpg")
+DEPTH_FORMATS = ("npy", "png16")
+NORMAL_FORMATS = ("png", "npy")
+VIDEO_CODECS = ("h264", "hevc")
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """What is written per sample, and how. Defaults: all passes, webdataset shards, PNG colour."""
+
+    layout: str = "webdataset"
+    passes: tuple[str, ...] = PASSES
+    rgb: str = "png"
+    rgb_encoder: str = "cpu"  # the hook where a GPU JPEG encoder (nvjpeg) plugs in
+    jpeg_quality: int = 90
+    png_compression: int = 3  # zlib level 0..9: 3 is close to 6's size at half the time
+    depth: str = "npy"
+    depth_scale: float = 1000.0  # png16 units per scene unit (1000: millimetres of metres)
+    normal: str = "png"
+    video_codec: str = "h264"
+    video_crf: float = 18.0
+
+    def check(self) -> None:
+        check_choice("output layout", self.layout, LAYOUTS)
+        if not self.passes or "rgb" not in self.passes:
+            raise ConfigError(f"output passes {list(self.passes)} must include 'rgb'.")
+        for p in self.passes:
+            check_choice("pass", p, PASSES)
+        if len(set(self.passes)) != len(self.passes):
+            raise ConfigError(f"output passes {list(self.passes)} name a pass twice.")
+        check_choice("rgb format", self.rgb, RGB_FORMATS)
+        check_choice("depth format", self.depth, DEPTH_FORMATS)
+        check_choice("normal format", self.normal, NORMAL_FORMATS)
+        check_choice("video codec", self.video_codec, VIDEO_CODECS)
+        if not 1 <= self.jpeg_quality <= 100:
+            raise ConfigError(f"jpeg_quality {self.jpeg_quality} is outside 1..100.")
+        if not 0 <= self.png_compression <= 9:
+            raise ConfigError(f"png_compression {self.png_compression} is outside 0..9 (zlib levels).")
+        if not self.depth_scale > 0:
+            raise ConfigError(f"depth_scale {self.depth_scale} must be positive, e.g. 1000 for millimetres.")
+        if not 0 <= self.video_crf <= 51:
+            raise ConfigError(f"video_crf {self.video_crf} is outside 0..51.")
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A validated dataset spec. Build with :meth:`load` (TOML file) or :meth:`from_dict`.
+
+    >>> spec = DatasetSpec.from_dict({"dataset": {"scene": "table", "samples": 8, "size": "64x48", "seed": 1}})
+    >>> spec.shards
+    1
+    """
+
+    scene: str
+    samples: int
+    size: tuple[int, int]
+    seed: int
+    shard_size: int = 100
+    frames: int = 1
+    fps: float = 30.0
+    output: OutputSpec = field(default_factory=OutputSpec)
+    params: dict[str, Any] = field(default_factory=dict)  # the [params] table as written
+    base_dir: str = "."  # where a relative scene file is looked up (the spec's folder)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> DatasetSpec:
+        """Read and validate a TOML spec file."""
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"Dataset spec {str(p)!r} does not exist; check the path.") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"Dataset spec {str(p)!r} is not valid TOML: {exc}.") from None
+        return cls.from_dict(data, base_dir=p.resolve().parent)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], base_dir: str | os.PathLike[str] = ".") -> DatasetSpec:
+        """Validate a spec given as nested dicts (the TOML's tables)."""
+        _only(data, {"dataset", "output", "params"}, "top-level table")
+        ds = dict(data.get("dataset", {}))
+        _only(ds, {"scene", "samples", "size", "seed", "shard_size", "frames", "fps"}, "[dataset] key")
+        for key in ("scene", "samples", "seed"):
+            if key not in ds:
+                raise ConfigError(f'[dataset] needs {key!r}, e.g. scene = "table", samples = 100, seed = 1.')
+        out = dict(data.get("output", {}))
+        _only(out, set(OutputSpec.__dataclass_fields__), "[output] key")
+        if "passes" in out:
+            if not isinstance(out["passes"], list):
+                raise ConfigError(f'[output] passes {out["passes"]!r} must be a list, e.g. ["rgb", "depth"].')
+            out["passes"] = tuple(out["passes"])
+        try:
+            output = OutputSpec(**out)
+        except TypeError as exc:
+            raise ConfigError(f"[output]: {exc}") from None
+        spec = cls(
+            scene=ds["scene"],
+            samples=ds["samples"],
+            size=parse_size(ds.get("size", "640x480")),
+            seed=ds["seed"],
+            shard_size=ds.get("shard_size", 100),
+            frames=ds.get("frames", 1),
+            fps=ds.get("fps", 30.0),
+            output=output,
+            params=dict(data.get("params", {})),
+            base_dir=str(base_dir),
+        )
+        spec.check()
+        return spec
+
+    def check(self) -> None:
+        """Raise ConfigError for any value glrec cannot use."""
+        if not isinstance(self.scene, str) or not self.scene:
+            raise ConfigError(f"scene {self.scene!r} must be a built-in name or file.py:Class.")
+        for name, lo in (("samples", 1), ("shard_size", 1), ("frames", 1), ("seed", 0)):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+                raise ConfigError(f"{name} {v!r} must be a whole number of at least {lo}.")
+        w, h = self.size
+        if w < 1 or h < 1 or w > 16384 or h > 16384:
+            raise ConfigError(f"size {w}x{h} must be between 1x1 and 16384x16384.")
+        if self.frames > 1 and (w % 2 or h % 2):
+            raise ConfigError(f"size {w}x{h} must be even in both dimensions for clips (4:2:0 video).")
+        if not isinstance(self.fps, (int, float)) or not 0 < self.fps <= 1000:
+            raise ConfigError(f"fps {self.fps!r} must be a number in (0, 1000], e.g. 30.")
+        self.output.check()
+        self.distributions()
+
+    # -- derived -----------------------------------------------------------------------------
+
+    @property
+    def shards(self) -> int:
+        """How many shards the samples make."""
+        return -(-self.samples // self.shard_size)
+
+    @property
+    def is_clip(self) -> bool:
+        return self.frames > 1
+
+    def shard_range(self, shard: int) -> range:
+        """The sample indices of ``shard``."""
+        return range(shard * self.shard_size, min(self.samples, (shard + 1) * self.shard_size))
+
+    def key(self, index: int) -> str:
+        """The sample's key: its index, zero-padded to the width of the largest index (at least 6)."""
+        return f"{index:0{max(6, len(str(self.samples - 1)))}d}"
+
+    def distributions(self) -> dict[str, Distribution]:
+        return {name: parse_param(name, value) for name, value in self.params.items()}
+
+    def scene_path(self) -> Path | None:
+        """The scene's Python file when the scene is a file (resolved against the spec's folder)."""
+        path_text = self.scene.partition(":")[0]
+        if not path_text.endswith(".py"):
+            return None
+        p = Path(path_text)
+        return p if p.is_absolute() else Path(self.base_dir) / p
+
+    def scene_ref(self) -> str:
+        """The scene as :func:`glrec.scenes.load_scene` takes it, with a file resolved to an absolute path."""
+        p = self.scene_path()
+        if p is None:
+            return self.scene
+        _, colon, name = self.scene.partition(":")
+        return str(p.resolve()) + (colon + name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as plain data (what ``dataset.json`` records)."""
+        d = asdict(self)
+        d["size"] = list(self.size)
+        d["output"]["passes"] = list(self.output.passes)
+        d.pop("base_dir")
+        return d
+
+    def identity(self) -> str:
+        """A hash of everything that decides the dataset's content, including a scene file's text.
+
+        Two specs with the same identity make the same dataset; ``--resume`` requires it.
+        """
+        d = self.to_dict()
+        p = self.scene_path()
+        if p is not None and p.is_file():
+            d["scene_file_sha256"] = hashlib.sha256(p.read_bytes()).hexdigest()
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
+
+    def with_(self, **changes: Any) -> DatasetSpec:
+        """A copy with fields changed, validated again."""
+        spec = replace(self, **changes)
+        spec.check()
+        return spec
+
+
+def _only(table: dict[str, Any], valid: set[str], what: str) -> None:
+    unknown = sorted(set(table) - valid)
+    if unknown:
+        raise ConfigError(f"Unknown {what} {unknown[0]!r}. Valid: {', '.join(sorted(valid))}.")

@@ -1,0 +1,130 @@
+"""Writers: WebDataset tar shards and per-sample folders, both written under a temporary name first.
+
+A tar shard holds, for each sample key, the members ``KEY.rgb.png``,
+``KEY.depth.npy``, ``KEY.instance.png``, ... and ``KEY.meta.json``, in key
+order: the layout WebDataset reads (the key is the file name up to its first
+dot). Members carry fixed metadata (mtime 0, owner 0, mode 0644), so the same
+samples always make a byte-identical shard. The shard is written as
+``NAME.partial`` and renamed to ``NAME`` once complete and synced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import tarfile
+from pathlib import Path
+from typing import Protocol
+
+__all__ = ["FolderWriter", "ShardWriter", "TarWriter", "atomic_write", "sha256_file"]
+
+PARTIAL = ".partial"
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    # A rename is durable only once the directory entry is on disk.
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename, so readers never see half of it."""
+    tmp = path.with_name(path.name + PARTIAL)
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+class ShardWriter(Protocol):
+    """Receives a shard's samples in order; :meth:`commit` makes them visible, :meth:`abort` drops them."""
+
+    def add(self, key: str, files: dict[str, bytes]) -> None: ...
+
+    def commit(self) -> dict[str, object]: ...
+
+    def abort(self) -> None: ...
+
+
+class TarWriter:
+    """One WebDataset shard: ``path`` appears only when :meth:`commit` succeeds."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.tmp = path.with_name(path.name + PARTIAL)
+        # both closed in commit() or abort()
+        self._file = open(self.tmp, "wb")  # noqa: SIM115
+        self._tar: tarfile.TarFile | None = tarfile.open(  # noqa: SIM115
+            fileobj=self._file, mode="w", format=tarfile.USTAR_FORMAT
+        )
+
+    def add(self, key: str, files: dict[str, bytes]) -> None:
+        assert self._tar is not None, "shard already committed"
+        for name, data in files.items():
+            info = tarfile.TarInfo(f"{key}.{name}")
+            info.size = len(data)
+            info.mtime = 0
+            info.mode = 0o644
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            self._tar.addfile(info, io.BytesIO(data))
+
+    def commit(self) -> dict[str, object]:
+        tar, self._tar = self._tar, None
+        assert tar is not None, "shard already committed"
+        tar.close()
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        os.replace(self.tmp, self.path)
+        _fsync_dir(self.path.parent)
+        return {"file": self.path.name, "bytes": self.path.stat().st_size, "sha256": sha256_file(self.path)}
+
+    def abort(self) -> None:
+        tar, self._tar = self._tar, None
+        if tar is not None:
+            tar.close()
+            self._file.close()
+        self.tmp.unlink(missing_ok=True)
+
+
+class FolderWriter:
+    """Per-sample folders ``ROOT/KEY/{rgb.png, depth.npy, ..., meta.json}``, each renamed into place when whole."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.keys: list[str] = []
+
+    def add(self, key: str, files: dict[str, bytes]) -> None:
+        final = self.root / key
+        tmp = self.root / (key + PARTIAL)
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for name, data in files.items():
+            (tmp / name).write_bytes(data)
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
+        self.keys.append(key)
+
+    def commit(self) -> dict[str, object]:
+        _fsync_dir(self.root)
+        return {"file": None, "folders": list(self.keys)}
+
+    def abort(self) -> None:
+        for key in self.keys:
+            shutil.rmtree(self.root / key, ignore_errors=True)

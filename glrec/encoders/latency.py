@@ -1,0 +1,93 @@
+"""Encoder settings for live mode: every frame leaves the encoder as soon as it is encoded.
+
+A recording can let the encoder hold frames back (B-frames, lookahead, frame
+threads) for quality; a live stream cannot, because every held frame is a frame
+of delay. These tables say what "configured for latency" means for each
+encoder, in one place, so the CPU encoder and the NVENC encoder agree.
+
+>>> from glrec.options import VideoOptions
+>>> opts = VideoOptions.create((1280, 720), 30, live=True)
+>>> cpu_live_options("libx264", opts)["tune"]
+'zerolatency'
+>>> nvenc_live_options(opts)["tuning_info"]
+'ultra_low_latency'
+"""
+
+from __future__ import annotations
+
+from ..errors import ConfigError
+from ..options import VideoOptions
+
+#: x264/x265 preset for live mode when none is given: fast enough that 720p30 on two
+#: shared cores (llvmpipe renders on the same cores) encodes well inside one frame time.
+LIVE_PRESET = "superfast"
+
+#: Seconds between periodic keyframes in live mode when ``gop`` is not given, so a
+#: receiver that joins (or loses packets) recovers within this time. The browser viewer
+#: does not wait for it: the server asks for a keyframe on demand when a viewer joins.
+LIVE_KEYFRAME_SECONDS = 1.0
+
+#: NVENC live bitrate when none is given (CBR needs one).
+NVENC_DEFAULT_BITRATE = 8_000_000
+
+
+def live_gop(options: VideoOptions) -> int:
+    """Frames between keyframes in live mode: ``options.gop`` or one second's worth."""
+    return options.gop if options.gop is not None else max(1, round(options.fps * LIVE_KEYFRAME_SECONDS))
+
+
+def one_frame_vbv(options: VideoOptions) -> int | None:
+    """A rate-control buffer of one frame's bits at ``options.bitrate`` (None without a bitrate).
+
+    One frame of VBV means no frame may exceed its share of the channel, so no
+    frame waits in the network behind a large predecessor.
+    """
+    if options.bitrate is None:
+        return None
+    return max(1, round(options.bitrate / options.fps))
+
+
+def cpu_live_options(encoder: str, options: VideoOptions) -> dict[str, str]:
+    """libavcodec private options that make ``encoder`` (libx264, libx265) emit each frame at once.
+
+    ``tune=zerolatency`` turns off B-frames, lookahead (rc-lookahead, sync-lookahead,
+    mb-tree) and frame threading, using sliced threads instead, so the packet for
+    frame ``i`` comes out of the ``encode`` call for frame ``i``. ``forced-idr``
+    makes a keyframe asked for with ``pict_type I`` an IDR (with SPS/PPS repeated),
+    from which a late joiner can start decoding.
+    """
+    if encoder == "libx264":
+        return {"tune": "zerolatency", "forced-idr": "1"}
+    if encoder == "libx265":
+        return {"tune": "zerolatency"}
+    return {}
+
+
+def nvenc_live_options(options: VideoOptions, preset: str = "P2") -> dict[str, str]:
+    """PyNvVideoCodec ``CreateEncoder`` keywords for live mode (NVENC).
+
+    The design target for NVENC is render→packet ≤ 5 ms at 1080p; it is a target,
+    not a measurement: glrec's development GPU (H200) has no NVENC unit.
+    P1-P3 are NVENC's fast presets (``preset`` picks one); ultra-low-latency tuning,
+    no B-frames and no lookahead emit every frame at once; CBR with a one-frame VBV
+    buffer keeps every frame inside its share of the channel; SPS/PPS are repeated
+    on every IDR so a late joiner can start.
+    """
+    if preset.upper() not in ("P1", "P2", "P3"):
+        raise ConfigError(f"live NVENC preset {preset!r} should be P1, P2 or P3 (the low-latency presets).")
+    gop = live_gop(options)
+    out = {
+        "preset": preset.upper(),
+        "tuning_info": "ultra_low_latency",
+        "bf": "0",
+        "lookahead": "0",
+        "gop": str(gop),
+        "idrperiod": str(gop),
+        "repeatspspps": "1",
+        "fps": str(round(options.fps)),
+    }
+    # CBR needs a channel rate; without one, 8 Mbit/s suits 1080p game-style content.
+    rate = options.bitrate if options.bitrate is not None else NVENC_DEFAULT_BITRATE
+    vbv = str(max(1, round(rate / options.fps)))  # one frame of bits, see one_frame_vbv()
+    out.update(rc="cbr", bitrate=str(rate), maxbitrate=str(rate), vbvbufsize=vbv, vbvinit=vbv)
+    return out

@@ -1,0 +1,115 @@
+"""nvJPEG encoder through nvImageCodec: one JPEG per frame, straight from CUDA memory.
+
+For GPUs without NVENC (A100, H100, H200), where many datasets are rendered.
+Frames arrive as interleaved RGB (``rgb24``, rows top-down) in a CUDA buffer;
+nvJPEG converts RGB to YCbCr itself with the JFIF equations (BT.601 matrix,
+full range), which is what glrec's ``mjpeg`` options require and what the
+container is tagged with, and subsamples chroma to 4:2:0 (``yuv420p``) or keeps
+4:4:4 (``yuv444p``). The JPEGs go to an image sequence or, as Motion-JPEG, into
+``.mkv``/``.mov``/``.avi`` through the same PyAV sinks as the CPU path.
+
+Needs ``pip install glrec[nvjpeg]`` (nvImageCodec) and the nvJPEG library
+(CUDA toolkit or the ``nvidia-nvjpeg`` wheel).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..errors import EncoderError, EncoderUnavailableError
+from ..frame import Packet
+from ..interop.pool import DeviceFrame
+from ..options import VideoOptions
+
+log = logging.getLogger("glrec")
+
+#: Frames encoded per nvImageCodec call. Measured on an H200 at 1080p (benchmarks/handoff.py):
+#: 4,471 frames/s one per call, 3,124 eight per call, 2,980 thirty-two per call, so one it is;
+#: the option stays for GPUs and sizes where batching pays.
+BATCH = 1
+INSTALL_HINT = "pip install glrec[nvjpeg] (nvImageCodec) and make the nvJPEG library visible (CUDA toolkit)"
+
+
+def load_nvimgcodec() -> Any:
+    """The ``nvidia.nvimgcodec`` module, or EncoderUnavailableError saying how to get it."""
+    try:
+        from nvidia import nvimgcodec
+    except ImportError as exc:
+        raise EncoderUnavailableError(f"nvImageCodec is not installed ({exc}); {INSTALL_HINT}.") from None
+    return nvimgcodec
+
+
+def _params(nvimgcodec: Any, quality: int, subsampling: str) -> Any:
+    css = nvimgcodec.ChromaSubsampling.CSS_444 if subsampling == "444" else nvimgcodec.ChromaSubsampling.CSS_420
+    try:  # nvImageCodec >= 0.6: quality is a (type, value) pair
+        return nvimgcodec.EncodeParams(
+            quality_type=nvimgcodec.QualityType.QUALITY, quality_value=float(quality), chroma_subsampling=css
+        )
+    except (AttributeError, TypeError):  # 0.5 takes quality directly
+        return nvimgcodec.EncodeParams(quality=float(quality), chroma_subsampling=css)
+
+
+class NvJpegEncoder:
+    """Encode ``rgb24`` device frames to JPEG with nvJPEG; every packet is a keyframe.
+
+    ``options.quality`` (1-100, default 90) is the JPEG quality;
+    ``options.pix_fmt`` picks 4:2:0 (``yuv420p``) or 4:4:4 (``yuv444p``) chroma.
+
+    >>> enc = NvJpegEncoder(options, device_ordinal=0)  # doctest: +SKIP
+    >>> enc.encode(frame)[0].data[:2]  # doctest: +SKIP
+    b'\\xff\\xd8'
+    """
+
+    name = "nvjpeg"
+    codec = "mjpeg"
+    input_format = "rgb24"
+
+    def __init__(self, options: VideoOptions, device_ordinal: int, *, batch: int = BATCH) -> None:
+        nvimgcodec = load_nvimgcodec()
+        self.options = options
+        try:
+            self._encoder = nvimgcodec.Encoder(device_id=device_ordinal)
+        except Exception as exc:
+            raise EncoderUnavailableError(f"nvImageCodec could not create an encoder: {exc}; {INSTALL_HINT}.") from exc
+        self._nvimgcodec = nvimgcodec
+        self._batch: list[DeviceFrame] = []
+        self.batch = max(1, batch)
+        self._params = _params(nvimgcodec, options.quality, "444" if options.pix_fmt == "yuv444p" else "420")
+        log.info("encoder: nvJPEG (nvImageCodec) quality %d, %s chroma", options.quality, options.pix_fmt)
+
+    def encode(self, frame: DeviceFrame) -> list[Packet]:
+        """Queue ``frame``; every ``batch`` frames (default :data:`BATCH`), encode them in one call."""
+        self._batch.append(frame)
+        return self._encode_batch() if len(self._batch) >= self.batch else []
+
+    def request_keyframe(self) -> None:
+        """Nothing to do: every JPEG is a keyframe."""
+
+    def flush(self) -> list[Packet]:
+        return self._encode_batch() if self._batch else []
+
+    def _encode_batch(self) -> list[Packet]:
+        frames, self._batch = self._batch, []
+        try:
+            for f in frames:
+                f.synchronize()
+            images = [self._nvimgcodec.as_image(f) for f in frames]
+            streams = self._encoder.encode(images, "jpeg", params=self._params)
+            out = []
+            for f, stream in zip(frames, streams, strict=True):
+                if stream is None:
+                    raise EncoderError(f"nvJPEG could not encode frame {f.index} ({f.width}x{f.height} RGB).")
+                data = bytes(memoryview(stream))
+                size = int(getattr(stream, "size", 0) or 0)
+                out.append(Packet(data[:size] if 0 < size < len(data) else data, f.index, f.index, True))
+            return out
+        finally:
+            for f in frames:
+                f.release()
+
+    def close(self) -> None:
+        frames, self._batch = self._batch, []
+        for f in frames:  # only after a failure: a clean finish flushed them
+            f.release()
+        self._encoder = None

@@ -1,0 +1,218 @@
+"""Device frames and the pool of device buffers they live in.
+
+A handoff fills a slot of a :class:`DevicePool` and hands out a
+:class:`DeviceFrame` for it. Slots are allocated once: no allocation per
+frame. A frame holds its slot until :meth:`DeviceFrame.release` (encoders call
+it when done); the producer blocks in :meth:`DevicePool.acquire` when every
+slot is in use, which bounds memory the same way the encode queue does.
+
+Frames are laid out exactly like the host path's buffers (planes back to back,
+rows tightly packed, top row first), so :meth:`DeviceFrame.to_host` feeds the
+CPU encoder unchanged, and a frame can be compared byte for byte with a host
+readback. Consumers read frames in place through ``__cuda_array_interface__``
+(CuPy, Numba, PyTorch, PyNvVideoCodec, nvImageCodec) or DLPack
+(``torch.from_dlpack(frame)``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import CudaError
+from ..frame import HostFrame
+from .convert import PlaneLayout
+from .cuda import CudaDevice, call
+
+
+class DevicePool:
+    """``count`` slots of ``nbytes`` each in device memory, handed out and returned.
+
+    ``base``/``stride`` describe memory the caller owns (the shared handoff
+    passes its CUDA–GL shared allocation); otherwise the pool allocates with
+    ``cuMemAlloc`` and frees on :meth:`release`.
+    """
+
+    def __init__(
+        self, device: CudaDevice, nbytes: int, count: int, *, base: int | None = None, stride: int | None = None
+    ) -> None:
+        self.device = device
+        self.nbytes = nbytes
+        self.stride = stride or _round_up(nbytes, 512)  # 512 B keeps every slot aligned for vector loads
+        self._owned = base is None
+        device.bind()
+        self.base = int(call("cuMemAlloc", self.stride * count)) if base is None else int(base)
+        # One event per slot, recorded after the copy that fills it: made once, reused.
+        self.events = [device.event() for _ in range(count)]
+        self._free = list(range(count))
+        self._cond = threading.Condition()
+        self.count = count
+
+    def address(self, slot: int) -> int:
+        return self.base + slot * self.stride
+
+    def acquire(self, timeout: float = 30.0, *, abort: Callable[[], None] | None = None) -> int:
+        """Take a free slot, waiting while the consumer still holds them all.
+
+        ``abort`` is called while waiting; it raises to stop the wait (e.g. when the
+        encode worker failed and will never return its slots).
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not self._free:
+                if abort is not None:
+                    abort()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise CudaError(
+                        f"No free device buffer after {timeout:.0f} s: all {self.count} are held by frames "
+                        "that were never released. Call frame.release() when done with each DeviceFrame."
+                    )
+                self._cond.wait(min(left, 0.1))
+            return self._free.pop(0)
+
+    def give_back(self, slot: int) -> None:
+        with self._cond:
+            if slot not in self._free:
+                self._free.append(slot)
+                self._cond.notify()
+
+    @property
+    def free(self) -> int:
+        with self._cond:
+            return len(self._free)
+
+    def release(self) -> None:
+        base, self.base = self.base, 0
+        events, self.events = self.events, []
+        if base:
+            self.device.bind()
+            for event in events:
+                call("cuEventDestroy", event)
+            if self._owned:
+                call("cuMemFree", base)
+
+
+def _round_up(n: int, to: int) -> int:
+    return (n + to - 1) // to * to
+
+
+class _PlaneView:
+    """One plane of a frame as a ``(height, width, components)`` CUDA array (what NVENC wants per plane)."""
+
+    def __init__(self, ptr: int, w: int, h: int, c: int, stream: int | None) -> None:
+        self.__cuda_array_interface__ = {
+            "shape": (h, w, c),
+            "strides": (w * c, c, 1),
+            "typestr": "|u1",
+            "data": (ptr, False),
+            "version": 3,
+            "stream": stream,
+        }
+
+
+class DeviceFrame:
+    """A converted frame in device memory, valid until :meth:`release`.
+
+    ``layout`` says where each plane is; the whole frame is one C-contiguous
+    ``uint8`` array of ``layout.host_shape`` at :attr:`ptr`.
+
+    >>> frame.to_host().data.shape  # doctest: +SKIP
+    (1620, 1920)
+    >>> torch.as_tensor(frame, device="cuda")  # zero-copy view  # doctest: +SKIP
+    """
+
+    def __init__(self, index: int, layout: PlaneLayout, pool: DevicePool, slot: int, *, pending: bool) -> None:
+        self.index = index
+        self.layout = layout
+        self.pool = pool
+        self.slot: int | None = slot
+        self.ptr = pool.address(slot)
+        # The slot's event, recorded after the copy that filled it, while that copy may still run.
+        self._ready: Any = pool.events[slot] if pending else None
+
+    @property
+    def pix_fmt(self) -> str:
+        return self.layout.pix_fmt
+
+    @property
+    def width(self) -> int:
+        return self.layout.width
+
+    @property
+    def height(self) -> int:
+        return self.layout.height
+
+    @property
+    def device(self) -> CudaDevice:
+        return self.pool.device
+
+    def _check(self) -> None:
+        if self.slot is None:
+            raise CudaError(f"Frame {self.index} was released; its device buffer now holds another frame.")
+
+    def synchronize(self) -> None:
+        """Block until the copy that filled this frame has finished (cheap if it has)."""
+        self._check()
+        event, self._ready = self._ready, None
+        if event is not None:
+            self.device.bind()
+            call("cuEventSynchronize", event)
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        self._check()
+        return {
+            "shape": self.layout.host_shape,
+            "strides": None,
+            "typestr": "|u1",
+            "data": (self.ptr, False),
+            "version": 3,
+            # Consumers synchronise on glrec's stream before reading (CAI v3 semantics).
+            "stream": self.device.stream_handle if self._ready is not None else None,
+        }
+
+    def plane_views(self) -> list[_PlaneView]:
+        """One CUDA-array view per plane, in layout order (Y, U, V / Y, UV / RGB)."""
+        self._check()
+        stream = self.device.stream_handle if self._ready is not None else None
+        return [
+            _PlaneView(self.ptr + off, w, h, c, stream)
+            for (w, h, c), off in zip(self.layout.planes, self.layout.offsets, strict=True)
+        ]
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (2, self.device.ordinal)  # kDLCUDA
+
+    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
+        """A DLPack capsule viewing this frame (the frame must outlive what the consumer makes of it)."""
+        from .dlpack import capsule
+
+        self.synchronize()  # the consumer's stream may be any stream: make the data complete first
+        return capsule(self.ptr, self.layout.host_shape, self.device.ordinal, owner=self)
+
+    def to_host(self, out: np.ndarray | None = None) -> HostFrame:
+        """Copy the frame to host memory as a :class:`~glrec.frame.HostFrame` (what the CPU encoder takes)."""
+        self.synchronize()
+        self.device.bind()
+        data = out if out is not None else np.empty(self.layout.host_shape, np.uint8)
+        call("cuMemcpyDtoH", data.ctypes.data, self.ptr, self.layout.nbytes)
+        return HostFrame(self.index, self.layout.pix_fmt, self.layout.width, self.layout.height, data)
+
+    def release(self) -> None:
+        """Return the buffer to the pool. Safe to call twice."""
+        slot, self.slot = self.slot, None
+        if slot is not None:
+            event, self._ready = self._ready, None
+            if event is not None:
+                self.device.bind()
+                call("cuEventSynchronize", event)  # the slot may be refilled only after its copy ended
+            self.pool.give_back(slot)
+
+    def __repr__(self) -> str:
+        state = "released" if self.slot is None else f"0x{self.ptr:x}"
+        return f"<DeviceFrame {self.index} {self.pix_fmt} {self.width}x{self.height} {state}>"

@@ -1,0 +1,237 @@
+"""``table``: randomly placed, coloured, lit primitives on a checkered table, with every ground-truth pass.
+
+The built-in scene for synthetic datasets (``glrec dataset``). Its parameters
+(:attr:`Table.parameters`) come from the spec's ``[params]``; what they leave
+open (where each object stands, its shape, size, colour and turn) is drawn
+from the sample's own generator in :meth:`Table.randomise`.
+"""
+
+from __future__ import annotations
+
+import colorsys
+import functools
+import math
+from typing import Any
+
+import moderngl
+import numpy as np
+from pyrr import Matrix44
+
+from .. import glsl
+from ..dataset.gbuffer import clear_passes
+from ..dataset.geometry import GL_TO_CV, as_list, intrinsics, pixel_box
+from ..dataset.spec import PASSES
+from ..errors import SceneError
+from .primitives import MESHES
+
+NEAR, FAR = 0.05, 50.0
+
+
+def _math(m: Matrix44) -> np.ndarray:
+    """pyrr stores matrices for row vectors; glrec's maths uses column vectors (the transpose)."""
+    return np.asarray(m, dtype=np.float64).T
+
+
+@functools.cache
+def _corners(shape: str) -> np.ndarray:
+    """The distinct vertices of a shape's mesh (what its 2D box is projected from)."""
+    return np.unique(MESHES[shape]()[:, :3].astype(np.float64), axis=0)
+
+
+def _gl(m: np.ndarray) -> bytes:
+    return np.ascontiguousarray(m.T, dtype="f4").tobytes()  # GL reads column-major
+
+
+class Table:
+    """A table with ``objects`` primitives (cube, sphere, cylinder, cone) standing on it.
+
+    Instance ids are 1..N in placement order (0: no object; the table is
+    "stuff", class ``table``). Classes: :attr:`classes` (index = class id).
+    For clips, ``spin`` turns the objects (radians/s) and ``orbit`` moves the
+    camera (degrees/s).
+
+    >>> glrec.record("table", "table.mp4", size=(640, 480), seconds=2)  # doctest: +SKIP
+    """
+
+    passes: tuple[str, ...] = PASSES
+    classes: tuple[str, ...] = ("background", "table", *MESHES)
+    #: Parameters and their defaults; a spec may set any of them (constant or a distribution).
+    parameters: dict[str, Any] = {  # noqa: RUF012 - read-only table
+        "objects": 5,
+        "shapes": list(MESHES),
+        "object_size": [0.25, 0.5],
+        "camera_distance": 3.5,
+        "camera_elevation": 35.0,
+        "camera_azimuth": 0.0,
+        "fov": 45.0,
+        "light_azimuth": 45.0,
+        "light_elevation": 60.0,
+        "ambient": 0.25,
+        "table_size": 3.0,
+        "table_colour": [0.55, 0.45, 0.35],
+        "background": [0.08, 0.09, 0.12],
+        "spin": 0.5,
+        "orbit": 0.0,
+    }
+
+    def __init__(self) -> None:
+        self.ctx: moderngl.Context | None = None
+        self._prog: moderngl.Program | None = None
+        self._vbo: moderngl.Buffer | None = None
+        self._vao: moderngl.VertexArray | None = None
+        self.size = (0, 0)
+        self.randomise({}, np.random.default_rng(0))
+
+    # -- layout ------------------------------------------------------------------------------
+
+    def randomise(self, params: dict[str, Any], rng: np.random.Generator) -> None:
+        """Lay the table out from ``params`` (missing ones take their defaults) and ``rng``."""
+        p = {**self.parameters, **params}
+        shapes = list(p["shapes"])
+        if not shapes or any(s not in MESHES for s in shapes):
+            raise SceneError(f"table: shapes {shapes!r} must be a non-empty list of {', '.join(MESHES)}.")
+        n = int(p["objects"])
+        if not 0 <= n <= 1000:
+            raise SceneError(f"table: objects {n} must be in 0..1000.")
+        lo, hi = (float(v) for v in p["object_size"])
+        if not 0 < lo <= hi:
+            raise SceneError(f"table: object_size {p['object_size']!r} must be [min, max] with 0 < min <= max.")
+        self.params = p
+        half = float(p["table_size"]) / 2
+        placed: list[dict[str, Any]] = []
+        for _ in range(n):
+            shape = shapes[int(rng.integers(len(shapes)))]
+            scale = float(rng.uniform(lo, hi))
+            radius = scale * 0.71  # footprint circle of the unit solid (the cube's half diagonal)
+            hue, sat, val = rng.random(), rng.uniform(0.5, 1.0), rng.uniform(0.55, 1.0)
+            yaw = float(rng.uniform(0, 2 * math.pi))
+            for _try in range(100):
+                x, z = rng.uniform(-half + radius, half - radius, size=2) if half > radius else (0.0, 0.0)
+                if all(math.hypot(x - o["x"], z - o["z"]) > radius + o["radius"] for o in placed):
+                    break
+            else:
+                continue  # no room left for this one
+            placed.append(
+                {
+                    "instance": len(placed) + 1,
+                    "shape": shape,
+                    "class": self.classes.index(shape),
+                    "colour": list(colorsys.hsv_to_rgb(hue, sat, val)),
+                    "x": float(x),
+                    "z": float(z),
+                    "scale": scale,
+                    "yaw": yaw,
+                    "radius": radius,
+                }
+            )
+        self.objects = placed
+
+    def model(self, obj: dict[str, Any], t: float) -> np.ndarray:
+        """World-from-object matrix of ``obj`` at time ``t`` (standing on y = 0, turned about y)."""
+        s = obj["scale"]
+        yaw = obj["yaw"] + float(self.params["spin"]) * t
+        return (
+            _math(Matrix44.from_translation([obj["x"], s / 2, obj["z"]]))
+            @ _math(Matrix44.from_y_rotation(yaw))
+            @ _math(Matrix44.from_scale([s, s, s]))
+        )
+
+    def camera(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(eye, GL view, GL projection) at time ``t``."""
+        p = self.params
+        az = math.radians(float(p["camera_azimuth"]) + float(p["orbit"]) * t)
+        el = math.radians(float(p["camera_elevation"]))
+        d = float(p["camera_distance"])
+        eye = np.array([d * math.cos(el) * math.sin(az), d * math.sin(el), d * math.cos(el) * math.cos(az)])
+        view = _math(Matrix44.look_at(eye, [0.0, 0.0, 0.0], [0.0, 1.0, 0.0]))
+        w, h = self.size if self.size[1] else (4, 3)
+        proj = _math(Matrix44.perspective_projection(float(p["fov"]), w / h, NEAR, FAR))
+        return eye, view, proj
+
+    # -- Scene protocol ----------------------------------------------------------------------
+
+    def setup(self, ctx: moderngl.Context, size: tuple[int, int]) -> None:
+        self.ctx = ctx
+        self.size = size
+        self._prog = glsl.program(
+            ctx, glsl.source("table.vert"), glsl.source("table.frag"), origin="table.vert/table.frag"
+        )
+        meshes = {name: build().astype("f4") for name, build in MESHES.items()}
+        self._ranges: dict[str, tuple[int, int]] = {}
+        first = 0
+        for name, mesh in meshes.items():
+            self._ranges[name] = (first, len(mesh))
+            first += len(mesh)
+        self._vbo = ctx.buffer(np.vstack(list(meshes.values())).tobytes())
+        self._vao = ctx.vertex_array(self._prog, [(self._vbo, "3f 3f", "in_position", "in_normal")])
+
+    def _draw(self, shape: str, model: np.ndarray, colour: Any, instance: int, cls: int, checker: float) -> None:
+        assert self._prog is not None and self._vao is not None
+        self._prog["model"].write(_gl(model))  # type: ignore[union-attr]
+        self._prog["base_colour"].value = tuple(float(c) for c in colour)  # type: ignore[union-attr]
+        self._prog["instance_id"].value = instance  # type: ignore[union-attr]
+        self._prog["class_id"].value = cls  # type: ignore[union-attr]
+        self._prog["checker"].value = checker  # type: ignore[union-attr]
+        first, count = self._ranges[shape]
+        self._vao.render(moderngl.TRIANGLES, vertices=count, first=first)
+
+    def render(self, t: float) -> None:
+        if self.ctx is None or self._prog is None:
+            raise SceneError("table: call setup() before render().")
+        p = self.params
+        clear_passes(self.ctx, tuple(float(c) for c in p["background"]))  # type: ignore[arg-type]
+        self.ctx.enable(moderngl.DEPTH_TEST)
+        eye, view, proj = self.camera(t)
+        az, el = math.radians(float(p["light_azimuth"])), math.radians(float(p["light_elevation"]))
+        light = -np.array([math.cos(el) * math.sin(az), math.sin(el), math.cos(el) * math.cos(az)])
+        self._prog["view"].write(_gl(view))  # type: ignore[union-attr]
+        self._prog["projection"].write(_gl(proj))  # type: ignore[union-attr]
+        self._prog["light_dir"].value = tuple(light)  # type: ignore[union-attr]
+        self._prog["ambient"].value = float(p["ambient"])  # type: ignore[union-attr]
+        self._prog["eye"].value = tuple(eye)  # type: ignore[union-attr]
+        ts = float(p["table_size"])
+        top = _math(Matrix44.from_translation([0.0, -0.05, 0.0])) @ _math(Matrix44.from_scale([ts, 0.1, ts]))
+        self._draw("cube", top, p["table_colour"], 0, self.classes.index("table"), 0.25)
+        for obj in self.objects:
+            self._draw(obj["shape"], self.model(obj, t), obj["colour"], obj["instance"], obj["class"], 0.0)
+        self.ctx.disable(moderngl.DEPTH_TEST)
+
+    def annotations(self, t: float) -> dict[str, Any]:
+        """Camera (OpenCV convention, see glrec.dataset.geometry) and per-object pose and 2D box at ``t``."""
+        eye, view, _ = self.camera(t)
+        w2c = GL_TO_CV @ view
+        k = intrinsics(float(self.params["fov"]), self.size)
+        objects = []
+        for obj in self.objects:
+            model = self.model(obj, t)
+            points = _corners(obj["shape"]) @ model[:3, :3].T + model[:3, 3]
+            objects.append(
+                {
+                    "instance": obj["instance"],
+                    "class": obj["class"],
+                    "class_name": obj["shape"],
+                    "colour": [round(c, 6) for c in obj["colour"]],
+                    "world_from_object": as_list(model),
+                    "camera_from_object": as_list(w2c @ model),
+                    "bbox": pixel_box(points, w2c, k, self.size, NEAR),
+                }
+            )
+        return {
+            "camera": {
+                "K": as_list(k),
+                "world_to_camera": as_list(w2c),
+                "position": as_list(eye),
+                "near": NEAR,
+                "far": FAR,
+                "width": self.size[0],
+                "height": self.size[1],
+            },
+            "objects": objects,
+        }
+
+    def close(self) -> None:
+        for name in ("_vao", "_vbo", "_prog"):
+            obj = getattr(self, name, None)
+            setattr(self, name, None)
+            if obj is not None:
+                obj.release()

@@ -1,0 +1,260 @@
+"""Backend choice, device matching and NVENC settings: pure Python (fakes), plus the CLI and image sequences on GL.
+
+These run everywhere (CI included); the GPU tier checks the same code on real hardware.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import av
+import numpy as np
+import pytest
+
+import glrec
+from glrec.cli import main
+from glrec.devices import EglDevice, match_egl_device
+from glrec.encoders import select
+from glrec.encoders.nvenc import NVENC_FORMATS, check_nvenc_options, explain_nvenc_error, nvenc_config
+from glrec.frame import HostFrame, Packet
+from glrec.options import VideoOptions
+
+
+def _egl(index, cuda, pci, ext="EGL_NV_device_cuda EGL_EXT_device_drm"):
+    return EglDevice(index, ext, cuda, f"/dev/dri/card{index}" if pci else None, pci, None)
+
+
+# -- device matching ---------------------------------------------------------------------------
+
+TWO_GPUS = [_egl(0, 1, "0000:3b:00.0"), _egl(1, 0, "0000:86:00.0"), _egl(2, None, None, "EGL_MESA_device_software")]
+
+
+def test_matching_uses_pci_not_egl_order():
+    assert match_egl_device(TWO_GPUS, 0, "0000:86:00.0") == 1
+    assert match_egl_device(TWO_GPUS, 1, "0000:3B:00.0") == 0  # case of the bus id does not matter
+
+
+def test_matching_falls_back_to_egl_cuda_attribute_without_pci():
+    devs = [_egl(0, None, None, "EGL_MESA_device_software"), _egl(1, 0, None, "EGL_NV_device_cuda")]
+    assert match_egl_device(devs, 0, "0000:86:00.0") == 1
+
+
+def test_matching_honours_cuda_visible_devices_renumbering():
+    # CUDA_VISIBLE_DEVICES=1 makes the second GPU CUDA 0 inside the process; the PCI id decides.
+    assert match_egl_device(TWO_GPUS, 0, "0000:3b:00.0") == 0
+
+
+def test_matching_rejects_a_wrong_requested_device_and_lists_devices():
+    with pytest.raises(glrec.DeviceError) as info:
+        match_egl_device(TWO_GPUS, 0, "0000:86:00.0", requested=0)
+    msg = str(info.value)
+    assert "EGL device 0 is not CUDA device 0" in msg and "Use device=1" in msg and "0000:3b:00.0" in msg
+    assert match_egl_device(TWO_GPUS, 0, "0000:86:00.0", requested=1) == 1
+
+
+def test_matching_fails_loudly_when_nothing_matches():
+    with pytest.raises(glrec.DeviceError, match="No EGL device is CUDA device 3"):
+        match_egl_device(TWO_GPUS, 3, "0000:af:00.0")
+    with pytest.raises(glrec.DeviceError, match="EGL_EXT_device_enumeration missing"):
+        match_egl_device([], 0, None)
+
+
+# -- NVENC settings and status codes -----------------------------------------------------------
+
+
+def test_nvenc_status_codes_become_advice():
+    code, why = explain_nvenc_error(RuntimeError("m_nvenc.nvEncOpenEncodeSessionEx(...) returned error 2"))
+    assert code == 2 and "NV_ENC_ERR_UNSUPPORTED_DEVICE" in why and "nvjpeg" in why
+    code, why = explain_nvenc_error(RuntimeError("NV_ENC_ERR_OUT_OF_MEMORY"))
+    assert code == 10 and "concurrent" in why
+    code, why = explain_nvenc_error(RuntimeError("Current Driver Version does not support this NvEncodeAPI version"))
+    assert code == 15 and "driver" in why
+    assert explain_nvenc_error(RuntimeError("something else"))[0] is None
+
+
+def test_nvenc_config_follows_documented_parameters():
+    opts = VideoOptions.create((1280, 720), 60, codec="hevc", encoder="nvenc", preset="p6", gop=60, qp=20,
+                               tuning="ull", rc="constqp")  # fmt: skip
+    cfg = nvenc_config(opts, gpu=1, context=123, stream=456)
+    assert cfg == {"codec": "hevc", "gpuid": 1, "fps": 60, "preset": "P6", "tuning_info": "ultra_low_latency",
+                   "rc": "constqp", "constqp": 20, "gop": 60, "idrperiod": 60, "bf": 0, "repeatspspps": 1,
+                   "cudacontext": 123, "cudastream": 456}  # fmt: skip
+    vbr = nvenc_config(VideoOptions.create((64, 64), 30, encoder="nvenc", bitrate=8_000_000), gpu=0)
+    assert vbr["rc"] == "vbr" and vbr["bitrate"] == 8_000_000 and vbr["maxbitrate"] == 16_000_000
+    abgr = nvenc_config(VideoOptions.create((64, 64), 30, encoder="nvenc", pix_fmt="rgba", matrix="bt601"), gpu=0)
+    assert abgr["colorspace"] == "bt601"
+    assert NVENC_FORMATS == {"yuv420p": "YUV420", "nv12": "NV12", "yuv444p": "YUV444", "rgba": "ABGR"}
+
+
+@pytest.mark.parametrize(
+    "kwargs, raw, words",
+    [
+        ({"preset": "veryfast"}, False, "Unknown NVENC preset"),
+        ({"tuning": "fast"}, False, "Unknown NVENC tuning"),
+        ({"crf": 20}, False, "NVENC has no crf"),
+    ],
+)
+def test_nvenc_rejects_options_it_cannot_honour(kwargs, raw, words):
+    with pytest.raises(glrec.ConfigError, match=words):
+        nvenc_config(VideoOptions.create((64, 64), 30, encoder="nvenc", **kwargs), gpu=0)
+
+
+def test_nvenc_option_checks():
+    with pytest.raises(glrec.ConfigError, match="maximum of 4096x4096"):
+        check_nvenc_options(VideoOptions.create((4100, 64), 30, encoder="nvenc"), raw_output=False)
+    with pytest.raises(glrec.ConfigError, match="B-frames are supported for raw"):
+        check_nvenc_options(VideoOptions.create((64, 64), 30, encoder="nvenc", bframes=2), raw_output=False)
+    check_nvenc_options(VideoOptions.create((64, 64), 30, encoder="nvenc", bframes=2), raw_output=True)
+    with pytest.raises(glrec.ConfigError, match="limited range only"):
+        check_nvenc_options(VideoOptions.create((64, 64), 30, encoder="nvenc", pix_fmt="rgba", range="full"),
+                            raw_output=False)  # fmt: skip
+
+
+# -- backend choice without CUDA ------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_cuda(monkeypatch):
+    monkeypatch.setattr(select, "_open_cuda", lambda ordinal: (None, "cuda-python is not installed"))
+
+
+def test_auto_without_cuda_picks_cpu_host_and_says_why(no_cuda):
+    plan = select.plan_backend(VideoOptions.create((64, 64), 30))
+    assert (plan.encoder, plan.handoff) == ("cpu", "host")
+    assert "no CUDA: cuda-python is not installed" in plan.describe()
+
+
+@pytest.mark.parametrize(
+    "kwargs, handoff, error, words",
+    [
+        ({"encoder": "nvenc"}, "auto", glrec.EncoderUnavailableError, "needs CUDA"),
+        ({"encoder": "nvjpeg", "codec": "mjpeg"}, "auto", glrec.EncoderUnavailableError, "Use --encoder cpu"),
+        ({"encoder": "nvjpeg"}, "auto", glrec.ConfigError, "nvjpeg makes JPEG"),
+        ({"encoder": "nvenc"}, "host", glrec.ConfigError, "reads CUDA memory"),
+        ({"encoder": "cpu"}, "register", glrec.EncoderUnavailableError, "needs CUDA"),
+        ({"encoder": "auto", "pix_fmt": "rgba"}, "auto", glrec.ConfigError, "rgba needs NVENC"),
+    ],
+)
+def test_explicit_gpu_choices_fail_with_the_reason(no_cuda, kwargs, handoff, error, words):
+    with pytest.raises(error, match=words):
+        select.plan_backend(VideoOptions.create((64, 64), 30, **kwargs), handoff=handoff)
+
+
+def test_rgba_is_only_for_nvenc():
+    with pytest.raises(glrec.ConfigError, match="NVENC's ABGR input"):
+        VideoOptions.create((64, 64), 30, encoder="cpu", pix_fmt="rgba")
+
+
+class _FakeDevice:
+    ordinal = 0
+    context_handle = 1
+
+    def __init__(self):
+        self.released = False
+
+    def bind(self):
+        pass
+
+    def release(self):
+        self.released = True
+
+
+@pytest.mark.parametrize(
+    "codec, nvenc, nvjpeg, expect",
+    [
+        ("h264", None, None, ("nvenc", "an NVENC session opens")),
+        ("h264", "NV_ENC_ERR_UNSUPPORTED_DEVICE (2)", None, ("cpu", "no NVENC: NV_ENC_ERR_UNSUPPORTED_DEVICE (2)")),
+        ("mjpeg", "x", None, ("nvjpeg", "MJPEG output, nvJPEG available")),
+        ("mjpeg", "x", "nvImageCodec is not installed", ("cpu", "no nvJPEG (nvImageCodec is not installed)")),
+    ],
+)
+def test_auto_with_cuda_prefers_gpu_encoders(monkeypatch, codec, nvenc, nvjpeg, expect):
+    dev = _FakeDevice()
+    monkeypatch.setattr(select, "_open_cuda", lambda ordinal: (dev, None))
+    monkeypatch.setattr(select, "nvenc_problem", lambda c, d: nvenc)
+    monkeypatch.setattr(select, "nvjpeg_problem", lambda: nvjpeg)
+    plan = select.plan_backend(VideoOptions.create((64, 64), 30, codec=codec))
+    assert plan.encoder == expect[0] and expect[1] in plan.reason and plan.handoff == "auto"
+    assert plan.device is dev and not dev.released
+
+
+def test_explicit_nvenc_without_a_session_releases_cuda_and_names_the_status(monkeypatch):
+    dev = _FakeDevice()
+    monkeypatch.setattr(select, "_open_cuda", lambda ordinal: (dev, None))
+    monkeypatch.setattr(select, "nvenc_problem", lambda c, d: "NV_ENC_ERR_UNSUPPORTED_DEVICE (2): no NVENC")
+    with pytest.raises(glrec.EncoderUnavailableError, match=r"NVENC is unavailable: NV_ENC_ERR_UNSUPPORTED_DEVICE"):
+        select.plan_backend(VideoOptions.create((64, 64), 30, encoder="nvenc"))
+    assert dev.released
+
+
+def test_device_fed_encoder_copies_to_host_and_releases():
+    class Inner:
+        codec, name = "h264", "fake"
+
+        def __init__(self):
+            self.got = []
+
+        def encode(self, frame):
+            self.got.append(frame)
+            return [Packet(b"x", frame.index, frame.index, True)]
+
+    class FakeDeviceFrame:
+        index, released = 7, False
+
+        def to_host(self):
+            return HostFrame(7, "nv12", 2, 2, np.zeros(6, np.uint8))
+
+        def release(self):
+            self.released = True
+
+    inner, frame = Inner(), FakeDeviceFrame()
+    packets = select.DeviceFedEncoder(inner).encode(frame)
+    assert packets[0].pts == 7 and frame.released and isinstance(inner.got[0], HostFrame)
+
+
+# -- image sequences, CLI ------------------------------------------------------------------------
+
+
+def test_image_sequence_output(gl, tmp_path):
+    pattern = tmp_path / "f_%03d.jpg"
+    r = glrec.record("bars", pattern, size=(64, 48), fps=30, frames=4, codec="mjpeg")
+    files = sorted(tmp_path.glob("f_*.jpg"))
+    assert [f.name for f in files] == ["f_000.jpg", "f_001.jpg", "f_002.jpg", "f_003.jpg"]
+    assert r.bytes == sum(f.stat().st_size for f in files) > 0
+    for f in files:
+        with av.open(str(f)) as c:
+            frame = next(c.decode(video=0))
+            assert (frame.width, frame.height) == (64, 48)
+    with pytest.raises(glrec.OutputExistsError, match="frame 0"):
+        glrec.record("bars", pattern, size=(64, 48), fps=30, frames=1, codec="mjpeg")
+
+
+def test_image_sequence_needs_a_pattern(tmp_path):
+    with pytest.raises(glrec.ConfigError, match=r"frame-number pattern.*_%06d\.jpg"):
+        glrec.Recorder(tmp_path / "still.jpg", codec="mjpeg")
+
+
+def test_info_and_doctor_commands(gl, capsys):
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "GL:" in out and "EGL devices:" in out and "CUDA:" in out and "cpu: PyAV" in out
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^CPU encode +ok +libx264 round trip, 10 frames, luma PSNR \d", out, re.M)
+    assert "doctor: all available stages work" in out
+
+
+def test_doctor_require_makes_a_missing_stage_fail(gl, capsys, monkeypatch):
+    from glrec import diagnostics
+
+    monkeypatch.setattr(diagnostics, "_cuda_summary", lambda: ("no NVIDIA driver", []))
+    assert main(["doctor", "--require", "cuda"]) == 1
+    assert re.search(r"^CUDA +FAIL +no NVIDIA driver", capsys.readouterr().out, re.M)
+
+
+def test_auto_logs_one_backend_line(gl, tmp_path, caplog):
+    with caplog.at_level(logging.INFO, logger="glrec"):
+        glrec.record("bars", tmp_path / "a.mp4", size=(64, 48), fps=30, frames=2)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("backend:")]
+    assert len(lines) == 1 and "encoder" in lines[0] and "(" in lines[0]

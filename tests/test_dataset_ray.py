@@ -1,0 +1,71 @@
+"""Ray: a local cluster (CPU tasks on Mesa) makes the same dataset as one process, also when a worker dies."""
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from glrec.dataset import DatasetSpec, generate
+
+ray = pytest.importorskip(
+    "ray",
+    reason="Ray is not installed: pip install 'glrec[ray]'. CI should install it (add 'ray' to the test "
+    "install in .ci/run) so the Ray scale-out path is tested.",
+)
+pytestmark = pytest.mark.gl
+
+# The table, but the first worker to render while the marker file exists removes it and kills
+# itself (SIGKILL): Ray must retry that shard in a new worker.
+FLAKY_SCENE = """
+import os, signal
+from glrec.scenes.table import Table
+
+class Flaky(Table):
+    def render(self, t):
+        marker = os.environ.get("GLREC_TEST_DIE_ONCE")
+        if marker:
+            try:
+                os.remove(marker)
+            except FileNotFoundError:
+                pass
+            else:
+                os.kill(os.getpid(), signal.SIGKILL)
+        super().render(t)
+"""
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def local_ray(monkeypatch, tmp_path):
+    marker = tmp_path / "die-once"
+    marker.write_text("")
+    # workers inherit the driver's environment: the marker, and this checkout on the path
+    monkeypatch.setenv("GLREC_TEST_DIE_ONCE", str(marker))
+    root = str(Path(__file__).resolve().parent.parent)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield marker
+    ray.shutdown()
+
+
+def test_ray_local_cluster_makes_the_single_process_dataset(local_ray, tmp_path):
+    (tmp_path / "flaky.py").write_text(textwrap.dedent(FLAKY_SCENE))
+    spec = DatasetSpec.from_dict(
+        {
+            "dataset": {"scene": "flaky.py:Flaky", "samples": 9, "size": "64x48", "seed": 5, "shard_size": 3},
+            "params": {"objects": {"int": [1, 5]}, "camera_azimuth": {"uniform": [0, 360]}},
+        },
+        base_dir=tmp_path,
+    )
+    progress = []
+    result = generate(spec, tmp_path / "ray", ray="", progress=progress.append)
+    assert not local_ray.exists()  # a worker did die once, and its shard was retried
+    assert result.samples_rendered == 9 and sum(progress) == 9  # one bar, every sample counted once
+
+    os.environ.pop("GLREC_TEST_DIE_ONCE")  # the single-process run must not die
+    generate(spec, tmp_path / "single")
+    assert tree(tmp_path / "ray") == tree(tmp_path / "single")
