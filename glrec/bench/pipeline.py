@@ -79,8 +79,8 @@ def _run(spec: RowSpec, profiled: bool) -> RowResult:
     unknown = sorted(k for k in spec.options if k not in accepted)
     if unknown:
         raise EncoderUnavailableError(
-            f"backend {spec.backend!r} needs Recorder option(s) {', '.join(unknown)}, which this glrec lacks "
-            "(the GPU path is not part of this build)."
+            f"backend {spec.backend!r} needs Recorder option(s) {', '.join(unknown)}, which this glrec's "
+            "Recorder does not take."
         )
     rec = Recorder(
         path, size=spec.size, fps=spec.fps, overwrite=True, **_encoder_options(spec), **spec.options
