@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,28 @@ def setup_scene(ctx: moderngl.Context, spec: RowSpec) -> Scene:
     scene = load_scene(spec.scene)
     scene.setup(ctx, spec.size)
     return scene
+
+
+def encode_all(encoder: Any, sink: Any, frames: Iterable[Any], clock: StageClock) -> None:
+    """Encode ``frames`` into ``sink`` as the recorder's worker does, timing encode and mux apart.
+
+    The encoder is flushed and closed and the sink closed (its trailer and, for
+    MP4, the rewrite count as mux) also when a frame fails.
+    """
+    try:
+        for frame in frames:
+            with clock.wall("encode"):
+                packets = encoder.encode(frame)
+            with clock.wall("mux"):
+                sink.write(packets)
+        with clock.wall("encode"):
+            packets = encoder.flush()
+        with clock.wall("mux"):
+            sink.write(packets)
+    finally:
+        with clock.wall("mux"):
+            sink.close()
+        encoder.close()
 
 
 def figures(spec: RowSpec, meter: LoopMeter, clock: StageClock | None, *, clock_kind: str = "wall") -> RowResult:

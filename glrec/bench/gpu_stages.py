@@ -15,7 +15,7 @@ from ..frame import HostFrame
 from ..interop import HostReadback, PlaneLayout
 from ..options import VideoOptions
 from ..sinks import open_sink
-from .common import describe_output, figures, scene_rig
+from .common import describe_output, encode_all, figures, scene_rig
 from .meter import LoopMeter, StageClock
 from .spec import RowResult, RowSpec, row
 
@@ -65,21 +65,9 @@ def nvjpeg_alone(spec: RowSpec) -> RowResult:
         clock, meter = StageClock(), LoopMeter()
         sink = open_sink(spec.output, options)
         meter.start()
-        try:
-            for i in range(spec.frames):
-                frame = DeviceFrame(i, planes, pool, pool.acquire(), pending=False)
-                with clock.wall("encode"):
-                    packets = encoder.encode(frame)
-                with clock.wall("mux"):
-                    sink.write(packets)
-            with clock.wall("encode"):
-                packets = encoder.flush()
-            with clock.wall("mux"):
-                sink.write(packets)
-        finally:
-            with clock.wall("mux"):
-                sink.close()
-            encoder.close()
+        # Slots come back to the pool as nvJPEG finishes with each frame, as from the handoff.
+        device_frames = (DeviceFrame(i, planes, pool, pool.acquire(), pending=False) for i in range(spec.frames))
+        encode_all(encoder, sink, device_frames, clock)
         meter.stop()
         pool.release()
     finally:

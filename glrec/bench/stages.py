@@ -24,7 +24,7 @@ from ..frame import HostFrame
 from ..interop import Converter, HostReadback
 from ..options import VideoOptions
 from ..sinks import open_sink
-from .common import SceneRig, describe_output, figures, scene_rig, setup_scene
+from .common import SceneRig, describe_output, encode_all, figures, scene_rig, setup_scene
 from .meter import LoopMeter, StageClock
 from .spec import RowResult, RowSpec, row
 
@@ -137,22 +137,11 @@ def encode_alone(spec: RowSpec) -> RowResult:
     path = spec.output
     encoder = CpuEncoder(options)
     sink = open_sink(path, options)
+    # Frame i is the (i mod distinct)-th pre-rendered frame, renumbered so timestamps keep rising.
+    cycle = (frames[i % len(frames)] for i in range(spec.frames))
+    renumbered = (HostFrame(i, f.pix_fmt, f.width, f.height, f.data) for i, f in enumerate(cycle))
     meter.start()
-    try:
-        for i in range(spec.frames):
-            f = frames[i % len(frames)]
-            with clock.wall("encode"):
-                packets = encoder.encode(HostFrame(i, f.pix_fmt, f.width, f.height, f.data))
-            with clock.wall("mux"):
-                sink.write(packets)
-        with clock.wall("encode"):
-            packets = encoder.flush()
-        with clock.wall("mux"):
-            sink.write(packets)
-    finally:
-        with clock.wall("mux"):
-            sink.close()
-        encoder.close()
+    encode_all(encoder, sink, renumbered, clock)
     meter.stop()
     out = figures(spec, meter, clock)
     out["distinct_frames"] = len(frames)
