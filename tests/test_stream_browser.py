@@ -18,6 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
+# The stream extra; without it these tests skip with the install hint.
+pytest.importorskip("websockets", reason="needs the stream extra: pip install 'glrec[stream]'")
 from cdp import Browser, chromium_path, environment_note
 
 HERE = Path(__file__).resolve().parent

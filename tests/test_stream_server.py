@@ -18,6 +18,9 @@ import threading
 import time
 
 import pytest
+
+# The stream extra; without it these tests skip with the install hint.
+pytest.importorskip("websockets", reason="needs the stream extra: pip install 'glrec[stream]'")
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 

@@ -191,4 +191,7 @@ class GLStageTimer:
             self._read_oldest()
         free, self._free = self._free, []
         for q in free:
-            q.release()
+            # moderngl releases queries with the context; only newer versions have release()
+            release = getattr(q, "release", None)
+            if release is not None:
+                release()
