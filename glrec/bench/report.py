@@ -161,7 +161,8 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
     axes[0][0].legend(fontsize=8, loc="upper right")
     gl = (doc.get("gl") or {}).get("renderer", "")
     m = doc["machine"]
-    fig.suptitle(f"glrec bench {doc['created'][:10]}: {m['cpu']}, {m['cores_usable']} cores, {gl}", fontsize=9)
+    title = f"glrec bench {doc['created'][:10]}: {m['cpu']}, {m['cores_usable']} cores,\n{gl}"
+    fig.suptitle(title, fontsize=9)  # two lines: CPU and GPU names are long
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
