@@ -18,7 +18,7 @@ from .encoders.select import DeviceFedEncoder, Plan, plan_backend
 from .errors import DeviceError
 from .interop import Converter, HostReadback, TargetRing
 from .interop.handoff import check_handoff, cuda_handoff_kind, open_cuda_handoff
-from .options import VideoOptions
+from .options import VideoOptions, check_cpu_encoder
 
 log = logging.getLogger("glrec")
 
@@ -61,6 +61,8 @@ def open_backend(
                         raw_output=path.suffix.lower() in RAW_OUTPUTS)  # fmt: skip
     if plan.device is not None:
         stack.callback(plan.device.release)  # registered first: released after every GL/CUDA object
+    if plan.encoder == "cpu":
+        check_cpu_encoder(options)  # what libavcodec would refuse, refused before any GL object exists
     gl = _open_context(stack, plan, device, options)
     ctx = gl.mgl
     targets = TargetRing(ctx, options.size, 1)

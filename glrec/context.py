@@ -64,6 +64,9 @@ class GLContext:
             raise ContextError("This GL context has been released; create a new recorder.")
         return self._ctx
 
+    def owned_by_current_thread(self) -> bool:
+        return threading.get_ident() == self._owner
+
     def check_thread(self) -> None:
         """Raise ContextThreadError unless called from the thread that owns the context."""
         if threading.get_ident() != self._owner:

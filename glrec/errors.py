@@ -63,7 +63,15 @@ class EncoderUnavailableError(EncoderError):
 
 
 class OutputError(GlrecError, OSError):
-    """The output could not be opened or written."""
+    """The output could not be opened or written.
+
+    After a failed write, ``frames_written`` says how many frames had reached the
+    output and ``frames_kept`` how many the file still holds (it is cut back to
+    its last complete fragment); both are None for errors before recording.
+    """
+
+    frames_written: int | None = None
+    frames_kept: int | None = None
 
 
 class OutputExistsError(OutputError, FileExistsError):

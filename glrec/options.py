@@ -42,6 +42,43 @@ CONTAINERS: dict[str, tuple[str, ...]] = {
 IMAGE_SEQUENCES: frozenset[str] = frozenset({".jpg", ".jpeg"})
 SUBSAMPLED: frozenset[str] = frozenset({"yuv420p", "nv12"})
 MAX_FPS = 1000.0
+# Presets each CPU encoder takes (SVT-AV1 counts from slowest, 0, to fastest, 13).
+_X26X_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
+CPU_PRESETS: dict[str, tuple[str, ...]] = {
+    "libx264": (*_X26X_PRESETS, "placebo"),
+    "libx265": (*_X26X_PRESETS, "placebo"),
+    "libsvtav1": tuple(str(i) for i in range(14)),
+    "mjpeg": (),
+}
+NVENC_PRESETS: tuple[str, ...] = tuple(f"p{i}" for i in range(1, 8))
+# Smallest and largest encoded picture side each CPU encoder opens, measured with
+# PyAV 18: x264 refuses 16386 wide, x265 anything under 16, SVT-AV1 under 4 or over 16384.
+CPU_SIZE_LIMITS: dict[str, tuple[int, int | None]] = {
+    "h264": (1, 16384),
+    "hevc": (16, None),
+    "av1": (4, 16384),
+    "mjpeg": (1, None),
+}
+
+
+def check_number(
+    what: str, value: object, lo: float, hi: float | None, *, integer: bool = False, example: str = ""
+) -> float:
+    """Return ``value`` as a float if it is a number in ``lo..hi`` (whole if ``integer``), else raise ConfigError."""
+    hint = f" (e.g. {example})" if example else ""
+    try:
+        if isinstance(value, bool):  # True is an int to Python, never a count to a user
+            raise TypeError
+        number = float(value)  # type: ignore[arg-type]
+        if number != number or (integer and number != int(number)):  # NaN, or a fraction
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"{what} {value!r} is not {'a whole number' if integer else 'a number'}{hint}.") from None
+    if hi is None and number < lo:
+        raise ConfigError(f"{what} {value!r} must be at least {lo:g}{hint}.")
+    if hi is not None and not lo <= number <= hi:
+        raise ConfigError(f"{what} {value!r} is outside {lo:g}..{hi:g}{hint}.")
+    return number
 
 
 def check_choice(what: str, value: object, valid: tuple[str, ...] | list[str]) -> str:
@@ -62,9 +99,11 @@ def parse_size(text: str | tuple[int, int]) -> tuple[int, int]:
         return w, h
     try:
         w, h = text
+        if isinstance(w, bool) or isinstance(h, bool) or int(w) != w or int(h) != h:
+            raise ValueError
         return int(w), int(h)
-    except (TypeError, ValueError):
-        raise ConfigError(f"Size {text!r} is not a (width, height) pair, e.g. (1920, 1080).") from None
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"Size {text!r} is not a (width, height) pair of whole numbers, e.g. (1920, 1080).") from None
 
 
 @dataclass(frozen=True)
@@ -130,25 +169,35 @@ class VideoOptions:
         if w <= 0 or h <= 0:
             raise ConfigError(f"Size {w}x{h} must be positive in both dimensions, e.g. 1280x720.")
         try:
+            if isinstance(fps, bool):
+                raise TypeError
             fps = float(fps)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ConfigError(f"fps {fps!r} is not a number; use e.g. 30 or 59.94.") from None
         if not (0 < fps <= MAX_FPS):
             raise ConfigError(f"fps {fps} must be above 0 and at most {MAX_FPS:g}; use e.g. 30.")
         if sum(x is not None for x in (crf, qp, bitrate)) > 1:
             raise ConfigError("Give at most one of crf, qp and bitrate: they are alternative rate controls.")
-        if crf is not None and not (0 <= crf <= 63):
-            raise ConfigError(f"crf {crf} is outside 0..63 (0 is lossless for h264; 18-28 is typical).")
-        if qp is not None and not (0 <= qp <= 255):
-            raise ConfigError(f"qp {qp} is outside 0..255 (0 is lossless for h264; 20-30 is typical).")
-        if bitrate is not None and bitrate <= 0:
-            raise ConfigError(f"bitrate {bitrate} must be positive (bits per second, e.g. 8000000).")
-        if gop is not None and gop < 1:
-            raise ConfigError(f"gop {gop} must be at least 1 (frames between keyframes).")
-        if bframes is not None and not (0 <= bframes <= 16):
-            raise ConfigError(f"bframes {bframes} is outside 0..16.")
-        if not (1 <= quality <= 100):
-            raise ConfigError(f"JPEG quality {quality} is outside 1..100.")
+        if crf is not None:
+            crf = check_number("crf", crf, 0, 63, example="20; 0 is lossless for h264, 18-28 is typical")
+        if qp is not None:
+            qp = int(check_number("qp", qp, 0, 255, integer=True, example="0 for lossless h264, 20-30 typical"))
+        if bitrate is not None:
+            bitrate = int(check_number("bitrate", bitrate, 1, None, integer=True, example="8000000 bits per second"))
+        if gop is not None:
+            gop = int(check_number("gop", gop, 1, None, integer=True, example="60 frames between keyframes"))
+        if bframes is not None:
+            bframes = int(check_number("bframes", bframes, 0, 16, integer=True, example="0 or 2"))
+        quality = int(check_number("JPEG quality", quality, 1, 100, integer=True, example="90"))
+        for flag, value in (("pad", pad), ("live", live)):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{flag} {value!r} must be True or False.")
+        if preset is not None:
+            preset = str(preset)
+            valid = (*CPU_PRESETS[CPU_ENCODERS[codec]], *NVENC_PRESETS)
+            if encoder == "auto" and preset not in valid and preset.lower() not in NVENC_PRESETS:
+                # either encoder may run: a preset neither knows is an error now, not after the GL setup
+                check_choice(f"preset for {codec} (CPU or NVENC)", preset, valid)
         if pix_fmt == "rgba" and (codec == "mjpeg" or encoder in ("cpu", "nvjpeg")):
             raise ConfigError("pix_fmt rgba is NVENC's ABGR input; use yuv420p, nv12 or yuv444p here.")
         if codec == "mjpeg" and pix_fmt == "nv12":
@@ -168,7 +217,7 @@ class VideoOptions:
                 f"Use an even size such as {w + w % 2}x{h + h % 2}, pass pad=True (--pad) to add "
                 "a replicated edge row/column, or use pix_fmt yuv444p."
             )
-        return cls(
+        options = cls(
             size=(w, h),
             fps=fps,
             codec=codec,  # type: ignore[arg-type]
@@ -187,6 +236,9 @@ class VideoOptions:
             rc=rc,
             live=bool(live),
         )
+        if encoder == "cpu":
+            check_cpu_encoder(options)
+        return options
 
     @property
     def encoded_size(self) -> tuple[int, int]:
@@ -198,6 +250,28 @@ class VideoOptions:
 
     def with_(self, **changes: object) -> VideoOptions:
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def check_cpu_encoder(options: VideoOptions) -> None:
+    """Check what the CPU encoder (libavcodec) would reject when it opens: preset and picture size.
+
+    Called for ``encoder="cpu"`` by :meth:`VideoOptions.create`, and for ``auto``
+    once the backend has chosen the CPU, in both cases before any GL object exists.
+    """
+    name = CPU_ENCODERS[options.codec]
+    if options.preset is not None:
+        valid = CPU_PRESETS[name]
+        if not valid:
+            raise ConfigError(f"{name} ({options.codec}) has no presets; leave preset unset (quality sets JPEG size).")
+        check_choice(f"preset for {name}", str(options.preset), valid)
+    w, h = options.encoded_size
+    lo, hi = CPU_SIZE_LIMITS[options.codec]
+    if min(w, h) < lo or (hi is not None and max(w, h) > hi):
+        most = f" and at most {hi}" if hi is not None else ""
+        raise ConfigError(
+            f"Size {w}x{h} is outside what {name} ({options.codec}) encodes: each side at least {lo}{most}. "
+            f"Use a size such as {max(lo, 64)}x{max(lo, 64)}, or another codec."
+        )
 
 
 def output_kind(path: str | os.PathLike[str], codec: str) -> str:

@@ -18,6 +18,7 @@ from .backend import open_backend
 from .context import GLContext
 from .errors import ConfigError, GlrecError, SceneError
 from .interop import TargetRing
+from .lifecycle import deferred_signals, track, untrack
 from .options import VideoOptions, check_output_path, output_kind
 from .scenes import Scene, load_scene
 from .sinks import Sink, open_sink
@@ -138,6 +139,7 @@ class Recorder:
         except BaseException:
             self._stack.close()
             raise
+        track(self)  # finished at interpreter exit if nobody closes it
 
     def _build(self, device: int | None, ring: int, queue_size: int, handoff: str, cuda_device: int) -> None:
         opts, stack = self.options, self._stack
@@ -159,7 +161,11 @@ class Recorder:
 
     @property
     def ctx(self) -> moderngl.Context:
-        """The moderngl context frames are rendered with (for your own GL objects)."""
+        """The moderngl context frames are rendered with (for your own GL objects).
+
+        Only the thread that made the recorder may use it (ContextThreadError otherwise).
+        """
+        self._gl.check_thread()
         return self._gl.mgl
 
     @property
@@ -175,6 +181,16 @@ class Recorder:
         """The timestamp of the next frame: ``frames_submitted / fps``."""
         return self.frames_submitted / self.options.fps
 
+    @property
+    def frames_encoded(self) -> int:
+        """Frames the encoder has taken so far (the rest are on the GPU or queued)."""
+        return self._worker.frames_encoded
+
+    @property
+    def frames_written(self) -> int:
+        """Frames handed to the output so far (a container holds up to one second of them in memory)."""
+        return self._worker.frames_written
+
     def render(self, scene: Scene | str, t: float | None = None) -> int:
         """Render ``scene`` at time ``t`` (default: the next frame's timestamp) and record it.
 
@@ -186,9 +202,11 @@ class Recorder:
             try:
                 obj.render(self.time if t is None else float(t))
             except Exception as exc:
-                raise SceneError(
+                error = SceneError(
                     f"Scene {type(obj).__name__} raised at frame {self.frames_submitted}: {type(exc).__name__}: {exc}"
-                ) from exc
+                )
+                self._stop_after(error)
+                raise error from exc
         return self.frames_submitted - 1
 
     @contextlib.contextmanager
@@ -196,13 +214,19 @@ class Recorder:
         """Bind the recorder's target for your own drawing; the frame is recorded on exit.
 
         The framebuffer has an RGBA8 colour and a depth attachment of :attr:`size`.
-        If the block raises, nothing is recorded for it.
+        If the block raises, nothing is recorded for it. If recording the frame
+        fails (encoder, disk), the recorder finishes the file with the frames
+        before it and closes, and the error is raised.
         """
         self._check_open()
         target = self._targets[self.frames_submitted]
         target.use()
         yield target.fbo
-        self._submit(target.colour)
+        try:
+            self._submit(target.colour)
+        except BaseException as exc:
+            self._stop_after(exc)
+            raise
 
     def _submit(self, colour: moderngl.Texture) -> None:
         self._convert.run(colour)
@@ -212,6 +236,18 @@ class Recorder:
         for frame in done:
             self._worker.put(frame)
         self.frames_submitted += 1
+
+    def _stop_after(self, error: BaseException) -> None:
+        """A stage failed: finish the file and release everything; the caller raises ``error``.
+
+        What closing raises is the same failure seen again (the worker's error) or a
+        consequence of it, so it is logged rather than chained onto ``error``.
+        """
+        try:
+            self.close()
+        except BaseException as err:
+            if err is not error:
+                log.warning("While finishing %s after %r, closing failed too: %r", self.path, error, err)
 
     def skip_to(self, index: int) -> None:
         """Make ``index`` the next frame's index (and ``index / fps`` its time); slots between are never rendered.
@@ -251,29 +287,57 @@ class Recorder:
     def close(self) -> RecordResult:
         """Finish the file: read back frames in flight, flush the encoder, write the trailer.
 
-        Safe to call twice; the second call returns the same result.
+        Safe to call twice; the second call returns the same result. Ctrl-C and
+        SIGTERM arriving meanwhile are held until the file is finished. A
+        recording of zero frames leaves no file.
         """
         if self._closed:
             return self._result
         self._gl.check_thread()
         self._closed = True
-        try:
-            for done in self._readback.drain():
-                self._worker.put(done)
-        finally:
-            self._stack.close()
-        self._result = RecordResult(
+        untrack(self)
+        with deferred_signals(f"finishing {self.path}"):
+            try:
+                if not self._worker.failed:  # a failed worker would only drop them
+                    for done in self._readback.drain():
+                        self._worker.put(done)
+            finally:
+                try:
+                    self._stack.close()
+                finally:
+                    self._result = self._make_result()
+        log.info("%s", self._result.summary())
+        return self._result
+
+    def _make_result(self) -> RecordResult:
+        # A file glrec wrote counts what it holds (fewer than encoded after a failed write).
+        frames = self._worker.frames_written if self._sink is None else self._worker.frames_encoded
+        return RecordResult(
             path=self.path,
-            frames=self._worker.frames_encoded,
-            seconds=self._worker.frames_encoded / self.options.fps,
+            frames=frames,
+            seconds=frames / self.options.fps,
             wall_seconds=time.perf_counter() - self._started,
             bytes=self.path.stat().st_size
             if self._sink is None and self.path.exists()
             else self._worker.sink.bytes_written,
             encoder=self.encoder_name,
         )
-        log.info("%s", self._result.summary())
-        return self._result
+
+    def _finish_at_exit(self) -> None:
+        """The interpreter is exiting with this recorder open: finish what can be finished."""
+        if self._closed:
+            return
+        log.warning("Recorder for %s was never closed; finishing it at exit (use 'with' or call close()).", self.path)
+        if self._gl.owned_by_current_thread():
+            self.close()
+        else:
+            # Its GL thread is gone: frames still on the GPU are lost, the rest is saved.
+            self._closed = True
+            self._worker.finish()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<Recorder {str(self.path)!r} {self.size[0]}x{self.size[1]} @ {self.fps:g} fps, {state}>"
 
     def __enter__(self) -> Recorder:
         return self
@@ -311,6 +375,7 @@ def record(
     RecordResult(path=PosixPath('cube.mp4'), frames=90, ...)
     """
     n = frame_count(fps, seconds, frames)
+    scene = load_scene(scene)  # an unknown scene fails here, before any GL object or file exists
     with Recorder(path, size=size, fps=fps, **options) as rec:
         for _ in range(n):
             rec.render(scene)

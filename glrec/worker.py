@@ -2,8 +2,8 @@
 
 Rendering (on the GL thread) and encoding overlap; a bounded queue keeps memory
 flat when the encoder is the slower side (the GL thread then waits). An error
-on the worker stops it, is kept, and is raised on the GL thread at its next
-``put`` or at ``finish``.
+on the worker stops it and is kept; the GL thread raises it, once and as the
+very exception the encoder or sink raised, at its next ``put`` or at ``finish``.
 """
 
 from __future__ import annotations
@@ -30,23 +30,48 @@ class EncodeWorker:
         self.sink = sink
         self.frames_encoded = 0
         self.error: BaseException | None = None
+        self._error_raised = False
         self._queue: queue.Queue[object] = queue.Queue(maxsize=max(1, maxsize))
         self._thread = threading.Thread(target=self._run, name="glrec-encode", daemon=True)
         self._finished = False
         self._thread.start()
 
+    @property
+    def frames_written(self) -> int:
+        """Frames the sink holds (after a failed write: those the file kept).
+
+        Sinks count packets, one per frame for every glrec encoder; a sink that
+        keeps no count is taken to hold every frame encoded.
+        """
+        packets = getattr(self.sink, "packets", None)
+        return packets if isinstance(packets, int) else self.frames_encoded
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
     def put(self, frame: HostFrame | DeviceFrame) -> None:
         """Queue a frame (blocks while the queue is full); raise if the worker has failed."""
-        self._raise_if_failed()
-        while True:
-            try:
-                self._queue.put(frame, timeout=0.1)
-                return
-            except queue.Full:
-                self._raise_if_failed()
+        self._raise_error()
+        while not self._offer(frame):
+            self._raise_error()
 
-    def _raise_if_failed(self) -> None:
-        if self.error is not None:
+    def _offer(self, item: object) -> bool:
+        try:
+            self._queue.put(item, timeout=0.1)
+            return True
+        except queue.Full:
+            return False
+
+    def _raise_error(self) -> None:
+        """Raise the worker's error on the calling thread, the first time only.
+
+        It is raised as is (not wrapped), so the caller sees the encoder's or the
+        sink's own exception with its cause; raising it again would only stack
+        more frames onto the same traceback.
+        """
+        if self.error is not None and not self._error_raised:
+            self._error_raised = True
             raise self.error
 
     def _run(self) -> None:
@@ -73,17 +98,28 @@ class EncodeWorker:
                     item.release()
 
     def finish(self) -> None:
-        """Flush the encoder, close the sink (trailer written once), join; raise the worker's error."""
+        """Flush the encoder, close the sink (trailer written once), join; raise the worker's error.
+
+        The sink is closed even after an error, so the file keeps what was
+        written. If closing fails as well, the first error wins and the second
+        is logged.
+        """
         if self._finished:
             return
         self._finished = True
-        self._queue.put(_STOP)
+        while not self._offer(_STOP):  # the worker always drains its queue, so this ends
+            pass
         self._thread.join()
         try:
             self.sink.close()
+        except BaseException as exc:
+            if self.error is None:
+                self.error = exc
+            else:
+                log.warning("Closing %s after an error failed too: %r", self.sink.path, exc)
         finally:
             self.encoder.close()
-        self._raise_if_failed()
+        self._raise_error()
 
     @property
     def alive(self) -> bool:

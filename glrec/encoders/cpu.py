@@ -115,14 +115,20 @@ class CpuEncoder:
         if self._keyframe_requested:
             self._keyframe_requested = False
             vf.pict_type = av.video.frame.PictureType.I
-        return self._convert(self._cc.encode(vf))
+        try:
+            return self._convert(self._cc.encode(vf))
+        except av.FFmpegError as exc:
+            raise EncoderError(f"{self.name} failed to encode frame {frame.index}: {exc}") from exc
 
     def request_keyframe(self) -> None:
         """Make the next encoded frame a keyframe (IDR with parameter sets); safe from any thread."""
         self._keyframe_requested = True  # a plain store: read once per frame by the encode thread
 
     def flush(self) -> list[Packet]:
-        return self._convert(self._cc.encode(None))
+        try:
+            return self._convert(self._cc.encode(None))
+        except av.FFmpegError as exc:
+            raise EncoderError(f"{self.name} failed while flushing its last frames: {exc}") from exc
 
     @staticmethod
     def _convert(packets: list[av.Packet]) -> list[Packet]:

@@ -4,7 +4,14 @@ MP4/MOV are written *fragmented* while recording (a fragment at least every
 second, the header with the first fragment), so a killed process leaves a file
 that plays up to its last complete fragment. A clean :meth:`close` rewrites it
 into a normal MP4 with the index at the front (``faststart``), then atomically
-replaces the fragmented file. Matroska is crash-tolerant as written.
+replaces the fragmented file. Matroska is crash-tolerant as written; its
+clusters are closed at least every second for the same bound.
+
+Each finished fragment or cluster goes to the OS at once (``flush_packets``):
+without it FFmpeg keeps up to 256 KB in its write buffer, and a killed
+64x64 recording lost every frame. A write that fails (full disk, file-size
+limit) cuts the file back to its last complete fragment and raises
+:class:`~glrec.errors.DiskFullError` naming the frames kept.
 
 The output stream is described by parsing the encoder's first packet (which
 carries the parameter sets in band) with FFmpeg's own parser, so packets from
@@ -13,6 +20,7 @@ any encoder (PyAV, NVENC) mux the same way.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import os
@@ -25,12 +33,30 @@ from ..errors import OutputError
 from ..frame import Packet
 from ..options import VideoOptions
 from .raw import write_error
+from .trim import trim_to_complete_fragments
 
 log = logging.getLogger("glrec")
 
 # FFmpeg demuxer that parses one raw packet of each codec.
 _PROBE_FORMAT = {"h264": "h264", "hevc": "hevc", "mjpeg": "mjpeg"}
 _FRAGMENT_US = 1_000_000
+
+
+def container_options(ext: str, fps: float) -> dict[str, str]:
+    """Muxer options that bound what a killed process loses to one second of video."""
+    # Hand every completed fragment/cluster to the OS right away instead of when
+    # FFmpeg's 256 KB write buffer fills.
+    options = {"flush_packets": "1"}
+    if ext in (".mp4", ".mov"):
+        # A fragment at each keyframe and before any packet 1 s past the fragment's first:
+        # a fragment never holds more than one second of video, whatever the GOP.
+        options["movflags"] = "frag_keyframe+empty_moov+default_base_moof+delay_moov"
+        options["frag_duration"] = str(_FRAGMENT_US)
+    elif ext == ".mkv":
+        # Matroska starts a cluster once the current one spans *more* than the limit (in ms),
+        # so leave one frame of room to keep every cluster within one second.
+        options["cluster_time_limit"] = str(max(0, int(1000 - 1000 / fps)))
+    return options
 
 
 class ContainerSink:
@@ -46,14 +72,8 @@ class ContainerSink:
         ext = path.suffix.lower()
         self._fragmented = ext in (".mp4", ".mov")
         self._finalize = finalize and self._fragmented
-        container_options = {}
-        if self._fragmented:
-            container_options = {
-                "movflags": "frag_keyframe+empty_moov+default_base_moof+delay_moov",
-                "frag_duration": str(_FRAGMENT_US),
-            }
         try:
-            self._container = av.open(str(path), "w", options=container_options)
+            self._container = av.open(str(path), "w", options=container_options(ext, options.fps))
         except (OSError, av.FFmpegError) as exc:
             raise OutputError(f"Cannot open {str(path)!r} for writing: {exc}.") from exc
         self._stream: av.video.stream.VideoStream | None = None
@@ -77,6 +97,8 @@ class ContainerSink:
         return stream
 
     def write(self, packets: list[Packet]) -> None:
+        if self._closed and packets:
+            raise OutputError(f"{str(self.path)!r} is closed (after an earlier error); no more frames can be written.")
         for p in packets:
             if self._stream is None:
                 self._stream = self._make_stream(p)
@@ -88,21 +110,45 @@ class ContainerSink:
             try:
                 self._container.mux(pkt)
             except (OSError, av.FFmpegError) as exc:
-                raise write_error(self.path, exc, self.packets) from exc
+                raise self._fail(exc) from exc
             self.packets += 1
             self.bytes_written += len(p.data)
 
     def close(self) -> None:
-        """Write the trailer (once) and, for MP4/MOV, rewrite into a normal seekable file."""
+        """Write the trailer (once) and, for MP4/MOV, rewrite into a normal seekable file.
+
+        A recording of zero frames leaves no file: there would be nothing to play.
+        """
         if self._closed:
             return
         self._closed = True
         try:
             self._container.close()
         except (OSError, av.FFmpegError) as exc:
-            raise write_error(self.path, exc, self.packets) from exc
-        if self._finalize and self.packets:
+            raise self._fail(exc) from exc
+        if not self.packets and self._local:
+            self.path.unlink(missing_ok=True)
+        elif self._finalize:
             self._rewrite_unfragmented()
+
+    @property
+    def _local(self) -> bool:
+        """True for a file on disk (a network sink's path is a URL string)."""
+        return isinstance(self.path, Path)
+
+    def _fail(self, exc: BaseException) -> OSError:
+        """After a failed write: release the file, cut it back to the last complete fragment, count what is kept."""
+        written = self.packets
+        if not self._closed:
+            self._closed = True
+            with contextlib.suppress(OSError, av.FFmpegError):
+                self._container.close()  # the trailer fails too, but this releases the file
+        if self._local:
+            trim_to_complete_fragments(self.path)
+            self.packets = count_packets(self.path)
+            if not self.packets:
+                self.path.unlink(missing_ok=True)  # not one complete fragment: nothing a player could open
+        return write_error(self.path, exc, written, self.packets)
 
     def _rewrite_unfragmented(self) -> None:
         tmp = self.path.with_name(f".{self.path.name}.glrec-tmp{self.path.suffix}")
@@ -120,3 +166,12 @@ class ContainerSink:
             # The fragmented file is still complete and playable; keep it.
             log.warning("Could not rewrite %s as a normal MP4 (%s); kept the fragmented MP4.", self.path, exc)
             tmp.unlink(missing_ok=True)
+
+
+def count_packets(path: Path) -> int:
+    """The video packets an independent demuxer finds in ``path`` (0 if it cannot read it)."""
+    try:
+        with av.open(str(path)) as c:
+            return sum(1 for p in c.demux(video=0) if p.size)
+    except (OSError, av.FFmpegError, IndexError):
+        return 0

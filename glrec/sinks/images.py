@@ -32,7 +32,7 @@ class ImageSequenceSink:
                 os.replace(tmp, name)
             except OSError as exc:
                 tmp.unlink(missing_ok=True)
-                raise write_error(name, exc, self.packets) from exc
+                raise write_error(name, exc, self.packets, self.packets) from exc
             self.packets += 1
             self.bytes_written += len(p.data)
 

@@ -4,18 +4,23 @@ Annex-B packets are written back to back.
 
 The CPU and NVENC encoders repeat the parameter sets before every keyframe, so
 the file can be played (and cut) from any keyframe. Writes are unbuffered: a
-killed process leaves every packet it handed over on disk.
+killed process leaves every packet it handed over on disk. A write that fails
+part-way (full disk, file-size limit) is cut back to the last whole packet, so
+the file never ends in half a frame.
 """
 
 from __future__ import annotations
 
 import errno
+import logging
 import struct
 from pathlib import Path
 
 from ..errors import DiskFullError, OutputError
 from ..frame import Packet
 from ..options import VideoOptions
+
+log = logging.getLogger("glrec")
 
 
 class AnnexBSink:
@@ -25,24 +30,52 @@ class AnnexBSink:
         self.path = path
         self.packets = 0
         self.bytes_written = 0
+        self._end = 0  # file offset after the last whole packet
         try:
             self._file = open(path, "wb", buffering=0)  # noqa: SIM115 - closed in close()
         except OSError as exc:
             raise OutputError(f"Cannot open {str(path)!r} for writing: {exc.strerror}.") from exc
 
+    def _write_all(self, data: bytes) -> None:
+        # An unbuffered write may take only part of the data (it stops at a file-size
+        # limit or the last free block); the next call then reports the error.
+        view = memoryview(data)
+        while view:
+            n = self._file.write(view)
+            view = view[n or 0 :]
+
     def write(self, packets: list[Packet]) -> None:
+        if self._file is None and packets:
+            raise OutputError(f"{str(self.path)!r} is closed (after an earlier error); no more frames can be written.")
         for p in packets:
             try:
-                self._file.write(p.data)
+                self._write_all(p.data)
             except OSError as exc:
-                raise write_error(self.path, exc, self.packets) from exc
+                raise self._fail(exc) from exc
             self.packets += 1
             self.bytes_written += len(p.data)
+            self._end += len(p.data)
+
+    def _fail(self, exc: OSError) -> OutputError:
+        """Cut the file back to its last whole packet (shrinking works on a full disk too) and close it."""
+        f, self._file = self._file, None  # type: ignore[assignment]
+        if f is not None:
+            try:
+                f.truncate(self._end)
+            except OSError as err:
+                log.warning("Could not cut %s back to its last whole packet: %s", self.path, err)
+            f.close()
+        if not self.packets:
+            self.path.unlink(missing_ok=True)
+        return write_error(self.path, exc, self.packets, self.packets)
 
     def close(self) -> None:
+        """Close the file; a recording of zero frames leaves no file (there is nothing to play)."""
         f, self._file = self._file, None  # type: ignore[assignment]
         if f is not None:
             f.close()
+            if not self.packets:
+                self.path.unlink(missing_ok=True)
 
 
 class IvfSink(AnnexBSink):
@@ -59,7 +92,11 @@ class IvfSink(AnnexBSink):
         rate = frame_rate(options.fps)
         w, h = options.encoded_size
         header = struct.pack("<4sHH4sHHIIII", b"DKIF", 0, 32, b"AV01", w, h, rate.numerator, rate.denominator, 0, 0)
-        self._file.write(header)
+        try:
+            self._write_all(header)
+        except OSError as exc:
+            raise self._fail(exc) from exc
+        self._end = len(header)
 
     def write(self, packets: list[Packet]) -> None:
         framed = [Packet(struct.pack("<IQ", len(p.data), p.pts) + p.data, p.pts, p.dts, p.keyframe) for p in packets]
@@ -76,14 +113,27 @@ class IvfSink(AnnexBSink):
         super().close()
 
 
-def write_error(path: Path, exc: BaseException, packets: int) -> OutputError:
-    """Turn a failed write into a typed error that names the path and what was kept."""
+def write_error(path: Path, exc: BaseException, written: int, kept: int) -> OutputError:
+    """Turn a failed write into a typed error that names the path, the frames written and those kept.
+
+    ``written`` frames had reached the sink; ``kept`` of them are in the file, which
+    ends after the last complete fragment (container) or packet (raw bitstream).
+    The error carries both as ``frames_written`` and ``frames_kept``.
+    """
     code = getattr(exc, "errno", None)
+    kept_text = (
+        f"the file keeps the first {kept} frames and plays up to there"
+        if kept
+        else "no complete fragment had been written, so no file was left"
+    )
+    err: OutputError
     if code in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
-        return DiskFullError(
+        err = DiskFullError(
             code,
-            f"Writing {str(path)!r} failed ({exc}): the disk is full or a file-size limit was reached. "
-            f"{packets} packets were written and the file is playable up to the last complete one; "
-            "free space or lift the limit and record again.",
+            f"Writing {str(path)!r} failed after {written} frames ({exc}): the disk is full or a file-size "
+            f"limit was reached; {kept_text}. Free space or lift the limit and record again.",
         )
-    return OutputError(code, f"Writing {str(path)!r} failed after {packets} packets: {exc}.")
+    else:
+        err = OutputError(code, f"Writing {str(path)!r} failed after {written} frames ({exc}); {kept_text}.")
+    err.frames_written, err.frames_kept = written, kept
+    return err

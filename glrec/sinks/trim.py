@@ -1,0 +1,130 @@
+"""Cut a container file back to its last complete fragment after a failed write.
+
+A write that fails part-way (full disk, file-size limit) leaves the tail of a
+fragment on disk: an MP4 ``moof`` without all of its ``mdat``, or a Matroska
+``Cluster`` cut short. Decoders treat that tail differently (some stop, some
+error out on the whole file), so the sink truncates the file to the end of
+the last complete fragment. Truncating only shrinks a file, so it works on a
+full disk too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from pathlib import Path
+
+log = logging.getLogger("glrec")
+
+# MP4 top-level boxes that may stand on their own; a moof counts only with the mdat after it.
+_MP4_STANDALONE = {b"ftyp", b"moov", b"free", b"skip", b"mfra", b"styp", b"sidx", b"uuid"}
+
+_EBML_HEADER = 0x1A45DFA3
+_SEGMENT = 0x18538067
+
+
+def complete_mp4_prefix(data: bytes) -> int:
+    """Length of the longest prefix of ``data`` that ends after a complete box and no half fragment."""
+    good = at = 0
+    in_fragment = False
+    n = len(data)
+    while at + 8 <= n:
+        size, kind = struct.unpack_from(">I4s", data, at)
+        header = 8
+        if size == 1:  # 64-bit size follows the type
+            if at + 16 > n:
+                break
+            size = struct.unpack_from(">Q", data, at + 8)[0]
+            header = 16
+        elif size == 0:  # "to the end of the file": only a finished writer knows that is true
+            break
+        if size < header or at + size > n:
+            break
+        at += size
+        if kind == b"moof":
+            in_fragment = True
+        elif kind == b"mdat":
+            good = at
+            in_fragment = False
+        elif kind in _MP4_STANDALONE and not in_fragment:
+            good = at
+    return good
+
+
+def _vint(data: bytes, at: int, *, keep_marker: bool) -> tuple[int, int] | None:
+    """Read an EBML variable-length integer at ``at``: (value, length), or None if cut off."""
+    if at >= len(data):
+        return None
+    first = data[at]
+    length = 1
+    while length <= 8 and not first & (0x80 >> (length - 1)):
+        length += 1
+    if length > 8 or at + length > len(data):
+        return None
+    value = first if keep_marker else first & (0xFF >> length)
+    for b in data[at + 1 : at + length]:
+        value = (value << 8) | b
+    return value, length
+
+
+def complete_mkv_prefix(data: bytes) -> int:
+    """Length of the longest prefix of a Matroska file that ends after a complete top-level element.
+
+    The Segment's own size is unknown while recording, so its children
+    (SeekHead, Info, Tracks, Cluster, ...) are walked one by one. A child of
+    unknown size (a live-mode cluster) cannot be checked: the file is kept whole.
+    """
+    head = _vint(data, 0, keep_marker=True)
+    if head is None or head[0] != _EBML_HEADER:
+        return 0
+    size = _vint(data, head[1], keep_marker=False)
+    if size is None:
+        return 0
+    at = head[1] + size[1] + size[0]
+    seg = _vint(data, at, keep_marker=True)
+    if seg is None or seg[0] != _SEGMENT:
+        return 0
+    seg_size = _vint(data, at + seg[1], keep_marker=False)
+    if seg_size is None:
+        return 0
+    at += seg[1] + seg_size[1]
+    good = at
+    while True:
+        el = _vint(data, at, keep_marker=True)
+        if el is None:
+            break
+        el_size = _vint(data, at + el[1], keep_marker=False)
+        if el_size is None:
+            break
+        if el_size[0] == (1 << (7 * el_size[1])) - 1:  # all ones: unknown size
+            return len(data)
+        end = at + el[1] + el_size[1] + el_size[0]
+        if end > len(data):
+            break
+        at = good = end
+    return good
+
+
+def trim_to_complete_fragments(path: Path) -> int:
+    """Truncate an MP4/MOV/MKV file after its last complete fragment; return the bytes removed."""
+    kind = path.suffix.lower()
+    if kind in (".mp4", ".mov"):
+        prefix = complete_mp4_prefix
+    elif kind == ".mkv":
+        prefix = complete_mkv_prefix
+    else:
+        return 0
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return 0
+    keep = prefix(data)
+    if keep < len(data):
+        try:
+            os.truncate(path, keep)
+        except OSError as exc:
+            log.warning("Could not cut %s back to its last complete fragment: %s", path, exc)
+            return 0
+        log.info("cut %s back to its last complete fragment (%d bytes dropped)", path, len(data) - keep)
+    return len(data) - keep
