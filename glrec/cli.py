@@ -13,6 +13,7 @@ from . import __version__
 from .errors import GlrecError
 from .options import CONTAINERS, parse_size
 from .recorder import Recorder, frame_count
+from .scenes import load_scene
 
 log = logging.getLogger("glrec")
 
@@ -134,6 +135,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
         seconds = 5.0
     n = frame_count(args.fps, seconds, args.frames)
     parse_size(args.size)
+    scene = load_scene(args.scene)  # a bad scene name fails before any GL object or file exists
     bar = None
     with Recorder(
         args.output,
@@ -159,10 +161,11 @@ def _cmd_record(args: argparse.Namespace) -> int:
         tuning=args.tuning,
         rc=args.rc,
     ) as rec:
+        args.recorder = rec  # for main()'s message if Ctrl-C or SIGTERM ends the recording
         bar = tqdm(total=n, unit="frame", disable=args.quiet or None, leave=False, dynamic_ncols=True)
         try:
             for _ in range(n):
-                rec.render(args.scene)
+                rec.render(scene)
                 bar.update(1)
         finally:
             bar.close()
@@ -170,6 +173,23 @@ def _cmd_record(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(result.summary())
     return 0
+
+
+def _interrupted_output(args: argparse.Namespace) -> str:
+    """What became of the output when a recording was cut short (the recorder has finished it)."""
+    rec = getattr(args, "recorder", None)
+    out = getattr(args, "output", None)
+    if rec is None:
+        return f"nothing was recorded{f' to {out}' if out else ''}."
+    try:
+        frames = rec.close().frames  # already closed by its with block: returns the result
+    except Exception as exc:
+        return f"finishing {rec.path} failed: {exc}"
+    if frames == 0:
+        return f"no frame was complete, so {rec.path} was not written."
+    if frames != rec.frames_submitted:
+        return f"{rec.path} was finished with {frames} of the {rec.frames_submitted} frames recorded so far."
+    return f"{rec.path} was finished with all {frames} frames recorded so far."
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -181,8 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except KeyboardInterrupt as exc:
         what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
-        out = getattr(args, "output", None)
-        print(f"glrec: {what}; {out or 'the output'} was finished with the frames recorded so far.", file=sys.stderr)
+        print(f"glrec: {what}; {_interrupted_output(args)}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except GlrecError as exc:
         print(f"glrec: error: {exc}", file=sys.stderr)

@@ -2,9 +2,11 @@
 
 Two small guards keep a recording from being cut short:
 
-- :func:`deferred_signals` holds SIGINT/SIGTERM back while a file is being
-  finished (flushing the encoder, writing the trailer, rewriting the MP4) and
-  delivers them right after, so a second Ctrl-C cannot leave half a trailer.
+- :func:`deferred_signals` holds SIGINT/SIGTERM back while a frame is handed
+  on (read back frames move from the GPU ring to the encode queue) and while a
+  file is finished (flushing the encoder, writing the trailer, rewriting the
+  MP4), and delivers them right after: a Ctrl-C cannot drop frames already
+  made, and a second one cannot leave half a trailer.
 - :func:`track` registers an open recorder; at interpreter exit any recorder
   still open (a script that forgot ``close()``, or died of an exception outside
   a ``with`` block) is finished with a warning instead of losing its last
@@ -15,11 +17,9 @@ Two small guards keep a recording from being cut short:
 from __future__ import annotations
 
 import atexit
-import contextlib
 import logging
 import signal
 import threading
-from collections.abc import Iterator
 from typing import Any, Protocol
 
 log = logging.getLogger("glrec")
@@ -27,40 +27,49 @@ log = logging.getLogger("glrec")
 _DEFERRED = (signal.SIGINT, signal.SIGTERM)
 
 
-@contextlib.contextmanager
-def deferred_signals(what: str) -> Iterator[None]:
+class deferred_signals:  # lower case: it reads like the function it stands in for
     """Hold SIGINT and SIGTERM back for the duration of the block, then deliver them.
 
-    Only the main thread receives signals in Python; elsewhere this does nothing.
-    Signals whose handler was installed outside Python are left alone.
+    Cheap enough to wrap every frame (a few microseconds). Only the main thread
+    receives signals in Python; elsewhere this does nothing. Signals whose
+    handler was installed outside Python are left alone. ``what`` (for the
+    warning when a signal is held) says what is being protected.
 
     >>> with deferred_signals("finishing out.mp4"):
     ...     pass  # a Ctrl-C here is delivered after the block
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
 
-    def hold(signum: int, frame: Any) -> None:
-        if not received:
-            log.warning("%s received while %s; finishing first.", signal.Signals(signum).name, what)
-        received.append(signum)
+    __slots__ = ("_previous", "_received", "what")
 
-    previous = {}
-    for sig in _DEFERRED:
-        handler = signal.getsignal(sig)
-        if handler is not None:  # None: installed from C; we could not put it back
-            previous[sig] = signal.signal(sig, hold)
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
+    def __init__(self, what: str = "") -> None:
+        self.what = what
+        self._previous: list[tuple[int, Any]] = []
+        self._received: list[int] = []
+
+    def _hold(self, signum: int, frame: Any) -> None:
+        if not self._received and self.what:
+            log.warning("%s received while %s; finishing first.", signal.Signals(signum).name, self.what)
+        self._received.append(signum)
+
+    def __enter__(self) -> deferred_signals:
+        if threading.get_ident() == _MAIN_THREAD:
+            for sig in _DEFERRED:
+                if signal.getsignal(sig) is not None:  # None: installed from C; it could not be put back
+                    self._previous.append((sig, signal.signal(sig, self._hold)))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        previous, self._previous = self._previous, []
+        for sig, handler in previous:
             signal.signal(sig, handler)
-        if received:
-            # Re-send the first one so its own handler runs (KeyboardInterrupt,
-            # the CLI's SIGTERM handler, or the default action).
-            signal.raise_signal(received[0])
+        if self._received:
+            # Re-send the first one so its own handler runs (KeyboardInterrupt, the
+            # CLI's SIGTERM handler, or the default action).
+            first, self._received = self._received[0], []
+            signal.raise_signal(first)
+
+
+_MAIN_THREAD = threading.main_thread().ident
 
 
 class _Closable(Protocol):

@@ -223,7 +223,10 @@ class Recorder:
         target.use()
         yield target.fbo
         try:
-            self._submit(target.colour)
+            # Handing the frame on moves earlier frames from the GPU to the queue; a Ctrl-C
+            # in the middle would drop them, so signals wait the few microseconds it takes.
+            with deferred_signals():
+                self._submit(target.colour)
         except BaseException as exc:
             self._stop_after(exc)
             raise

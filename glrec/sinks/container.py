@@ -42,7 +42,11 @@ _PROBE_FORMAT = {"h264": "h264", "hevc": "hevc", "mjpeg": "mjpeg"}
 _FRAGMENT_US = 1_000_000
 
 
-def container_options(ext: str, fps: float) -> dict[str, str]:
+# B-frames the CPU encoders use at glrec's default presets (x264 veryfast 3, x265 veryfast 4).
+_DEFAULT_REORDER = {"h264": 3, "hevc": 4, "mjpeg": 0}
+
+
+def container_options(ext: str, fps: float, reorder: int = 4) -> dict[str, str]:
     """Muxer options that bound what a killed process loses to one second of video."""
     # Hand every completed fragment/cluster to the OS right away instead of when
     # FFmpeg's 256 KB write buffer fills.
@@ -53,10 +57,19 @@ def container_options(ext: str, fps: float) -> dict[str, str]:
         options["movflags"] = "frag_keyframe+empty_moov+default_base_moof+delay_moov"
         options["frag_duration"] = str(_FRAGMENT_US)
     elif ext == ".mkv":
-        # Matroska starts a cluster once the current one spans *more* than the limit (in ms),
-        # so leave one frame of room to keep every cluster within one second.
-        options["cluster_time_limit"] = str(max(0, int(1000 - 1000 / fps)))
+        options["cluster_time_limit"] = str(cluster_time_limit_ms(fps, reorder))
     return options
+
+
+def cluster_time_limit_ms(fps: float, reorder: int) -> int:
+    """A Matroska cluster time limit that keeps every cluster within one second of frames.
+
+    The muxer starts a cluster when a packet's *presentation* time is more than the
+    limit past the cluster's first one. With B-frames, packets arrive up to
+    ``reorder`` frames out of presentation order, so a cluster can hold up to
+    ``limit + 2 * reorder + 1`` frames: the limit leaves that much room.
+    """
+    return max(0, int(1000 - (2 * reorder + 1) * 1000 / fps))
 
 
 class ContainerSink:
@@ -73,7 +86,8 @@ class ContainerSink:
         self._fragmented = ext in (".mp4", ".mov")
         self._finalize = finalize and self._fragmented
         try:
-            self._container = av.open(str(path), "w", options=container_options(ext, options.fps))
+            reorder = options.bframes if options.bframes is not None else _DEFAULT_REORDER.get(options.codec, 4)
+            self._container = av.open(str(path), "w", options=container_options(ext, options.fps, reorder))
         except (OSError, av.FFmpegError) as exc:
             raise OutputError(f"Cannot open {str(path)!r} for writing: {exc}.") from exc
         self._stream: av.video.stream.VideoStream | None = None
@@ -133,8 +147,8 @@ class ContainerSink:
 
     @property
     def _local(self) -> bool:
-        """True for a file on disk (a network sink's path is a URL string)."""
-        return isinstance(self.path, Path)
+        """True for a regular file (not a URL, nor a device such as /dev/full) that can be cut back or removed."""
+        return isinstance(self.path, Path) and self.path.is_file()
 
     def _fail(self, exc: BaseException) -> OSError:
         """After a failed write: release the file, cut it back to the last complete fragment, count what is kept."""

@@ -60,12 +60,13 @@ class AnnexBSink:
         """Cut the file back to its last whole packet (shrinking works on a full disk too) and close it."""
         f, self._file = self._file, None  # type: ignore[assignment]
         if f is not None:
-            try:
-                f.truncate(self._end)
-            except OSError as err:
-                log.warning("Could not cut %s back to its last whole packet: %s", self.path, err)
+            if self.path.is_file():  # not a device such as /dev/full
+                try:
+                    f.truncate(self._end)
+                except OSError as err:
+                    log.warning("Could not cut %s back to its last whole packet: %s", self.path, err)
             f.close()
-        if not self.packets:
+        if not self.packets and self.path.is_file():
             self.path.unlink(missing_ok=True)
         return write_error(self.path, exc, self.packets, self.packets)
 
@@ -74,7 +75,7 @@ class AnnexBSink:
         f, self._file = self._file, None  # type: ignore[assignment]
         if f is not None:
             f.close()
-            if not self.packets:
+            if not self.packets and self.path.is_file():
                 self.path.unlink(missing_ok=True)
 
 

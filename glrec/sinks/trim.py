@@ -115,6 +115,8 @@ def trim_to_complete_fragments(path: Path) -> int:
         prefix = complete_mkv_prefix
     else:
         return 0
+    if not path.is_file():  # a device (/dev/full) or a pipe: nothing to cut, and reading may never end
+        return 0
     try:
         data = path.read_bytes()
     except OSError:

@@ -1,0 +1,151 @@
+"""Ctrl-C and SIGTERM finish the file: the CLI for real in a subprocess, the library in process."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import av
+import pytest
+from crash_helpers import child_env, decode_indices
+
+import glrec
+from glrec.worker import EncodeWorker
+
+FPS = 30.0
+
+
+def _assert_normal_mp4(path) -> None:
+    data = path.read_bytes()
+    assert b"moof" not in data, "a finished recording is a plain MP4, not the fragmented one"
+    assert data.find(b"moov") < data.find(b"mdat"), "index first (faststart)"
+    assert not list(path.parent.glob(".*glrec-tmp*"))
+
+
+@pytest.mark.parametrize("sig, word", [(signal.SIGINT, "interrupted"), (signal.SIGTERM, "terminated")])
+def test_cli_finishes_the_file_on_signal_and_exits_130_with_one_line(gl, tmp_path, sig, word):
+    out = tmp_path / "cut.mp4"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "glrec", "record", "bars", "-o", str(out), "--size", "192x128", "--fps", "30",
+         "--frames", "100000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    # The fragmented file grows once its first fragment (one second of video) is written.
+    while not (out.exists() and out.stat().st_size > 0):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the recording never wrote a fragment"
+        time.sleep(0.02)
+    proc.send_signal(sig)
+    _stdout, stderr = proc.communicate(timeout=120)
+
+    assert proc.returncode == 130, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    m = re.fullmatch(rf"glrec: {word}; (.+) was finished with all (\d+) frames recorded so far\.", lines[0])
+    assert m, lines[0]
+    assert m.group(1) == str(out)
+    frames = int(m.group(2))
+    assert frames >= FPS  # at least the fragment we waited for
+    assert decode_indices(out, FPS) == list(range(frames))  # every frame it made, each once, in order
+    _assert_normal_mp4(out)
+    with av.open(str(out)) as c:  # seekable: an index, and a seek lands on a keyframe
+        s = c.streams.video[0]
+        assert s.frames == frames
+        c.seek(int((frames / FPS / 2) / s.time_base), stream=s)
+        assert next(c.decode(s)).key_frame
+
+
+class _SigintAt:
+    """A scene that sends this process SIGINT (a real Ctrl-C) while rendering frame ``at``."""
+
+    def __init__(self, at: int) -> None:
+        self.at, self.frame = at, 0
+
+    def setup(self, ctx, size):
+        self.ctx = ctx
+
+    def render(self, t):
+        self.ctx.clear(0.5, 0.5, 0.5)
+        if self.frame == self.at:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.5)  # the handler raises KeyboardInterrupt here, mid-frame
+        self.frame += 1
+
+    def close(self):
+        pass
+
+
+def test_keyboard_interrupt_in_a_with_block_finishes_the_file(gl, tmp_path):
+    path = tmp_path / "ctrl-c.mp4"
+    with pytest.raises(KeyboardInterrupt), glrec.Recorder(path, size=(64, 48), fps=FPS) as rec:
+        scene = _SigintAt(40)
+        for _ in range(1000):
+            rec.render(scene)
+    assert rec.frames_submitted == 40  # the interrupted frame was never recorded
+    assert rec.close().frames == 40
+    with av.open(str(path)) as c:
+        assert sum(1 for _ in c.decode(video=0)) == 40
+    _assert_normal_mp4(path)
+
+
+class _Terminated(BaseException):
+    pass
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_while_finishing_waits_until_the_file_is_complete(gl, tmp_path, monkeypatch, sig):
+    """A second Ctrl-C (or a SIGTERM) during close() is held until the trailer is written, then delivered."""
+    original = EncodeWorker.finish
+
+    def finish_interrupted(self):
+        os.kill(os.getpid(), sig)  # arrives while the encoder is flushing and the MP4 is being rewritten
+        time.sleep(0.2)
+        original(self)
+
+    def on_term(signum, frame):
+        raise _Terminated()
+
+    monkeypatch.setattr(EncodeWorker, "finish", finish_interrupted)
+    previous = signal.signal(signal.SIGTERM, on_term)  # stands in for the CLI's handler
+    try:
+        path = tmp_path / "late.mp4"
+        rec = glrec.Recorder(path, size=(64, 48), fps=FPS)
+        for _ in range(50):
+            rec.render("bars")
+        with pytest.raises(KeyboardInterrupt if sig == signal.SIGINT else _Terminated):
+            rec.close()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert rec.close().frames == 50
+    with av.open(str(path)) as c:
+        assert sum(1 for _ in c.decode(video=0)) == 50
+    _assert_normal_mp4(path)
+
+
+def test_ctrl_c_while_a_frame_is_handed_on_loses_no_earlier_frame(gl, tmp_path, monkeypatch):
+    """SIGINT lands just after a read-back frame left the GPU ring and before it reached the queue."""
+    from glrec.interop.readback import HostReadback
+
+    original = HostReadback._collect
+    collected = []
+
+    def collect_then_interrupt(self):
+        frame = original(self)
+        collected.append(frame.index)
+        if len(collected) == 20:
+            os.kill(os.getpid(), signal.SIGINT)  # Python runs the handler at the next bytecode: right here
+        return frame
+
+    monkeypatch.setattr(HostReadback, "_collect", collect_then_interrupt)
+    path = tmp_path / "handoff.mkv"
+    with pytest.raises(KeyboardInterrupt), glrec.Recorder(path, size=(64, 48), fps=FPS, encoder="cpu") as rec:
+        for _ in range(1000):
+            rec.render("bars")
+    assert 20 < rec.frames_submitted < 1000
+    with av.open(str(path)) as c:
+        assert sum(1 for _ in c.decode(video=0)) == rec.frames_submitted
