@@ -157,11 +157,12 @@ class ContainerSink:
             self._closed = True
             with contextlib.suppress(OSError, av.FFmpegError):
                 self._container.close()  # the trailer fails too, but this releases the file
-        if self._local:
-            trim_to_complete_fragments(self.path)
-            self.packets = count_packets(self.path)
-            if not self.packets:
-                self.path.unlink(missing_ok=True)  # not one complete fragment: nothing a player could open
+        if not self._local:  # a stream or a device: what arrived cannot be read back
+            return write_error(self.path, exc, written, None)
+        trim_to_complete_fragments(self.path)
+        self.packets = count_packets(self.path)
+        if not self.packets:
+            self.path.unlink(missing_ok=True)  # not one complete fragment: nothing a player could open
         return write_error(self.path, exc, written, self.packets)
 
     def _rewrite_unfragmented(self) -> None:

@@ -59,16 +59,17 @@ class AnnexBSink:
     def _fail(self, exc: OSError) -> OutputError:
         """Cut the file back to its last whole packet (shrinking works on a full disk too) and close it."""
         f, self._file = self._file, None  # type: ignore[assignment]
+        regular = self.path.is_file()  # not a device such as /dev/full, whose contents cannot be read back
         if f is not None:
-            if self.path.is_file():  # not a device such as /dev/full
+            if regular:
                 try:
                     f.truncate(self._end)
                 except OSError as err:
                     log.warning("Could not cut %s back to its last whole packet: %s", self.path, err)
             f.close()
-        if not self.packets and self.path.is_file():
+        if not self.packets and regular:
             self.path.unlink(missing_ok=True)
-        return write_error(self.path, exc, self.packets, self.packets)
+        return write_error(self.path, exc, self.packets, self.packets if regular else None)
 
     def close(self) -> None:
         """Close the file; a recording of zero frames leaves no file (there is nothing to play)."""
@@ -114,19 +115,21 @@ class IvfSink(AnnexBSink):
         super().close()
 
 
-def write_error(path: Path, exc: BaseException, written: int, kept: int) -> OutputError:
+def write_error(path: Path, exc: BaseException, written: int, kept: int | None) -> OutputError:
     """Turn a failed write into a typed error that names the path, the frames written and those kept.
 
     ``written`` frames had reached the sink; ``kept`` of them are in the file, which
-    ends after the last complete fragment (container) or packet (raw bitstream).
-    The error carries both as ``frames_written`` and ``frames_kept``.
+    ends after the last complete fragment (container) or packet (raw bitstream);
+    None where that cannot be known (a stream, a device). The error carries both
+    as ``frames_written`` and ``frames_kept``.
     """
     code = getattr(exc, "errno", None)
-    kept_text = (
-        f"the file keeps the first {kept} frames and plays up to there"
-        if kept
-        else "no complete fragment had been written, so no file was left"
-    )
+    if kept is None:
+        kept_text = "what reached it cannot be read back"
+    elif kept:
+        kept_text = f"the file keeps the first {kept} frames and plays up to there"
+    else:
+        kept_text = "no complete fragment had been written, so no file was left"
     err: OutputError
     if code in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
         err = DiskFullError(

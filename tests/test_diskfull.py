@@ -1,0 +1,120 @@
+"""A full disk: a typed error naming the path and the frames, and a file that plays up to its last complete fragment.
+
+The file-size limit (RLIMIT_FSIZE, in a child process with SIGXFSZ ignored)
+makes writes fail with EFBIG exactly as a full disk fails them with ENOSPC,
+without mounting anything; /dev/full gives a real ENOSPC.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+
+import av
+import pytest
+from crash_helpers import contiguous_prefix, decode_indices, start_child
+
+import glrec
+from glrec.leaks import glrec_threads, live_gl_objects
+from glrec.sinks import container
+
+FPS = 30.0
+LIMIT = 12_000  # bytes: a few seconds of the 192x128 bars scene
+MAX_BFRAMES = 4
+
+
+@pytest.mark.parametrize(
+    "name, codec", [("full.mp4", "h264"), ("full.mkv", "h264"), ("full.h264", "h264"), ("full.ivf", "av1")]
+)
+def test_file_size_limit_raises_disk_full_and_keeps_complete_fragments(gl, tmp_path, ffprobe, name, codec):
+    path = tmp_path / name
+    child = start_child(str(path), "--fsize", str(LIMIT), "--codec", codec, "--frames", "3000")
+    out, err = child.communicate(timeout=300)
+    results = [json.loads(line[len("result ") :]) for line in out.splitlines() if line.startswith("result ")]
+    assert child.returncode == 1 and results, err
+    result = results[0]
+
+    assert result["type"] == "DiskFullError", result
+    assert result["errno"] == errno.EFBIG
+    message = result["message"]
+    assert str(path) in message and f"failed after {result['frames_written']} frames" in message
+    kept = result["frames_kept"]
+    assert 0 < kept <= result["frames_written"] <= result["submitted"]
+    assert f"keeps the first {kept} frames" in message
+
+    assert path.stat().st_size <= LIMIT
+    indices = decode_indices(path, FPS)
+    assert len(indices) == kept  # exactly what the error says the file holds
+    assert int(ffprobe(path, "nb_read_frames")["nb_read_frames"]) == kept
+    assert indices == sorted(set(indices)) and contiguous_prefix(indices) >= kept - MAX_BFRAMES
+    if path.suffix in (".mp4", ".mkv"):
+        # Containers lose at most the fragment that did not fit (<= 1 s of video).
+        assert kept >= result["frames_written"] - FPS - MAX_BFRAMES
+    else:
+        assert kept == result["frames_written"]  # raw: cut back to the last whole packet only
+    assert not list(tmp_path.glob(".*glrec-tmp*"))
+
+
+@pytest.mark.parametrize("name", ["devfull.h264", "devfull.mkv", "devfull.mp4"])
+def test_enospc_from_dev_full_is_a_disk_full_error(gl, tmp_path, name):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full (Linux)")
+    path = tmp_path / name
+    path.symlink_to("/dev/full")  # every write fails with ENOSPC
+    rec = glrec.Recorder(path, size=(64, 48), fps=FPS, overwrite=True, encoder="cpu")
+    mgl = rec.ctx
+    with pytest.raises(glrec.DiskFullError) as info:
+        for _ in range(300):
+            rec.render("plasma")
+    err = info.value
+    assert err.errno == errno.ENOSPC
+    assert str(path) in str(err) and err.frames_kept is None  # nothing can be read back from /dev/full
+    assert err.frames_written is not None and f"failed after {err.frames_written} frames" in str(err)
+    assert isinstance(err.__cause__, OSError)  # the writer's own error, kept as the cause
+    # The recorder stopped itself: worker joined, GL objects released, file not touched further.
+    assert glrec_threads() == [] and live_gl_objects(mgl) == []
+    with pytest.raises(glrec.GlrecError, match="closed"):
+        rec.render("plasma")
+    assert path.is_symlink()
+
+
+class _FailingMux:
+    """Stands in for the output container of the final MP4 rewrite; runs out of space after a few packets."""
+
+    def __init__(self, real):
+        self.real, self.muxed = real, 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.real.close()
+
+    def add_stream_from_template(self, template):
+        return self.real.add_stream_from_template(template)
+
+    def mux(self, packet):
+        self.muxed += 1
+        if self.muxed > 5:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.real.mux(packet)
+
+
+def test_failed_final_rewrite_keeps_the_complete_fragmented_mp4(gl, tmp_path, monkeypatch, caplog):
+    real_open = av.open
+
+    def open_failing_tmp(file, mode="r", **kwargs):
+        c = real_open(file, mode, **kwargs)
+        return _FailingMux(c) if mode == "w" and "glrec-tmp" in str(file) else c
+
+    monkeypatch.setattr(container.av, "open", open_failing_tmp)
+    path = tmp_path / "kept.mp4"
+    with caplog.at_level(logging.WARNING, logger="glrec"):
+        result = glrec.record("bars", path, size=(192, 128), fps=FPS, frames=75, encoder="cpu")
+    assert "kept the fragmented MP4" in caplog.text
+    assert result.frames == 75
+    assert b"moof" in path.read_bytes()  # the fragmented original, untouched
+    assert decode_indices(path, FPS) == list(range(75))
+    assert not list(tmp_path.glob(".*glrec-tmp*"))
