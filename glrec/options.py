@@ -51,14 +51,29 @@ CPU_PRESETS: dict[str, tuple[str, ...]] = {
     "mjpeg": (),
 }
 NVENC_PRESETS: tuple[str, ...] = tuple(f"p{i}" for i in range(1, 8))
-# Smallest and largest encoded picture side each CPU encoder opens, measured with
-# PyAV 18: x264 refuses 16386 wide, x265 anything under 16, SVT-AV1 under 4 or over 16384.
-CPU_SIZE_LIMITS: dict[str, tuple[int, int | None]] = {
-    "h264": (1, 16384),
-    "hevc": (16, None),
-    "av1": (4, 16384),
-    "mjpeg": (1, None),
-}
+
+
+def cpu_size_problem(codec: str, width: int, height: int) -> str | None:
+    """Why the CPU encoder for ``codec`` cannot take an encoded picture of this size (None if it can).
+
+    Measured with PyAV 18's libx264, libx265 3.x and SVT-AV1 by encoding every size
+    on a grid in a child process: x264 refuses over 16384 a side; x265 opens from
+    16x16, but pictures under 32 rows and 34-48 wide (40x16, 36x28, ...) corrupt
+    its heap and abort the process when it closes; SVT-AV1 refuses under 4 or over
+    16384 a side, and never finishes (its flush waits forever) when one side is
+    over 64 and the other under 26.
+    """
+    short, long = min(width, height), max(width, height)
+    if codec == "h264" and long > 16384:
+        return "libx264 takes at most 16384 pixels a side"
+    if codec == "hevc" and short < 32:
+        return "libx265 needs at least 32 pixels a side (smaller pictures can crash it)"
+    if codec == "av1":
+        if short < 4 or long > 16384:
+            return "SVT-AV1 takes 4 to 16384 pixels a side"
+        if long > 64 and short < 32:
+            return "SVT-AV1 hangs when one side is over 64 pixels and the other under 26; use at least 32"
+    return None
 
 
 def check_number(
@@ -265,13 +280,9 @@ def check_cpu_encoder(options: VideoOptions) -> None:
             raise ConfigError(f"{name} ({options.codec}) has no presets; leave preset unset (quality sets JPEG size).")
         check_choice(f"preset for {name}", str(options.preset), valid)
     w, h = options.encoded_size
-    lo, hi = CPU_SIZE_LIMITS[options.codec]
-    if min(w, h) < lo or (hi is not None and max(w, h) > hi):
-        most = f" and at most {hi}" if hi is not None else ""
-        raise ConfigError(
-            f"Size {w}x{h} is outside what {name} ({options.codec}) encodes: each side at least {lo}{most}. "
-            f"Use a size such as {max(lo, 64)}x{max(lo, 64)}, or another codec."
-        )
+    problem = cpu_size_problem(options.codec, w, h)
+    if problem is not None:
+        raise ConfigError(f"Size {w}x{h} cannot be encoded as {options.codec}: {problem}. Use e.g. 64x64.")
 
 
 def output_kind(path: str | os.PathLike[str], codec: str) -> str:

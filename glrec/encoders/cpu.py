@@ -30,6 +30,8 @@ _THREAD_TYPE = "FRAME"
 # Defaults chosen for recordings people keep: visually transparent quality at
 # a speed that keeps up with real-time 1080p on a few cores.
 _DEFAULT_PRESET = {"libx264": "veryfast", "libx265": "veryfast", "libsvtav1": "10", "mjpeg": None}
+# Frames a decode timestamp may trail its presentation timestamp by (B-frame pyramids of 16).
+_MAX_REORDER = 64
 _DEFAULT_CRF = {"libx264": 20, "libx265": 24, "libsvtav1": 35, "mjpeg": None}
 
 
@@ -106,6 +108,7 @@ class CpuEncoder:
         self._cc = cc
         self._av_format = pix_fmt
         self._keyframe_requested = False
+        self._last_dts: int | None = None
         log.info("encoder: %s %dx%d %s @ %s fps, %s", name, w, h, pix_fmt, rate, opts)
 
     def encode(self, frame: HostFrame) -> list[Packet]:
@@ -116,7 +119,7 @@ class CpuEncoder:
             self._keyframe_requested = False
             vf.pict_type = av.video.frame.PictureType.I
         try:
-            return self._convert(self._cc.encode(vf))
+            return self._checked(self._convert(self._cc.encode(vf)))
         except av.FFmpegError as exc:
             raise EncoderError(f"{self.name} failed to encode frame {frame.index}: {exc}") from exc
 
@@ -126,9 +129,27 @@ class CpuEncoder:
 
     def flush(self) -> list[Packet]:
         try:
-            return self._convert(self._cc.encode(None))
+            return self._checked(self._convert(self._cc.encode(None)))
         except av.FFmpegError as exc:
             raise EncoderError(f"{self.name} failed while flushing its last frames: {exc}") from exc
+
+    def _checked(self, packets: list[Packet]) -> list[Packet]:
+        """Replace decode timestamps that cannot be right.
+
+        libx265 hands out uninitialised DTS values (e.g. -7089336938131513954) when a
+        recording has only one or two frames; muxers then refuse the packet or write
+        nonsense times. A DTS is only plausible at or before the PTS, within the
+        encoder's reordering window, and after the previous one.
+        """
+        out = []
+        for p in packets:
+            dts = p.dts
+            if not (p.pts - _MAX_REORDER <= dts <= p.pts) or (self._last_dts is not None and dts <= self._last_dts):
+                dts = p.pts if self._last_dts is None else min(p.pts, self._last_dts + 1)
+                p = Packet(p.data, p.pts, dts, p.keyframe)
+            self._last_dts = dts
+            out.append(p)
+        return out
 
     @staticmethod
     def _convert(packets: list[av.Packet]) -> list[Packet]:

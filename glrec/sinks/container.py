@@ -171,9 +171,14 @@ class ContainerSink:
             with av.open(str(self.path)) as src, av.open(str(tmp), "w", options={"movflags": "+faststart"}) as dst:
                 s_in = src.streams.video[0]
                 s_out = dst.add_stream_from_template(s_in)
+                frame_ticks = max(1, round(self._time_base / s_in.time_base))
                 for pkt in src.demux(s_in):
                     if pkt.dts is None:  # the demuxer's end-of-stream marker
                         continue
+                    if not pkt.duration:
+                        # The last packet of a fragment that holds one frame comes back without a
+                        # duration; muxed like that, the edit list ends before it and players drop it.
+                        pkt.duration = frame_ticks
                     pkt.stream = s_out
                     dst.mux(pkt)
             os.replace(tmp, self.path)
