@@ -18,7 +18,7 @@ from .backend import open_backend
 from .context import GLContext
 from .errors import ConfigError, GlrecError, SceneError
 from .interop import TargetRing
-from .lifecycle import deferred_signals, track, untrack
+from .lifecycle import deferred_signals, frame_gate, track, untrack
 from .options import VideoOptions, check_output_path, output_kind
 from .scenes import Scene, load_scene
 from .sinks import Sink, open_sink
@@ -140,6 +140,7 @@ class Recorder:
             self._stack.close()
             raise
         track(self)  # finished at interpreter exit if nobody closes it
+        frame_gate.acquire()
 
     def _build(self, device: int | None, ring: int, queue_size: int, handoff: str, cuda_device: int) -> None:
         opts, stack = self.options, self._stack
@@ -225,7 +226,7 @@ class Recorder:
         try:
             # Handing the frame on moves earlier frames from the GPU to the queue; a Ctrl-C
             # in the middle would drop them, so signals wait the few microseconds it takes.
-            with deferred_signals():
+            with frame_gate:
                 self._submit(target.colour)
         except BaseException as exc:
             self._stop_after(exc)
@@ -299,6 +300,7 @@ class Recorder:
         self._gl.check_thread()
         self._closed = True
         untrack(self)
+        frame_gate.release()
         with deferred_signals(f"finishing {self.path}"):
             try:
                 if not self._worker.failed:  # a failed worker would only drop them

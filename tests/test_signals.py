@@ -149,3 +149,25 @@ def test_ctrl_c_while_a_frame_is_handed_on_loses_no_earlier_frame(gl, tmp_path, 
     assert 20 < rec.frames_submitted < 1000
     with av.open(str(path)) as c:
         assert sum(1 for _ in c.decode(video=0)) == rec.frames_submitted
+
+
+def test_the_programs_own_handlers_are_kept_and_put_back(gl, tmp_path):
+    """While a recorder is open a signal outside a frame hand-off reaches the program's handler at once."""
+    seen = []
+
+    def mine(signum, frame):
+        seen.append(signum)
+
+    previous = signal.signal(signal.SIGINT, mine)
+    try:
+        rec = glrec.Recorder(tmp_path / "h.mkv", size=(32, 32), fps=FPS, encoder="cpu")
+        rec.render("bars")
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.1)
+        assert seen == [signal.SIGINT]  # forwarded, not swallowed or delayed to the next frame
+        rec.render("bars")
+        assert rec.close().frames == 2
+        assert signal.getsignal(signal.SIGINT) is mine  # the recorder's gate is gone again
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert signal.getsignal(signal.SIGINT) is previous
