@@ -275,10 +275,19 @@ class Recorder:
             self._check_open()
             try:
                 obj.setup(self._gl.mgl, self.options.size)
-            except GlrecError:
-                raise
             except Exception as exc:
-                raise SceneError(f"Setting up scene {type(obj).__name__} failed: {type(exc).__name__}: {exc}") from exc
+                # Release what the scene made before it failed, then stop like any failure.
+                with contextlib.suppress(Exception):
+                    obj.close()
+                error = (
+                    exc
+                    if isinstance(exc, GlrecError)
+                    else SceneError(f"Setting up scene {type(obj).__name__} failed: {type(exc).__name__}: {exc}")
+                )
+                self._stop_after(error)
+                if error is exc:
+                    raise
+                raise error from exc
             self._stack.callback(obj.close)
             self._scenes[key] = obj
         return self._scenes[key]

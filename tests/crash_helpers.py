@@ -11,7 +11,7 @@ from pathlib import Path
 import av
 
 from glrec.scenes.bars import read_time_code
-from glrec.sinks.trim import _vint
+from glrec.sinks.trim import ebml_elements, mkv_segment_start
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = ROOT / "tests" / "record_child.py"
@@ -85,27 +85,10 @@ def mp4_fragment_samples(path: Path) -> list[int]:
 def mkv_cluster_blocks(path: Path) -> list[int]:
     """The number of SimpleBlocks in each Matroska Cluster."""
     data = path.read_bytes()
-    head = _vint(data, 0, keep_marker=True)
-    size = _vint(data, head[1], keep_marker=False)
-    at = head[1] + size[1] + size[0]
-    seg = _vint(data, at, keep_marker=True)
-    seg_size = _vint(data, at + seg[1], keep_marker=False)
-    at += seg[1] + seg_size[1]
-    counts = []
-    while (el := _vint(data, at, keep_marker=True)) is not None:
-        el_size = _vint(data, at + el[1], keep_marker=False)
-        if el_size is None:
-            break
-        body = at + el[1] + el_size[1]
-        end = min(body + el_size[0], len(data))
-        if el[0] == 0x1F43B675:  # Cluster
-            n, inner = 0, body
-            while inner < end and (child := _vint(data, inner, keep_marker=True)) is not None:
-                child_size = _vint(data, inner + child[1], keep_marker=False)
-                if child_size is None:
-                    break
-                n += child[0] == 0xA3  # SimpleBlock
-                inner += child[1] + child_size[1] + child_size[0]
-            counts.append(n)
-        at = end
-    return counts
+    start = mkv_segment_start(data)
+    assert start is not None, f"{path} is not Matroska"
+    return [
+        sum(1 for child, _, _ in ebml_elements(data, body, end) if child == 0xA3)  # SimpleBlock
+        for element, body, end in ebml_elements(data, start, len(data))
+        if element == 0x1F43B675  # Cluster
+    ]

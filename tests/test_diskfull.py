@@ -118,3 +118,33 @@ def test_failed_final_rewrite_keeps_the_complete_fragmented_mp4(gl, tmp_path, mo
     assert b"moof" in path.read_bytes()  # the fragmented original, untouched
     assert decode_indices(path, FPS) == list(range(75))
     assert not list(tmp_path.glob(".*glrec-tmp*"))
+
+
+@pytest.mark.parametrize("name", ["cut.mp4", "cut.mkv"])
+def test_a_file_cut_at_any_byte_is_trimmed_to_one_that_decodes(gl, tmp_path, name):
+    """Whatever byte a failed write stopped at, trimming leaves a file that decodes cleanly."""
+    from glrec.sinks.trim import trim_to_complete_fragments
+
+    whole = tmp_path / f"whole-{name}"
+    # finalize=False keeps the MP4 fragmented, as it is on disk while recording
+    monkey_finalize = container.ContainerSink._rewrite_unfragmented
+    try:
+        container.ContainerSink._rewrite_unfragmented = lambda self: None
+        glrec.record("bars", whole, size=(96, 64), fps=FPS, frames=150, encoder="cpu")
+    finally:
+        container.ContainerSink._rewrite_unfragmented = monkey_finalize
+    data = whole.read_bytes()
+    counts = []
+    for cut in range(len(data) // 13, len(data), len(data) // 13):
+        part = tmp_path / f"part{cut}{whole.suffix}"
+        part.write_bytes(data[:cut])
+        trim_to_complete_fragments(part)
+        assert part.stat().st_size <= cut
+        packets = container.count_packets(part)
+        if packets == 0:
+            continue  # not one complete fragment yet: the sink removes such a file
+        with av.open(str(part)) as c:
+            frames = sum(1 for _ in c.decode(video=0))  # no error from a half fragment
+        assert frames == packets
+        counts.append(frames)
+    assert counts == sorted(counts) and len(set(counts)) > 3  # more kept the later the cut

@@ -177,3 +177,25 @@ def test_failure_while_building_releases_what_was_built(gl, tmp_path, monkeypatc
     assert glrec_threads() == []
     assert len(live_gl_objects()) == before
     assert not (tmp_path / "x.mp4").exists()
+
+
+def test_scene_setup_error_releases_what_the_scene_made(gl, tmp_path):
+    class HalfBuilt:
+        def setup(self, ctx, size):
+            self.texture = ctx.texture(size, 4)
+            raise OSError("asset missing")
+
+        def render(self, t):
+            pass
+
+        def close(self):
+            self.texture.release()
+
+    path = tmp_path / "setup.mp4"
+    rec = glrec.Recorder(path, size=SIZE, fps=FPS, encoder="cpu")
+    mgl = rec.ctx
+    with pytest.raises(glrec.SceneError, match="Setting up scene HalfBuilt failed: OSError: asset missing") as info:
+        rec.render(HalfBuilt())
+    assert isinstance(info.value.__cause__, OSError)
+    _assert_stopped_and_released(rec, mgl)
+    assert not path.exists()  # no frame was made: no file

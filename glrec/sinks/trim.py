@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 
 log = logging.getLogger("glrec")
@@ -52,8 +53,11 @@ def complete_mp4_prefix(data: bytes) -> int:
     return good
 
 
-def _vint(data: bytes, at: int, *, keep_marker: bool) -> tuple[int, int] | None:
-    """Read an EBML variable-length integer at ``at``: (value, length), or None if cut off."""
+def read_vint(data: bytes, at: int, *, keep_marker: bool) -> tuple[int, int] | None:
+    """Read an EBML variable-length integer at ``at``: (value, length), or None if cut off.
+
+    Element IDs keep their length marker bit (``keep_marker``); sizes do not.
+    """
     if at >= len(data):
         return None
     first = data[at]
@@ -68,6 +72,44 @@ def _vint(data: bytes, at: int, *, keep_marker: bool) -> tuple[int, int] | None:
     return value, length
 
 
+UNKNOWN_SIZE = -1
+
+
+def ebml_elements(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, int]]:
+    """The elements between ``start`` and ``end``: (id, body start, body end), until one is cut off.
+
+    An element of unknown size (all size bits set) comes out with body end
+    :data:`UNKNOWN_SIZE`, and the walk stops after it.
+    """
+    at = start
+    while (el := read_vint(data, at, keep_marker=True)) is not None:
+        size = read_vint(data, at + el[1], keep_marker=False)
+        if size is None:
+            return
+        body = at + el[1] + size[1]
+        if size[0] == (1 << (7 * size[1])) - 1:
+            yield el[0], body, UNKNOWN_SIZE
+            return
+        if body + size[0] > end:
+            return
+        yield el[0], body, body + size[0]
+        at = body + size[0]
+
+
+def mkv_segment_start(data: bytes) -> int | None:
+    """Where the Segment's children (SeekHead, Info, Tracks, Clusters, ...) begin, or None."""
+    header = next(ebml_elements(data, 0, len(data)), None)
+    if header is None or header[0] != _EBML_HEADER:
+        return None
+    seg = read_vint(data, header[2], keep_marker=True)
+    if seg is None or seg[0] != _SEGMENT:
+        return None
+    seg_size = read_vint(data, header[2] + seg[1], keep_marker=False)
+    if seg_size is None:
+        return None
+    return header[2] + seg[1] + seg_size[1]
+
+
 def complete_mkv_prefix(data: bytes) -> int:
     """Length of the longest prefix of a Matroska file that ends after a complete top-level element.
 
@@ -75,34 +117,13 @@ def complete_mkv_prefix(data: bytes) -> int:
     (SeekHead, Info, Tracks, Cluster, ...) are walked one by one. A child of
     unknown size (a live-mode cluster) cannot be checked: the file is kept whole.
     """
-    head = _vint(data, 0, keep_marker=True)
-    if head is None or head[0] != _EBML_HEADER:
+    good = mkv_segment_start(data)
+    if good is None:
         return 0
-    size = _vint(data, head[1], keep_marker=False)
-    if size is None:
-        return 0
-    at = head[1] + size[1] + size[0]
-    seg = _vint(data, at, keep_marker=True)
-    if seg is None or seg[0] != _SEGMENT:
-        return 0
-    seg_size = _vint(data, at + seg[1], keep_marker=False)
-    if seg_size is None:
-        return 0
-    at += seg[1] + seg_size[1]
-    good = at
-    while True:
-        el = _vint(data, at, keep_marker=True)
-        if el is None:
-            break
-        el_size = _vint(data, at + el[1], keep_marker=False)
-        if el_size is None:
-            break
-        if el_size[0] == (1 << (7 * el_size[1])) - 1:  # all ones: unknown size
+    for _, _, end in ebml_elements(data, good, len(data)):
+        if end == UNKNOWN_SIZE:
             return len(data)
-        end = at + el[1] + el_size[1] + el_size[0]
-        if end > len(data):
-            break
-        at = good = end
+        good = end
     return good
 
 
