@@ -9,6 +9,7 @@ the recorder's context is left.
 
 from __future__ import annotations
 
+import inspect
 import traceback
 
 import av
@@ -33,6 +34,21 @@ def _record_until_failure(path, **options):
         for _ in range(300):
             rec.render("bars")
     return rec, mgl, info.value
+
+
+def _fail_on_call(monkeypatch, owner, name: str, n: int, error: BaseException) -> None:
+    """Make ``owner.name`` raise ``error`` on its ``n``-th call and behave as before otherwise."""
+    original = getattr(owner, name)
+    calls = [0]
+
+    def failing(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == n:
+            raise error
+        return original(*args, **kwargs)
+
+    static = isinstance(inspect.getattr_static(owner, name), staticmethod)
+    monkeypatch.setattr(owner, name, staticmethod(failing) if static else failing)
 
 
 def _assert_stopped_and_released(rec, mgl) -> None:
@@ -81,16 +97,8 @@ def test_scene_error(gl, tmp_path):
 
 
 def test_encoder_ffmpeg_error_is_an_encoder_error_caused_by_it(gl, tmp_path, monkeypatch):
-    calls = {"n": 0}
-    convert = CpuEncoder._convert
-
-    def failing_convert(packets):
-        calls["n"] += 1
-        if calls["n"] == 60:
-            raise av.error.InvalidDataError(1094995529, "Invalid data found when processing input")
-        return convert(packets)
-
-    monkeypatch.setattr(CpuEncoder, "_convert", staticmethod(failing_convert))
+    ffmpeg_error = av.error.InvalidDataError(1094995529, "Invalid data found when processing input")
+    _fail_on_call(monkeypatch, CpuEncoder, "_convert", 60, ffmpeg_error)
     path = tmp_path / "encoder.mkv"
     rec, mgl, err = _record_until_failure(path)
     assert type(err) is glrec.EncoderError
@@ -125,16 +133,7 @@ def test_encoder_bug_reaches_the_caller_as_itself(gl, tmp_path, monkeypatch):
 
 
 def test_sink_error_finishes_the_file_with_what_was_written(gl, tmp_path, monkeypatch):
-    write = ContainerSink.write
-    calls = {"n": 0}
-
-    def failing_write(self, packets):
-        calls["n"] += 1
-        if calls["n"] == 50:
-            raise ValueError("sink bug")
-        write(self, packets)
-
-    monkeypatch.setattr(ContainerSink, "write", failing_write)
+    _fail_on_call(monkeypatch, ContainerSink, "write", 50, ValueError("sink bug"))
     path = tmp_path / "sink.mkv"
     rec, mgl, err = _record_until_failure(path)
     assert type(err) is ValueError and str(err) == "sink bug"
@@ -146,16 +145,7 @@ def test_sink_error_finishes_the_file_with_what_was_written(gl, tmp_path, monkey
 
 
 def test_gl_stage_error_on_the_render_thread(gl, tmp_path, monkeypatch):
-    run = Converter.run
-    calls = {"n": 0}
-
-    def failing_run(self, source):
-        calls["n"] += 1
-        if calls["n"] == 45:
-            raise glrec.ContextError("GL context lost (injected)")
-        run(self, source)
-
-    monkeypatch.setattr(Converter, "run", failing_run)
+    _fail_on_call(monkeypatch, Converter, "run", 45, glrec.ContextError("GL context lost (injected)"))
     path = tmp_path / "gl.mp4"
     rec, mgl, err = _record_until_failure(path)
     assert type(err) is glrec.ContextError and err.__context__ is None
