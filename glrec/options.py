@@ -58,16 +58,17 @@ def cpu_size_problem(codec: str, width: int, height: int) -> str | None:
 
     Measured with PyAV 18's libx264, libx265 3.x and SVT-AV1 by encoding every size
     on a grid in a child process: x264 refuses over 16384 a side; x265 opens from
-    16x16, but pictures under 32 rows and 34-48 wide (40x16, 36x28, ...) corrupt
-    its heap and abort the process when it closes; SVT-AV1 refuses under 4 or over
+    16x16, but pictures of 32 rows or fewer and 33-48 wide (40x16, 36x28, 40x32 in
+    4:4:4, ...) corrupt its heap and abort the process when it closes, and every
+    size above 32 a side worked; SVT-AV1 refuses under 4 or over
     16384 a side, and never finishes (its flush waits forever) when one side is
     over 64 and the other under 26.
     """
     short, long = min(width, height), max(width, height)
     if codec == "h264" and long > 16384:
         return "libx264 takes at most 16384 pixels a side"
-    if codec == "hevc" and short < 32:
-        return "libx265 needs at least 32 pixels a side (smaller pictures can crash it)"
+    if codec == "hevc" and short <= 32:
+        return "libx265 needs more than 32 pixels a side (smaller pictures can crash it)"
     if codec == "av1":
         if short < 4 or long > 16384:
             return "SVT-AV1 takes 4 to 16384 pixels a side"

@@ -149,7 +149,8 @@ def test_every_combination_records_a_decodable_file_or_raises_glrec_error(gl, tm
     [
         ({"preset": "fastest"}, "Unknown preset for libx264 'fastest'. Valid: "),
         ({"preset": "p4"}, "Unknown preset for libx264 'p4'"),
-        ({"codec": "hevc", "size": (40, 16)}, "at least 32"),
+        ({"codec": "hevc", "size": (40, 16)}, "more than 32"),
+        ({"codec": "hevc", "size": (40, 32), "pix_fmt": "yuv444p"}, "more than 32"),
         ({"codec": "av1", "size": (2, 2)}, "4 to 16384"),
         ({"codec": "av1", "size": (96, 16)}, "SVT-AV1 hangs"),
         ({"size": (16386, 64)}, "at most 16384 pixels"),
@@ -176,7 +177,7 @@ def test_refused_before_any_gl_object_exists(tmp_path, monkeypatch, kwargs, word
 
 def test_auto_encoder_checks_cpu_limits_before_gl_when_it_picks_the_cpu(tmp_path, monkeypatch):
     monkeypatch.setattr("glrec.backend.create_context", lambda *a, **k: pytest.fail("GL before the check"))
-    with pytest.raises(glrec.ConfigError, match="at least 32"):
+    with pytest.raises(glrec.ConfigError, match="more than 32"):
         glrec.Recorder(tmp_path / "x.mkv", size=(8, 8), codec="hevc", encoder="auto", handoff="host")
 
 
