@@ -269,7 +269,7 @@ class VideoOptions:
 
 
 def check_cpu_encoder(options: VideoOptions) -> None:
-    """Check what the CPU encoder (libavcodec) would reject when it opens: preset and picture size.
+    """Check what the CPU encoder (libavcodec) would reject when it opens: preset, frame rate, picture size.
 
     Called for ``encoder="cpu"`` by :meth:`VideoOptions.create`, and for ``auto``
     once the backend has chosen the CPU, in both cases before any GL object exists.
@@ -280,6 +280,8 @@ def check_cpu_encoder(options: VideoOptions) -> None:
         if not valid:
             raise ConfigError(f"{name} ({options.codec}) has no presets; leave preset unset (quality sets JPEG size).")
         check_choice(f"preset for {name}", str(options.preset), valid)
+    if options.codec == "av1" and options.fps > 240:
+        raise ConfigError(f"fps {options.fps:g} is above what SVT-AV1 (av1) takes, 240; use a lower fps or codec h264.")
     w, h = options.encoded_size
     problem = cpu_size_problem(options.codec, w, h)
     if problem is not None:
