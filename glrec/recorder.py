@@ -347,7 +347,10 @@ class Recorder:
         else:
             # Its GL thread is gone: frames still on the GPU are lost, the rest is saved.
             self._closed = True
-            self._worker.finish()
+            try:
+                self._worker.finish()
+            finally:
+                self._result = self._make_result()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
