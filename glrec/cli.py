@@ -112,9 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _setup_logging(verbose: int) -> None:
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("glrec: %(message)s"))
-    log.addHandler(handler)
+    # main() may run many times in one process (tests, embedding): add the handler once.
+    if not any(getattr(h, "_glrec_cli", False) for h in log.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("glrec: %(message)s"))
+        handler._glrec_cli = True  # type: ignore[attr-defined]
+        log.addHandler(handler)
     log.setLevel(level)
 
 
@@ -130,13 +133,11 @@ def _cmd_scenes(args: argparse.Namespace) -> int:
 def _cmd_record(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    seconds = args.seconds if args.frames is None and args.seconds is not None else None
-    if args.frames is None and args.seconds is None:
-        seconds = 5.0
+    # --seconds and --frames exclude each other; with neither, record five seconds.
+    seconds = 5.0 if args.seconds is None and args.frames is None else args.seconds
     n = frame_count(args.fps, seconds, args.frames)
     parse_size(args.size)
     scene = load_scene(args.scene)  # a bad scene name fails before any GL object or file exists
-    bar = None
     with Recorder(
         args.output,
         size=args.size,
