@@ -26,7 +26,7 @@ import glrec.encoders.cpu as cpu_encoder
 from glrec.bench import pipeline, runner
 from glrec.bench.config import parse_list, parse_sizes
 from glrec.bench.spec import RowSpec, row
-from glrec.interop.convert import Converter
+from glrec.convert import Converter
 
 # name: (convert dispatched through ctypes, x264 thread type)
 VARIANTS = {

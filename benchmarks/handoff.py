@@ -32,9 +32,11 @@ def _pipeline(kind: str, frames: int, batch: int = 8, pix_fmt: str = "nv12") -> 
     """Seconds per frame for render + convert (+ the handoff ``kind``, consumer included)."""
     from glrec.colour import ColourSpec
     from glrec.context import create_cuda_context
-    from glrec.interop import Converter, HostReadback, RenderTarget
+    from glrec.convert import Converter
+    from glrec.interop import HostReadback
     from glrec.interop.cuda import CudaDevice
     from glrec.scenes import load_scene
+    from glrec.target import RenderTarget
 
     dev = CudaDevice.open(0)
     gl = create_cuda_context(0, dev.info.pci_bus_id)
@@ -43,7 +45,7 @@ def _pipeline(kind: str, frames: int, batch: int = 8, pix_fmt: str = "nv12") -> 
     scene = load_scene("plasma")
     scene.setup(ctx, SIZE)
     if pix_fmt == "rgb24":
-        from glrec.interop.pack import RgbPacker
+        from glrec.convert.pack import RgbPacker
 
         conv = RgbPacker(ctx, SIZE, "rgb24")
     else:
@@ -98,8 +100,8 @@ def _encode_only_fps(frames: int, batch: int) -> float:
     """nvJPEG alone: already-rendered 1080p RGB device frames, encoded ``batch`` per call."""
     import numpy as np
 
+    from glrec.convert import PlaneLayout
     from glrec.encoders.nvjpeg import NvJpegEncoder
-    from glrec.interop.convert import PlaneLayout
     from glrec.interop.cuda import CudaDevice, call
     from glrec.interop.pool import DeviceFrame, DevicePool
     from glrec.options import VideoOptions

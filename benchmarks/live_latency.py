@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 
 from glrec.options import parse_size
+from glrec.sinks.viewer.protocol import unpack_frame
 from glrec.stream import Broadcaster, LatencyStats, LiveSession, StreamServer
-from glrec.stream.protocol import unpack_frame
 
 
 def python_viewer(url: str, stop: threading.Event, stats: LatencyStats, counts: dict[str, int]) -> None:

@@ -4,7 +4,7 @@
 
 How a scene adds passes (see glrec.scenes.base.Scene): declare ``passes``,
 write each pass from the fragment shader at its location, clear with
-``glrec.dataset.gbuffer.clear_passes``; optionally declare ``parameters`` and
+``glrec.scenes.passes.clear_passes``; optionally declare ``parameters`` and
 ``classes`` and implement ``randomise(params, rng)`` and ``annotations(t)``.
 Here the layout is exact on purpose (the tests check pass alignment with it):
 a card ``[x0, y0, x1, y1, depth, instance, class]`` covers the pixels whose
@@ -14,7 +14,7 @@ centres lie inside ``[x0, x1) x [y0, y1)`` (rows counted from the top).
 import moderngl
 import numpy as np
 
-from glrec.dataset.gbuffer import clear_passes
+from glrec.scenes.passes import clear_passes
 
 VERTEX = """
 #version 330 core

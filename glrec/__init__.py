@@ -20,7 +20,8 @@ from .errors import (
     SceneError,
     ShaderError,
 )
-from .recorder import Recorder, RecordResult, record
+from .recorder import Recorder
+from .result import RecordResult, record
 from .scenes import Scene, load_scene
 
 __version__ = "0.1.0"

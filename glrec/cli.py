@@ -11,9 +11,10 @@ from typing import Any
 
 from . import __version__
 from .errors import GlrecError
-from .options import CONTAINERS, parse_size
-from .recorder import Recorder, frame_count
+from .options import LengthOptions, PipelineOptions, VideoOptions, add_flags, values_from_args
+from .recorder import Recorder
 from .scenes import load_scene
+from .sinks.registry import describe as describe_outputs
 
 log = logging.getLogger("glrec")
 
@@ -38,42 +39,16 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise _Terminated()
 
 
-def _add_encode_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("encoding")
-    g.add_argument(
-        "--codec", default="h264", help="h264 (default), hevc, av1 (.ivf), mjpeg (.mkv/.mov/.avi, or frames_%%06d.jpg)"
-    )
-    g.add_argument(
-        "--encoder", default="auto", help="auto (default: NVENC, nvJPEG or CPU; see glrec info), cpu, nvenc, nvjpeg"
-    )
-    rc = g.add_mutually_exclusive_group()
-    rc.add_argument("--crf", type=float, help="constant quality (x264 default 20; lower is better)")
-    rc.add_argument("--qp", type=int, help="constant quantiser (0 = lossless for h264)")
-    rc.add_argument("--bitrate", type=_bitrate, help="target bitrate, e.g. 8M or 2500k")
-    g.add_argument("--preset", help="encoder preset (x264/x265: ultrafast..veryslow, default veryfast; SVT-AV1: 0-13)")
-    g.add_argument("--gop", type=int, help="frames between keyframes")
-    g.add_argument("--bframes", type=int, help="B-frames between references")
-    g.add_argument("--pix-fmt", default="yuv420p", help="yuv420p (default), nv12, yuv444p, rgba (NVENC ABGR)")
-    g.add_argument("--matrix", help="bt709 (default) or bt601")
-    g.add_argument("--range", dest="colour_range", help="limited (default) or full")
-    g.add_argument("--quality", type=int, default=90, help="JPEG quality 1-100 for mjpeg (default 90)")
-    g.add_argument("--pad", action="store_true", help="pad odd sizes to even (4:2:0) by repeating the edge")
-    gpu = p.add_argument_group("GPU path (NVIDIA)")
-    gpu.add_argument("--handoff", default="auto", help="auto (default), host (PBO readback), register, shared")
-    gpu.add_argument("--cuda-device", type=int, default=0, help="CUDA device ordinal (default 0; EGL is matched)")
-    gpu.add_argument("--tuning", help="NVENC tuning: hq (default), ll, ull, lossless")
-    gpu.add_argument("--rc", help="NVENC rate control: vbr (default), cbr, constqp")
+def add_recording_flags(p: argparse.ArgumentParser, *, length_help: dict[str, str] | None = None) -> None:
+    """The flags every recording command shares, derived from :mod:`glrec.options`."""
+    add_flags(p, LengthOptions, title="length", help_overrides=length_help)
+    add_flags(p, VideoOptions, title="encoding")
+    add_flags(p, PipelineOptions, title="pipeline (GPU path, devices, queues)")
 
 
-def _bitrate(text: str) -> int:
-    mult = {"k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
-    t = text.strip().lower()
-    try:
-        if t and t[-1] in mult:
-            return int(float(t[:-1]) * mult[t[-1]])
-        return int(float(t))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"bitrate {text!r} is not a number such as 8M or 2500k") from None
+def recording_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Recorder keywords from the flags of :func:`add_recording_flags` (only those given)."""
+    return values_from_args(args, VideoOptions, PipelineOptions)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,15 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     rec = sub.add_parser("record", parents=[common], help="record a scene to a video file")
     rec.add_argument("scene", help="built-in name (see 'glrec scenes'), file.py[:Class], or shader.glsl")
-    rec.add_argument("-o", "--output", required=True, help=f"output file ({', '.join(sorted(CONTAINERS))})")
-    rec.add_argument("--size", default="1280x720", help="WIDTHxHEIGHT (default 1280x720)")
-    rec.add_argument("--fps", type=float, default=30.0, help="frames per second (default 30)")
-    length = rec.add_mutually_exclusive_group()
-    length.add_argument("--seconds", type=float, help="length in seconds (default 5)")
-    length.add_argument("--frames", type=int, help="length in frames")
+    rec.add_argument("-o", "--output", required=True, help=f"output file ({describe_outputs()})")
     rec.add_argument("--overwrite", action="store_true", help="replace the output if it exists")
-    rec.add_argument("--device", type=int, help="EGL device index")
-    _add_encode_options(rec)
+    add_recording_flags(rec)
     rec.set_defaults(func=_cmd_record)
 
     sub.add_parser("scenes", parents=[common], help="list the built-in scenes").set_defaults(func=_cmd_scenes)
@@ -110,12 +79,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time (main() may run again with stderr replaced)."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 def _setup_logging(verbose: int) -> None:
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     # main() may run many times in one process (tests, embedding): add the handler once.
     if not any(getattr(h, "_glrec_cli", False) for h in log.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("glrec: %(message)s"))
+        # The commands print the summary line themselves (also without -v): the log's copy would repeat it.
+        handler.addFilter(lambda record: not getattr(record, "glrec_summary", False))
         handler._glrec_cli = True  # type: ignore[attr-defined]
         log.addHandler(handler)
     log.setLevel(level)
@@ -133,35 +116,12 @@ def _cmd_scenes(args: argparse.Namespace) -> int:
 def _cmd_record(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    # --seconds and --frames exclude each other; with neither, record five seconds.
-    seconds = 5.0 if args.seconds is None and args.frames is None else args.seconds
-    n = frame_count(args.fps, seconds, args.frames)
-    parse_size(args.size)
+    options = recording_options(args)
+    length = LengthOptions.parse(values_from_args(args, LengthOptions))
+    n = length.count(VideoOptions.parse({"fps": args.fps}).fps)
+    assert n is not None
     scene = load_scene(args.scene)  # a bad scene name fails before any GL object or file exists
-    with Recorder(
-        args.output,
-        size=args.size,
-        fps=args.fps,
-        codec=args.codec,
-        encoder=args.encoder,
-        pix_fmt=args.pix_fmt,
-        matrix=args.matrix,
-        range=args.colour_range,
-        crf=args.crf,
-        qp=args.qp,
-        bitrate=args.bitrate,
-        preset=args.preset,
-        gop=args.gop,
-        bframes=args.bframes,
-        quality=args.quality,
-        pad=args.pad,
-        overwrite=args.overwrite,
-        device=args.device,
-        handoff=args.handoff,
-        cuda_device=args.cuda_device,
-        tuning=args.tuning,
-        rc=args.rc,
-    ) as rec:
+    with Recorder(args.output, overwrite=args.overwrite, **options) as rec:
         args.recorder = rec  # for main()'s message if Ctrl-C or SIGTERM ends the recording
         bar = tqdm(total=n, unit="frame", disable=args.quiet or None, leave=False, dynamic_ncols=True)
         try:

@@ -112,7 +112,7 @@ def create_context(device: int | None = None) -> GLContext:
             raise ConfigError(f"device {device!r} must be a non-negative EGL device index, e.g. 0.")
         kwargs["device_index"] = device
     try:
-        ctx = moderngl.create_context(standalone=True, backend="egl", require=REQUIRED_GL, **kwargs)
+        ctx = moderngl.create_context(standalone=True, backend="egl", require=REQUIRED_GL, **kwargs)  # type: ignore[arg-type]
     except Exception as exc:  # moderngl/glcontext raise plain Exceptions
         raise ContextError(
             f"Could not create a headless EGL OpenGL {REQUIRED_GL // 100}.{REQUIRED_GL % 100 // 10} context "

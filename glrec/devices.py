@@ -22,6 +22,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import DeviceError
 
@@ -74,7 +75,7 @@ def egl_devices() -> list[EglDevice]:
     egl.eglGetProcAddress.restype = ctypes.c_void_p
     egl.eglGetProcAddress.argtypes = [ctypes.c_char_p]
 
-    def fn(name: str, restype: object, *args: object) -> object | None:
+    def fn(name: str, restype: Any, *args: Any) -> Any:
         ptr = egl.eglGetProcAddress(name.encode())
         return ctypes.CFUNCTYPE(restype, *args)(ptr) if ptr else None
 

@@ -49,8 +49,8 @@ def _cuda_summary() -> tuple[str | None, list[Any]]:
 def _reference_luma(scene: str, size: tuple[int, int], frames: int, fps: float, colour: Any) -> list[np.ndarray]:
     """Luma of ``scene`` rendered with plain moderngl calls (no glrec pipeline), rows top-down."""
     from .context import create_context
-    from .interop import RenderTarget
     from .scenes import load_scene
+    from .target import RenderTarget
 
     out = []
     with create_context() as gl:
@@ -71,7 +71,7 @@ def decoded_luma(path: Path) -> list[np.ndarray]:
     """Every frame's luma, decoded by PyAV (FFmpeg's decoders)."""
     import av
 
-    out = []
+    out: list[np.ndarray] = []
     if "%" in path.name:
         files = sorted(path.parent.glob(path.name.split("%")[0] + "*" + path.suffix))
         for f in files:
@@ -91,7 +91,7 @@ def psnr(a: np.ndarray, b: np.ndarray) -> float:
 
 def _round_trip(path: Path, frames: int = 10, size: tuple[int, int] = (320, 240), **options: Any) -> tuple[Any, float]:
     """Record colour bars through ``options``' backend, decode them back, return (result, worst PSNR)."""
-    from .recorder import record
+    from .result import record
 
     result = record("bars", path, size=size, fps=30, frames=frames, overwrite=True, **options)
     got = decoded_luma(path)
@@ -162,7 +162,7 @@ def _cuda_hint() -> str:
 
 
 def _gpu_checks(workdir: Path, h264: Path) -> list[Check]:
-    from .encoders.select import nvenc_status, nvjpeg_problem
+    from .encoders.available import nvenc_status, nvjpeg_problem
 
     checks = []
     for kind in ("register", "shared"):
@@ -256,7 +256,7 @@ def info_lines() -> list[str]:
     if problem:
         lines.append("    nvenc, nvjpeg: need CUDA")
         return lines
-    from .encoders.select import nvenc_status, nvjpeg_problem
+    from .encoders.available import nvenc_status, nvjpeg_problem
 
     for codec, why in nvenc_status(("h264", "hevc", "av1")).items():
         lines.append(f"    nvenc {codec}: {'opens a session' if why is None else 'unavailable: ' + why}")

@@ -1,260 +1,264 @@
-"""Option tables and validation.
+"""Every option, declared once.
 
-Every public option is checked here, before any GL or CUDA object exists, and a
-bad value gets a :class:`~glrec.errors.ConfigError` that lists the valid ones.
+Each option is one dataclass field made by :func:`option`: its type and default
+are the field's, and its metadata holds the help text, the CLI flag and the
+parser that validates it. :class:`VideoOptions` (how frames become a stream),
+:class:`PipelineOptions` (how the chain is built) and :class:`LengthOptions`
+(how long a recording is) are the three tables; ``Recorder``'s keywords, every
+subcommand's flags (:func:`add_flags`) and the option reference
+(``python -m glrec.options``, ``docs/options.md``) are derived from them, so
+the Python API and the CLI accept the same values and share their defaults.
+
+This module validates types and ranges only. What a particular encoder or
+container accepts (presets, sizes, pixel formats) is checked by that stage,
+through the pipeline's plan, still before any GL object exists.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Literal, get_args
+import argparse
+import difflib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import MISSING, Field, dataclass, field, fields, replace
+from typing import Any, Literal, TypeVar
 
 from .colour import ColourSpec, Matrix, Range
-from .errors import ConfigError, OutputError, OutputExistsError
+from .errors import ConfigError
+from .values import (
+    _boolean,
+    _choice,
+    _number,
+    check_choice,
+    check_number,
+    parse_bitrate,
+    parse_encoder_options,
+    parse_size,
+)
+
+__all__ = [
+    "DEFAULT_SECONDS", "LengthOptions", "PipelineOptions", "VideoOptions", "add_flags", "check_choice", "check_number",
+    "frame_count", "option", "parse_bitrate", "parse_fps", "parse_size", "split_options", "values_from_args",
+]  # fmt: skip
 
 Codec = Literal["h264", "hevc", "av1", "mjpeg"]
 EncoderName = Literal["auto", "cpu", "nvenc", "nvjpeg"]
 PixelFormat = Literal["yuv420p", "nv12", "yuv444p", "rgba"]  # rgba: NVENC's ABGR input
+HandoffName = Literal["auto", "host", "register", "shared"]
+Tuning = Literal["hq", "ll", "ull", "lossless"]
+RateControl = Literal["vbr", "cbr", "constqp"]
 OddSize = Literal["error", "pad"]
 
-# The libavcodec encoder behind each codec on the CPU path.
-CPU_ENCODERS: dict[str, str] = {"h264": "libx264", "hevc": "libx265", "av1": "libsvtav1", "mjpeg": "mjpeg"}
-# Which codecs each output kind can carry, keyed by file extension.
-CONTAINERS: dict[str, tuple[str, ...]] = {
-    # AV1 goes to .ivf only: PyAV (18) cannot make an AV1 output stream from parsed
-    # packets, because its template lookup wants an encoder named like the decoder.
-    ".mp4": ("h264", "hevc"),
-    ".mov": ("h264", "hevc", "mjpeg"),
-    ".mkv": ("h264", "hevc", "mjpeg"),
-    ".avi": ("mjpeg",),
-    ".h264": ("h264",),
-    ".264": ("h264",),
-    ".hevc": ("hevc",),
-    ".h265": ("hevc",),
-    ".265": ("hevc",),
-    ".ivf": ("av1",),
-    # Image sequences: the path holds a printf pattern such as frames/%06d.jpg.
-    ".jpg": ("mjpeg",),
-    ".jpeg": ("mjpeg",),
-}
-IMAGE_SEQUENCES: frozenset[str] = frozenset({".jpg", ".jpeg"})
 SUBSAMPLED: frozenset[str] = frozenset({"yuv420p", "nv12"})
-MAX_FPS = 1000.0
-# Presets each CPU encoder takes (SVT-AV1 counts from slowest, 0, to fastest, 13).
-_X26X_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
-CPU_PRESETS: dict[str, tuple[str, ...]] = {
-    "libx264": (*_X26X_PRESETS, "placebo"),
-    "libx265": (*_X26X_PRESETS, "placebo"),
-    "libsvtav1": tuple(str(i) for i in range(14)),
-    "mjpeg": (),
-}
-NVENC_PRESETS: tuple[str, ...] = tuple(f"p{i}" for i in range(1, 8))
+MIN_FPS, MAX_FPS = 0.01, 1000.0
+MAX_SECONDS = 366 * 24 * 3600.0  # a year of video: anything longer is a typo, not a plan
+DEFAULT_SECONDS = 5.0  # the length of a recording given neither seconds nor frames
+
+T = TypeVar("T")
 
 
-def cpu_size_problem(codec: str, width: int, height: int) -> str | None:
-    """Why the CPU encoder for ``codec`` cannot take an encoded picture of this size (None if it can).
-
-    Measured with PyAV 18's libx264, libx265 3.x and SVT-AV1 by encoding every size
-    on a grid in a child process: x264 refuses over 16384 a side; x265 opens from
-    16x16, but pictures of 32 rows or fewer and 33-48 wide (40x16, 36x28, 40x32 in
-    4:4:4, ...) corrupt its heap and abort the process when it closes, and every
-    size above 32 a side worked; SVT-AV1 refuses under 4 or over
-    16384 a side, and never finishes (its flush waits forever) when one side is
-    over 64 and the other under 26.
-    """
-    short, long = min(width, height), max(width, height)
-    if codec == "h264" and long > 16384:
-        return "libx264 takes at most 16384 pixels a side"
-    if codec == "hevc" and short <= 32:
-        return "libx265 needs more than 32 pixels a side (smaller pictures can crash it)"
-    if codec == "av1":
-        if short < 4 or long > 16384:
-            return "SVT-AV1 takes 4 to 16384 pixels a side"
-        if long > 64 and short < 32:
-            return "SVT-AV1 hangs when one side is over 64 pixels and the other under 26; use at least 32"
-    return None
-
-
-def check_number(
-    what: str, value: object, lo: float, hi: float | None, *, integer: bool = False, example: str = ""
-) -> float:
-    """Return ``value`` as a float if it is a number in ``lo..hi`` (whole if ``integer``), else raise ConfigError."""
-    hint = f" (e.g. {example})" if example else ""
+def parse_fps(value: object) -> float:
     try:
-        if isinstance(value, bool):  # True is an int to Python, never a count to a user
+        if isinstance(value, bool):
             raise TypeError
-        number = float(value)  # type: ignore[arg-type]
-        if number != number or (integer and number != int(number)):  # NaN, or a fraction
-            raise ValueError
+        fps = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError):
-        raise ConfigError(f"{what} {value!r} is not {'a whole number' if integer else 'a number'}{hint}.") from None
-    if hi is None and number < lo:
-        raise ConfigError(f"{what} {value!r} must be at least {lo:g}{hint}.")
-    if hi is not None and not lo <= number <= hi:
-        raise ConfigError(f"{what} {value!r} is outside {lo:g}..{hi:g}{hint}.")
-    return number
+        raise ConfigError(f"fps {value!r} is not a number; use e.g. 30 or 59.94.") from None
+    if not MIN_FPS <= fps <= MAX_FPS:  # also NaN and inf
+        raise ConfigError(f"fps {fps} must be above 0 ({MIN_FPS:g} at least) and at most {MAX_FPS:g}; use e.g. 30.")
+    return fps
 
 
-def check_choice(what: str, value: object, valid: tuple[str, ...] | list[str]) -> str:
-    """Return ``value`` if it is one of ``valid``, else raise a ConfigError listing them."""
-    if value not in valid:
-        raise ConfigError(f"Unknown {what} {value!r}. Valid: {', '.join(sorted(valid))}.")
-    return str(value)
-
-
-def parse_size(text: str | tuple[int, int]) -> tuple[int, int]:
-    """Parse ``"1920x1080"`` (or pass a tuple through) into ``(width, height)``."""
-    if isinstance(text, str):
-        parts = text.lower().replace("×", "x").split("x")
-        try:
-            w, h = (int(p) for p in parts)
-        except ValueError:
-            raise ConfigError(f"Size {text!r} is not WIDTHxHEIGHT, e.g. 1920x1080.") from None
-        return w, h
-    try:
-        w, h = text
-        if isinstance(w, bool) or isinstance(h, bool) or int(w) != w or int(h) != h:
-            raise ValueError
-        return int(w), int(h)
-    except (TypeError, ValueError, OverflowError):
-        raise ConfigError(f"Size {text!r} is not a (width, height) pair of whole numbers, e.g. (1920, 1080).") from None
+# -- declaration -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class VideoOptions:
-    """Everything that decides how frames become a file. Build with :meth:`create`."""
+class OptionSpec:
+    """What :func:`option` records beside a field's type and default."""
 
-    size: tuple[int, int] = (1280, 720)
-    fps: float = 30.0
-    codec: Codec = "h264"
-    encoder: EncoderName = "auto"
-    pix_fmt: PixelFormat = "yuv420p"
-    colour: ColourSpec = field(default_factory=ColourSpec)
-    crf: float | None = None
-    qp: int | None = None
-    bitrate: int | None = None
-    preset: str | None = None
-    gop: int | None = None
-    bframes: int | None = None
-    odd_size: OddSize = "error"
-    quality: int = 90  # JPEG quality for mjpeg / nvjpeg
-    tuning: str | None = None  # NVENC tuning: hq, ll, ull, lossless
-    rc: str | None = None  # NVENC rate control: cbr, vbr, constqp
-    live: bool = False  # encoder tuned for latency (see glrec.encoders.latency)
+    help: str
+    parse: Callable[[Any], Any]
+    flags: tuple[str, ...]  # CLI spellings; empty: Python only
+    metavar: str | None
+    boolean: bool
+    repeat: bool  # the flag may be given several times (a list)
+
+
+def option(
+    default: Any,
+    help: str,
+    parse: Callable[[Any], Any],
+    *,
+    flags: tuple[str, ...] | None = None,
+    metavar: str | None = None,
+    boolean: bool = False,
+    repeat: bool = False,
+    default_factory: Callable[[], Any] | None = None,
+) -> Any:
+    """Declare one option: a dataclass field with its help text, CLI flag(s) and parser."""
+    spec = OptionSpec(help, parse, flags if flags is not None else (), metavar, boolean, repeat)
+    if default_factory is not None:
+        return field(default_factory=default_factory, metadata={"glrec": spec})
+    return field(default=default, metadata={"glrec": spec})
+
+
+def _flag(name: str) -> tuple[str, ...]:
+    return ("--" + name.replace("_", "-"),)
+
+
+def declared(cls: type) -> list[tuple[Field[Any], OptionSpec]]:
+    """The options a table declares, in declaration order."""
+    return [(f, f.metadata["glrec"]) for f in fields(cls) if "glrec" in f.metadata]
+
+
+class _Table:
+    """Shared behaviour of the option tables: build from keywords, list names, replace."""
 
     @classmethod
-    def create(
-        cls,
-        size: str | tuple[int, int] = (1280, 720),
-        fps: float = 30.0,
-        *,
-        codec: str = "h264",
-        encoder: str = "auto",
-        pix_fmt: str = "yuv420p",
-        matrix: str | None = None,
-        range: str | None = None,
-        crf: float | None = None,
-        qp: int | None = None,
-        bitrate: int | None = None,
-        preset: str | None = None,
-        gop: int | None = None,
-        bframes: int | None = None,
-        pad: bool = False,
-        quality: int = 90,
-        tuning: str | None = None,
-        rc: str | None = None,
-        live: bool = False,
-    ) -> VideoOptions:
-        """Validate every option and return the options, or raise ConfigError."""
-        w, h = parse_size(size)
-        check_choice("codec", codec, get_args(Codec))
-        check_choice("encoder", encoder, get_args(EncoderName))
-        check_choice("pixel format", pix_fmt, get_args(PixelFormat))
-        if matrix is None:
-            matrix = "bt601" if codec == "mjpeg" else "bt709"  # JFIF fixes the BT.601 matrix
-        check_choice("colour matrix", matrix, get_args(Matrix))
-        if codec == "mjpeg" and matrix != "bt601":
-            raise ConfigError("JPEG decoders always use the BT.601 matrix; use matrix 'bt601' for mjpeg.")
-        if range is None:
-            range = "full" if codec == "mjpeg" else "limited"  # JPEG decoders assume full range
-        check_choice("colour range", range, get_args(Range))
-        if codec == "mjpeg" and range != "full":
-            raise ConfigError("JPEG is always full range; use range 'full' (the default for mjpeg).")
-        if w <= 0 or h <= 0:
-            raise ConfigError(f"Size {w}x{h} must be positive in both dimensions, e.g. 1280x720.")
-        try:
-            if isinstance(fps, bool):
-                raise TypeError
-            fps = float(fps)
-        except (TypeError, ValueError, OverflowError):
-            raise ConfigError(f"fps {fps!r} is not a number; use e.g. 30 or 59.94.") from None
-        if not (0 < fps <= MAX_FPS):
-            raise ConfigError(f"fps {fps} must be above 0 and at most {MAX_FPS:g}; use e.g. 30.")
-        if sum(x is not None for x in (crf, qp, bitrate)) > 1:
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f, _ in declared(cls))
+
+    @classmethod
+    def parse(cls: type[T], values: Mapping[str, object]) -> T:
+        """Check each given value with its option's parser; the rest keep their defaults."""
+        known = {f.name: spec for f, spec in declared(cls)}
+        checked: dict[str, Any] = {}
+        for name, value in values.items():
+            if name not in known:
+                raise unknown_option(name, known)
+            checked[name] = None if value is None else known[name].parse(value)
+        return cls(**{k: v for k, v in checked.items() if v is not None})
+
+    def with_(self: T, **changes: object) -> T:
+        return replace(self, **changes)  # type: ignore[type-var]
+
+
+def unknown_option(name: str, valid: Iterable[str]) -> ConfigError:
+    valid = sorted(valid)
+    close = difflib.get_close_matches(name, valid, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    return ConfigError(f"Unknown option {name!r}.{hint} Valid: {', '.join(valid)}.")
+
+
+@dataclass(frozen=True)
+class VideoOptions(_Table):
+    """How frames become a stream. Build with :meth:`create`; every field is one option."""
+
+    size: tuple[int, int] = option(
+        (1280, 720), "picture size WIDTHxHEIGHT", parse_size, flags=_flag("size"), metavar="WxH"
+    )
+    fps: float = option(30.0, "frames per second (time of frame i is i / fps)", parse_fps, flags=_flag("fps"))
+    codec: Codec = option(
+        "h264", "h264, hevc, av1 (.ivf) or mjpeg (.mkv/.mov/.avi, frames_%%06d.jpg)", _choice("codec", Codec),
+        flags=_flag("codec"),
+    )  # fmt: skip
+    encoder: EncoderName = option(
+        "auto", "auto (NVENC, nvJPEG or CPU; see glrec info), cpu, nvenc or nvjpeg", _choice("encoder", EncoderName),
+        flags=_flag("encoder"),
+    )  # fmt: skip
+    pix_fmt: PixelFormat = option(
+        "yuv420p", "yuv420p, nv12, yuv444p, or rgba (NVENC's ABGR input)", _choice("pixel format", PixelFormat),
+        flags=_flag("pix-fmt"),
+    )  # fmt: skip
+    matrix: Matrix | None = option(
+        None, "RGB->YUV matrix bt709 or bt601 (default bt709; bt601 for mjpeg)", _choice("colour matrix", Matrix),
+        flags=_flag("matrix"),
+    )  # fmt: skip
+    colour_range: Range | None = option(
+        None, "limited or full (default limited; full for mjpeg)", _choice("colour range", Range),
+        flags=("--range", "--colour-range"),
+    )  # fmt: skip
+    crf: float | None = option(
+        None, "constant quality (x264 default 20, x265 24, SVT-AV1 35; lower is better)",
+        _number("crf", 0, 63, example="20; 0 is lossless for h264"), flags=_flag("crf"),
+    )  # fmt: skip
+    qp: int | None = option(
+        None, "constant quantiser (0 is lossless for h264)",
+        _number("qp", 0, 255, integer=True, example="0 for lossless h264, 20-30 typical"), flags=_flag("qp"),
+    )  # fmt: skip
+    bitrate: int | None = option(None, "target bitrate, e.g. 8M or 2500k", parse_bitrate, flags=_flag("bitrate"))
+    preset: str | None = option(
+        None, "encoder preset (x264/x265 ultrafast..veryslow, default veryfast; SVT-AV1 0-13; NVENC p1-p7)", str,
+        flags=_flag("preset"),
+    )  # fmt: skip
+    gop: int | None = option(
+        None, "frames between keyframes", _number("gop", 1, None, integer=True, example="60"), flags=_flag("gop")
+    )
+    bframes: int | None = option(
+        None, "B-frames between references", _number("bframes", 0, 16, integer=True, example="0 or 2"),
+        flags=_flag("bframes"),
+    )  # fmt: skip
+    quality: int = option(
+        90, "JPEG quality 1-100 (mjpeg, nvjpeg)", _number("JPEG quality", 1, 100, integer=True, example="90"),
+        flags=_flag("quality"),
+    )  # fmt: skip
+    pad: bool = option(
+        False,
+        "pad odd sizes to even for 4:2:0 by repeating the edge",
+        _boolean("pad"),
+        flags=_flag("pad"),
+        boolean=True,
+    )
+    tuning: Tuning | None = option(
+        None, "NVENC tuning: hq, ll, ull or lossless", _choice("NVENC tuning", Tuning), flags=_flag("tuning")
+    )
+    rc: RateControl | None = option(
+        None, "NVENC rate control: vbr, cbr or constqp", _choice("NVENC rate control", RateControl), flags=_flag("rc")
+    )
+    encoder_options: tuple[tuple[str, str], ...] = option(
+        (), "passed to the encoder as is, after glrec's own settings (PyAV codec options, NVENC keywords)",
+        parse_encoder_options, flags=("-x", "--encoder-option"), metavar="KEY=VALUE", repeat=True,
+    )  # fmt: skip
+    live: bool = option(False, "tune the encoder for latency (glrec stream / serve set it)", _boolean("live"))
+
+    @classmethod
+    def create(cls, size: object = None, fps: object = None, **values: object) -> VideoOptions:
+        """Validate every option and return the options, or raise ConfigError.
+
+        >>> VideoOptions.create("640x360", 30, bitrate="2M").bitrate
+        2000000
+        """
+        opts = cls.parse({"size": size, "fps": fps, **values})
+        return opts._checked()
+
+    def _checked(self) -> VideoOptions:
+        """Checks across options; stage-specific limits are the stages' (see the module docstring)."""
+        codec, matrix, colour_range = self.codec, self.matrix, self.colour_range
+        if codec == "mjpeg":  # JFIF fixes the BT.601 matrix and full range; decoders assume both
+            if matrix not in (None, "bt601"):
+                raise ConfigError("JPEG decoders always use the BT.601 matrix; use matrix 'bt601' for mjpeg.")
+            if colour_range not in (None, "full"):
+                raise ConfigError("JPEG is always full range; use range 'full' (the default for mjpeg).")
+        matrix = matrix or ("bt601" if codec == "mjpeg" else "bt709")
+        colour_range = colour_range or ("full" if codec == "mjpeg" else "limited")
+        if sum(x is not None for x in (self.crf, self.qp, self.bitrate)) > 1:
             raise ConfigError("Give at most one of crf, qp and bitrate: they are alternative rate controls.")
-        if crf is not None:
-            crf = check_number("crf", crf, 0, 63, example="20; 0 is lossless for h264, 18-28 is typical")
-        if qp is not None:
-            qp = int(check_number("qp", qp, 0, 255, integer=True, example="0 for lossless h264, 20-30 typical"))
-        if bitrate is not None:
-            bitrate = int(check_number("bitrate", bitrate, 1, None, integer=True, example="8000000 bits per second"))
-        if gop is not None:
-            gop = int(check_number("gop", gop, 1, None, integer=True, example="60 frames between keyframes"))
-        if bframes is not None:
-            bframes = int(check_number("bframes", bframes, 0, 16, integer=True, example="0 or 2"))
-        quality = int(check_number("JPEG quality", quality, 1, 100, integer=True, example="90"))
-        for flag, value in (("pad", pad), ("live", live)):
-            if not isinstance(value, bool):
-                raise ConfigError(f"{flag} {value!r} must be True or False.")
-        if preset is not None:
-            preset = str(preset)
-            valid = (*CPU_PRESETS[CPU_ENCODERS[codec]], *NVENC_PRESETS)
-            if encoder == "auto" and preset not in valid and preset.lower() not in NVENC_PRESETS:
-                # either encoder may run: a preset neither knows is an error now, not after the GL setup
-                check_choice(f"preset for {codec} (CPU or NVENC)", preset, valid)
-        if pix_fmt == "rgba" and (codec == "mjpeg" or encoder in ("cpu", "nvjpeg")):
+        if self.pix_fmt == "rgba" and (codec == "mjpeg" or self.encoder in ("cpu", "nvjpeg")):
             raise ConfigError("pix_fmt rgba is NVENC's ABGR input; use yuv420p, nv12 or yuv444p here.")
-        if codec == "mjpeg" and pix_fmt == "nv12":
+        if codec == "av1" and self.pix_fmt == "yuv444p":
+            raise ConfigError("AV1 here is 4:2:0: SVT-AV1 takes yuv420p only, NVENC yuv420p, nv12 or rgba.")
+        if codec == "mjpeg" and self.pix_fmt == "nv12":
             raise ConfigError("mjpeg cannot carry nv12; use pix_fmt yuv420p or yuv444p.")
-        if codec == "av1" and pix_fmt != "yuv420p":
-            raise ConfigError(f"The AV1 CPU encoder (SVT-AV1) takes yuv420p only, not {pix_fmt}.")
-        if codec == "hevc" and pix_fmt == "nv12":
-            raise ConfigError("The HEVC CPU encoder (x265) takes yuv420p or yuv444p, not nv12.")
-        if live and bframes:
-            raise ConfigError(f"bframes {bframes} would delay every frame in live mode; use bframes 0 (the default).")
-        if live and codec == "av1":
+        if self.live and self.bframes:
+            raise ConfigError(f"bframes {self.bframes} would delay every frame in live mode; use bframes 0.")
+        if self.live and codec == "av1":
             raise ConfigError("Live mode has no low-latency AV1 settings yet; use codec h264 (or hevc).")
-        odd = w % 2 or h % 2
-        if odd and pix_fmt in SUBSAMPLED and not pad:
+        w, h = self.size
+        if (w % 2 or h % 2) and self.pix_fmt in SUBSAMPLED and not self.pad:
             raise ConfigError(
-                f"Size {w}x{h} has an odd dimension, which {pix_fmt} (4:2:0) cannot hold. "
+                f"Size {w}x{h} has an odd dimension, which {self.pix_fmt} (4:2:0) cannot hold. "
                 f"Use an even size such as {w + w % 2}x{h + h % 2}, pass pad=True (--pad) to add "
                 "a replicated edge row/column, or use pix_fmt yuv444p."
             )
-        options = cls(
-            size=(w, h),
-            fps=fps,
-            codec=codec,  # type: ignore[arg-type]
-            encoder=encoder,  # type: ignore[arg-type]
-            pix_fmt=pix_fmt,  # type: ignore[arg-type]
-            colour=ColourSpec(matrix, range),  # type: ignore[arg-type]
-            crf=crf,
-            qp=qp,
-            bitrate=bitrate,
-            preset=preset,
-            gop=gop,
-            bframes=bframes,
-            odd_size="pad" if (odd and pad) else "error",
-            quality=quality,
-            tuning=tuning,
-            rc=rc,
-            live=bool(live),
-        )
-        if encoder == "cpu":
-            check_cpu_encoder(options)
-        return options
+        return replace(self, matrix=matrix, colour_range=colour_range)
+
+    @property
+    def colour(self) -> ColourSpec:
+        return ColourSpec(self.matrix or "bt709", self.colour_range or "limited")
+
+    @property
+    def odd_size(self) -> OddSize:
+        w, h = self.size
+        return "pad" if self.pad and (w % 2 or h % 2) and self.pix_fmt in SUBSAMPLED else "error"
 
     @property
     def encoded_size(self) -> tuple[int, int]:
@@ -264,82 +268,137 @@ class VideoOptions:
             return w + w % 2, h + h % 2
         return self.size
 
-    def with_(self, **changes: object) -> VideoOptions:
-        return replace(self, **changes)  # type: ignore[arg-type]
+
+@dataclass(frozen=True)
+class PipelineOptions(_Table):
+    """How the chain is built: which devices, which handoff, how deep the queues are."""
+
+    handoff: HandoffName = option(
+        "auto", "GL -> encoder handoff: auto, host (PBO readback), register or shared (CUDA)",
+        _choice("handoff", HandoffName), flags=_flag("handoff"),
+    )  # fmt: skip
+    cuda_device: int = option(
+        0, "CUDA device ordinal for the GPU path (the EGL device is matched to it)",
+        _number("cuda_device", 0, 1024, integer=True, example="0"), flags=_flag("cuda-device"),
+    )  # fmt: skip
+    egl_device: int | None = option(
+        None, "EGL device index (default: the one matching the CUDA device, else the first)",
+        _number("egl_device", 0, 1024, integer=True, example="0"), flags=("--egl-device", "--device"),
+    )  # fmt: skip
+    ring: int = option(
+        3, "frames in flight on the GL side (readback ring depth)", _number("ring", 2, 64, integer=True, example="3")
+    )
+    queue_size: int = option(
+        8, "frames queued for the encode thread", _number("queue_size", 1, 1024, integer=True, example="8")
+    )
 
 
-def check_cpu_encoder(options: VideoOptions) -> None:
-    """Check what the CPU encoder (libavcodec) would reject when it opens: preset, frame rate, picture size.
+@dataclass(frozen=True)
+class LengthOptions(_Table):
+    """How long a recording is: ``seconds`` or ``frames`` (neither: :data:`DEFAULT_SECONDS`)."""
 
-    Called for ``encoder="cpu"`` by :meth:`VideoOptions.create`, and for ``auto``
-    once the backend has chosen the CPU, in both cases before any GL object exists.
+    seconds: float | None = option(
+        None, f"length in seconds (default {DEFAULT_SECONDS:g})",
+        _number("seconds", 0, MAX_SECONDS, example="3"), flags=_flag("seconds"),
+    )  # fmt: skip
+    frames: int | None = option(
+        None, "length in frames", _number("frames", 1, 1e12, integer=True, example="90"), flags=_flag("frames")
+    )
+
+    def count(self, fps: float, *, default: float | None = DEFAULT_SECONDS) -> int | None:
+        """Frames to record at ``fps`` (None: no length given and no default, i.e. run until stopped)."""
+        if self.seconds is not None and self.frames is not None:
+            raise ConfigError("Give at most one of seconds and frames, e.g. seconds=3 or frames=90.")
+        if self.frames is not None:
+            return self.frames
+        seconds = self.seconds if self.seconds is not None else default
+        if seconds is None:
+            return None
+        if not seconds > 0:
+            raise ConfigError(f"seconds {seconds!r} must be positive, e.g. 3.")
+        return max(1, round(seconds * fps))
+
+
+def frame_count(fps: float, seconds: object = None, frames: object = None) -> int:
+    """Frames in a recording of ``seconds`` or ``frames`` at ``fps``; neither: :data:`DEFAULT_SECONDS`."""
+    n = LengthOptions.parse({"seconds": seconds, "frames": frames}).count(parse_fps(fps))
+    assert n is not None
+    return n
+
+
+def split_options(values: Mapping[str, object]) -> tuple[dict[str, object], dict[str, object]]:
+    """Split ``Recorder``-style keywords into video and pipeline options; unknown names raise."""
+    video, pipeline = {}, {}
+    v_names, p_names = set(VideoOptions.names()), set(PipelineOptions.names())
+    for name, value in values.items():
+        if name in v_names:
+            video[name] = value
+        elif name in p_names:
+            pipeline[name] = value
+        else:
+            raise unknown_option(name, v_names | p_names)
+    return video, pipeline
+
+
+# -- CLI -------------------------------------------------------------------------------------------
+
+
+def add_flags(
+    parser: argparse.ArgumentParser,
+    *tables: type,
+    title: str | None = None,
+    help_overrides: Mapping[str, str] | None = None,
+) -> None:
+    """Add every option of ``tables`` that has a flag; values stay None unless given (defaults live here).
+
+    ``help_overrides`` replaces an option's help for one command (e.g. what no length means there).
     """
-    name = CPU_ENCODERS[options.codec]
-    if options.preset is not None:
-        valid = CPU_PRESETS[name]
-        if not valid:
-            raise ConfigError(f"{name} ({options.codec}) has no presets; leave preset unset (quality sets JPEG size).")
-        check_choice(f"preset for {name}", str(options.preset), valid)
-    if options.codec == "av1" and options.fps > 240:
-        raise ConfigError(f"fps {options.fps:g} is above what SVT-AV1 (av1) takes, 240; use a lower fps or codec h264.")
-    w, h = options.encoded_size
-    problem = cpu_size_problem(options.codec, w, h)
-    if problem is not None:
-        raise ConfigError(f"Size {w}x{h} cannot be encoded as {options.codec}: {problem}. Use e.g. 64x64.")
+    group = parser.add_argument_group(title) if title else parser
+    for table in tables:
+        for f, spec in declared(table):
+            if not spec.flags:
+                continue
+            default = "" if f.default in (None, (), MISSING) else f" (default {_shown(f.default)})"
+            text = (help_overrides or {}).get(f.name, spec.help + default)
+            kwargs: dict[str, Any] = {"dest": f.name, "default": None, "help": text}
+            if spec.boolean:
+                kwargs["action"] = "store_true"
+            else:
+                kwargs["metavar"] = spec.metavar or f.name.upper()
+                if spec.repeat:
+                    kwargs["action"] = "append"
+            group.add_argument(*spec.flags, **kwargs)
 
 
-def output_kind(path: str | os.PathLike[str], codec: str) -> str:
-    """Return the output's extension after checking it can carry ``codec``."""
-    ext = Path(path).suffix.lower()
-    if ext not in CONTAINERS:
-        raise ConfigError(
-            f"Unknown output type {ext or '(no extension)'!r} for {os.fspath(path)!r}. "
-            f"Valid: {', '.join(sorted(CONTAINERS))}."
-        )
-    if ext in IMAGE_SEQUENCES and not has_frame_pattern(path):
-        raise ConfigError(
-            f"An image sequence needs a frame-number pattern in its name, e.g. {Path(path).with_suffix('')!s}"
-            f"_%06d{ext}; got {os.fspath(path)!r}."
-        )
-    if codec not in CONTAINERS[ext]:
-        raise ConfigError(
-            f"A {ext} file cannot carry {codec}. For {ext} use codec {' or '.join(CONTAINERS[ext])}, "
-            f"or pick an extension that takes {codec}: "
-            f"{', '.join(e for e, cs in CONTAINERS.items() if codec in cs)}."
-        )
-    return ext
+def values_from_args(args: argparse.Namespace, *tables: type) -> dict[str, Any]:
+    """The options of ``tables`` given on the command line (unset ones left out, so defaults apply)."""
+    out: dict[str, Any] = {}
+    for table in tables:
+        for f, spec in declared(table):
+            if spec.flags and getattr(args, f.name, None) is not None:
+                out[f.name] = getattr(args, f.name)
+    return out
 
 
-def check_output_path(path: str | os.PathLike[str], overwrite: bool) -> Path:
-    """Refuse a missing directory or an existing file (unless ``overwrite``)."""
-    p = Path(path)
-    if p.is_dir():
-        raise OutputError(f"Output {str(p)!r} is a directory; give a file name such as {str(p / 'out.mp4')!r}.")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise OutputError(f"Output directory {str(parent)!r} does not exist; create it first (mkdir -p {parent}).")
-    if has_frame_pattern(p):
-        p_first = Path(frame_path(p, 0))
-        if p_first.exists() and not overwrite:
-            raise OutputExistsError(
-                f"Output {str(p_first)!r} (frame 0 of {str(p)!r}) exists; pass overwrite=True (--overwrite) "
-                "to replace the sequence."
-            )
-        return p
-    if p.exists() and not overwrite:
-        raise OutputExistsError(f"Output {str(p)!r} exists; pass overwrite=True (--overwrite) to replace it.")
-    return p
+def _shown(value: object) -> str:
+    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        return f"{value[0]}x{value[1]}"
+    return str(value)
 
 
-def has_frame_pattern(path: str | os.PathLike[str]) -> bool:
-    """True for a name with one printf integer field, such as ``frame_%06d.jpg``."""
-    try:
-        frame_path(path, 0)
-    except (TypeError, ValueError):
-        return False
-    return os.fspath(path).count("%") == 1
+def reference() -> str:
+    """The option reference in Markdown (``python -m glrec.options > docs/options.md``)."""
+    lines = ["# glrec options", "", "Generated from `glrec/options.py` (`python -m glrec.options`).", ""]
+    for table in (VideoOptions, PipelineOptions, LengthOptions):
+        lines += [f"## {table.__name__}", "", (table.__doc__ or "").strip(), ""]
+        lines += ["| keyword | CLI | default | meaning |", "|---|---|---|---|"]
+        for f, spec in declared(table):
+            flags = ", ".join(f"`{s}`" for s in spec.flags) or "(Python only)"
+            default = "—" if f.default in (None, MISSING) else f"`{_shown(f.default)}`"
+            lines.append(f"| `{f.name}` | {flags} | {default} | {spec.help.replace('%%', '%')} |")
+        lines.append("")
+    return "\n".join(lines)
 
 
-def frame_path(path: str | os.PathLike[str], index: int) -> str:
-    """The file name of frame ``index`` in an image-sequence pattern."""
-    return os.fspath(path) % index
+if __name__ == "__main__":  # pragma: no cover
+    print(reference())

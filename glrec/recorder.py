@@ -6,53 +6,26 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import moderngl
 
-from .backend import open_backend
 from .context import GLContext
 from .errors import ConfigError, GlrecError, SceneError
-from .interop import TargetRing
 from .lifecycle import deferred_signals, frame_gate, track, untrack
-from .options import VideoOptions, check_output_path, output_kind
+from .options import PipelineOptions, VideoOptions, split_options
+from .pipeline import StageTimers, build_pipeline, timed
+from .result import RecordResult
 from .scenes import Scene, load_scene
 from .sinks import Sink, open_sink
+from .sinks.paths import check_output_path
+from .sinks.registry import OutputKind, custom_output, output_kind
 from .worker import EncodeWorker
 
 log = logging.getLogger("glrec")
-
-
-@dataclass(frozen=True)
-class RecordResult:
-    """What a finished recording holds."""
-
-    path: Path
-    frames: int
-    seconds: float  # duration of the video
-    wall_seconds: float  # time the recording took
-    bytes: int
-    encoder: str
-
-    @property
-    def fps_achieved(self) -> float:
-        return self.frames / self.wall_seconds if self.wall_seconds > 0 else 0.0
-
-    @property
-    def bitrate(self) -> float:
-        """Average bits per second of video."""
-        return self.bytes * 8 / self.seconds if self.seconds > 0 else 0.0
-
-    def summary(self) -> str:
-        return (
-            f"{self.path}: {self.frames} frames ({self.seconds:.2f} s of video) in {self.wall_seconds:.2f} s "
-            f"= {self.fps_achieved:.1f} fps, {self.bytes / 1e6:.2f} MB, {self.bitrate / 1e6:.2f} Mbit/s, "
-            f"encoder {self.encoder}"
-        )
 
 
 class Recorder:
@@ -85,48 +58,21 @@ class Recorder:
     ...         rec.ctx.clear(1.0, 0.0, 0.0)
     """
 
+    _result: RecordResult  # set by close()
+
     def __init__(
         self,
         path: str | os.PathLike[str],
         *,
-        size: str | tuple[int, int] = (1280, 720),
-        fps: float = 30.0,
-        codec: str = "h264",
-        encoder: str = "auto",
-        pix_fmt: str = "yuv420p",
-        matrix: str | None = None,
-        range: str | None = None,
-        crf: float | None = None,
-        qp: int | None = None,
-        bitrate: int | None = None,
-        preset: str | None = None,
-        gop: int | None = None,
-        bframes: int | None = None,
-        quality: int = 90,
-        pad: bool = False,
         overwrite: bool = False,
-        device: int | None = None,
-        ring: int = 3,
-        queue_size: int = 8,
-        handoff: str = "auto",
-        cuda_device: int = 0,
-        tuning: str | None = None,
-        rc: str | None = None,
-        live: bool = False,
         sink: Sink | None = None,
+        **options: object,
     ) -> None:
-        self.options = VideoOptions.create(
-            size, fps, codec=codec, encoder=encoder, pix_fmt=pix_fmt, matrix=matrix, range=range,
-            crf=crf, qp=qp, bitrate=bitrate, preset=preset, gop=gop, bframes=bframes, pad=pad, quality=quality,
-            tuning=tuning, rc=rc, live=live,
-        )  # fmt: skip
-        if sink is None:
-            output_kind(path, self.options.codec)
-        if ring < 2:
-            raise ConfigError(f"ring {ring} must be at least 2 so readback overlaps rendering.")
-        if queue_size < 1:
-            raise ConfigError(f"queue_size {queue_size} must be at least 1.")
+        video, pipeline = split_options(options)
+        self.options = VideoOptions.create(**video)
+        self.pipeline_options = PipelineOptions.parse(pipeline)
         # A given sink (a network stream, say) replaces the file; path then only names it.
+        output = output_kind(path, self.options.codec) if sink is None else custom_output(self.options.codec)
         self.path = check_output_path(path, overwrite) if sink is None else Path(path)
         self._sink = sink
         self.frames_submitted = 0
@@ -135,28 +81,39 @@ class Recorder:
         self._scenes: dict[int, Scene] = {}
         self._stack = ExitStack()
         try:
-            self._build(device, ring, queue_size, handoff, cuda_device)
+            self._build(output)
         except BaseException:
             self._stack.close()
             raise
         track(self)  # finished at interpreter exit if nobody closes it
         frame_gate.acquire()
 
-    def _build(self, device: int | None, ring: int, queue_size: int, handoff: str, cuda_device: int) -> None:
+    def _build(self, output: OutputKind) -> None:
         opts, stack = self.options, self._stack
-        backend = open_backend(stack, opts, self.path, device=device, handoff=handoff, cuda_device=cuda_device,
-                               ring=ring, queue_size=queue_size)  # fmt: skip
-        self._gl: GLContext = backend.gl
-        self._targets: TargetRing = backend.targets
-        self._convert = backend.source
-        self._readback = backend.handoff
-        self.backend = backend.plan
-        encoder = self._encoder = backend.encoder
-        self.encoder_name = backend.name
+        pipeline = build_pipeline(stack, opts, self.pipeline_options, output)
+        self._gl: GLContext = pipeline.gl
+        self._target = pipeline.target
+        self._convert = pipeline.convert
+        self._handoff = pipeline.handoff
+        self.plan = pipeline.plan
+        self._encoder = pipeline.encoder
+        self.encoder_name = pipeline.name
         sink = self._sink if self._sink is not None else open_sink(self.path, opts)
-        self._worker = EncodeWorker(encoder, sink, queue_size)
+        self._worker = EncodeWorker(pipeline.encoder, sink, self.pipeline_options.queue_size)
         stack.callback(self._worker.finish)
-        log.info("recording %s: %dx%d @ %g fps, %s via %s", self.path, *opts.size, opts.fps, opts.codec, encoder.name)
+        log.info("recording %s: %dx%d @ %g fps, %s via %s", self.path, *opts.size, opts.fps, opts.codec,
+                 self.encoder_name)  # fmt: skip
+
+    def time_stages(self, timers: StageTimers) -> None:
+        """Run the stages' methods inside ``timers`` (see :mod:`glrec.pipeline.timing`); before the first frame.
+
+        The seam ``glrec bench`` profiles through; stages without a timer run as before.
+        """
+        if self.frames_submitted:
+            raise GlrecError("time_stages() must be called before the first frame.")
+        self._convert = timed("convert", self._convert, timers)
+        self._handoff = timed("handoff", self._handoff, timers)
+        self._worker.time_stages(timers)
 
     # -- public API -------------------------------------------------------------------------
 
@@ -220,7 +177,7 @@ class Recorder:
         before it and closes, and the error is raised.
         """
         self._check_open()
-        target = self._targets[self.frames_submitted]
+        target = self._target
         target.use()
         yield target.fbo
         try:
@@ -234,9 +191,9 @@ class Recorder:
 
     def _submit(self, colour: moderngl.Texture) -> None:
         self._convert.run(colour)
-        done = self._readback.submit(self.frames_submitted)
+        done = list(self._handoff.submit(self.frames_submitted))
         if self.options.live:  # latency over throughput: hand this frame on now, not N frames later
-            done += self._readback.drain()
+            done += list(self._handoff.drain())
         for frame in done:
             self._worker.put(frame)
         self.frames_submitted += 1
@@ -267,6 +224,14 @@ class Recorder:
     def request_keyframe(self) -> None:
         """Ask the encoder to make the next frame a keyframe (a late viewer can start there); any thread."""
         self._encoder.request_keyframe()
+
+    def prepare(self, scene: Scene | str) -> Scene:
+        """Set ``scene`` up now (compile its shaders, make its GL objects) instead of at its first frame.
+
+        Returns the scene object :meth:`render` will use for it. Live streaming calls this
+        before its clock starts, so that slot 0 does not pay for the setup.
+        """
+        return self._scene(scene)
 
     def _scene(self, scene: Scene | str) -> Scene:
         key = id(scene)
@@ -313,14 +278,14 @@ class Recorder:
         with deferred_signals(f"finishing {self.path}"):
             try:
                 if not self._worker.failed:  # a failed worker would only drop them
-                    for done in self._readback.drain():
+                    for done in self._handoff.drain():
                         self._worker.put(done)
             finally:
                 try:
                     self._stack.close()
                 finally:
                     self._result = self._make_result()
-        log.info("%s", self._result.summary())
+        log.info("%s", self._result.summary(), extra={"glrec_summary": True})
         return self._result
 
     def _make_result(self) -> RecordResult:
@@ -370,48 +335,3 @@ class Recorder:
         except Exception as err:
             if err is not exc[1]:
                 log.warning("While finishing %s after an error, closing failed too: %r", self.path, err)
-
-
-def record(
-    scene: Scene | str,
-    path: str | os.PathLike[str],
-    *,
-    size: str | tuple[int, int] = (1280, 720),
-    fps: float = 30.0,
-    seconds: float | None = None,
-    frames: int | None = None,
-    progress: Callable[[int], None] | None = None,
-    **options: Any,
-) -> RecordResult:
-    """Render ``scene`` for ``seconds`` (or ``frames``) and write it to ``path``.
-
-    ``options`` are :class:`Recorder`'s keyword arguments (codec, crf, ...).
-    ``progress`` is called with the number of frames submitted after each one.
-
-    >>> glrec.record("cube", "cube.mp4", size=(1280, 720), fps=30, seconds=3)  # doctest: +SKIP
-    RecordResult(path=PosixPath('cube.mp4'), frames=90, ...)
-    """
-    n = frame_count(fps, seconds, frames)
-    scene = load_scene(scene)  # an unknown scene fails here, before any GL object or file exists
-    with Recorder(path, size=size, fps=fps, **options) as rec:
-        for _ in range(n):
-            rec.render(scene)
-            if progress is not None:
-                progress(rec.frames_submitted)
-    return rec.close()
-
-
-def frame_count(fps: float, seconds: float | None, frames: int | None) -> int:
-    """Frames to record for ``seconds`` or ``frames`` (exactly one of them)."""
-    if (seconds is None) == (frames is None):
-        raise ConfigError("Give exactly one of seconds and frames, e.g. seconds=3 or frames=90.")
-    if frames is not None:
-        if int(frames) != frames or frames < 1:
-            raise ConfigError(f"frames {frames!r} must be a whole number of at least 1.")
-        return int(frames)
-    assert seconds is not None
-    if not seconds > 0:
-        raise ConfigError(f"seconds {seconds!r} must be positive, e.g. 3.")
-    if fps <= 0:
-        raise ConfigError(f"fps {fps} must be above 0; use e.g. 30.")
-    return max(1, round(seconds * fps))

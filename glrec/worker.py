@@ -14,7 +14,8 @@ import threading
 
 from .encoders import Encoder
 from .frame import HostFrame
-from .interop.pool import DeviceFrame
+from .interop import Frame
+from .pipeline.timing import StageTimers, timed
 from .sinks import Sink
 
 log = logging.getLogger("glrec")
@@ -38,19 +39,19 @@ class EncodeWorker:
 
     @property
     def frames_written(self) -> int:
-        """Frames the sink holds (after a failed write: those the file kept).
+        """Frames the sink holds (after a failed write: those the file kept); one packet per frame."""
+        return self.sink.packets
 
-        Sinks count packets, one per frame for every glrec encoder; a sink that
-        keeps no count is taken to hold every frame encoded.
-        """
-        packets = getattr(self.sink, "packets", None)
-        return packets if isinstance(packets, int) else self.frames_encoded
+    def time_stages(self, timers: StageTimers) -> None:
+        """Time the encoder and the sink (see :mod:`glrec.pipeline.timing`); before the first frame."""
+        self.encoder = timed("encode", self.encoder, timers)
+        self.sink = timed("mux", self.sink, timers)
 
     @property
     def failed(self) -> bool:
         return self.error is not None
 
-    def put(self, frame: HostFrame | DeviceFrame) -> None:
+    def put(self, frame: Frame) -> None:
         """Queue a frame (blocks while the queue is full); raise if the worker has failed."""
         self._raise_error()
         while not self._offer(frame):
@@ -83,8 +84,7 @@ class EncodeWorker:
                     stopping = True
                     self.sink.write(self.encoder.flush())
                     return
-                assert isinstance(item, (HostFrame, DeviceFrame))
-                self.sink.write(self.encoder.encode(item))
+                self.sink.write(self.encoder.encode(item))  # type: ignore[arg-type]
                 self.frames_encoded += 1
         except BaseException as exc:
             self.error = exc
@@ -94,8 +94,8 @@ class EncodeWorker:
                 item = self._queue.get()
                 if item is _STOP:
                     break
-                if isinstance(item, DeviceFrame):
-                    item.release()
+                if not isinstance(item, HostFrame):
+                    item.release()  # type: ignore[attr-defined]  # a DeviceFrame
 
     def finish(self) -> None:
         """Flush the encoder, close the sink (trailer written once), join; raise the worker's error.

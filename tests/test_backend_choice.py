@@ -15,10 +15,13 @@ import pytest
 import glrec
 from glrec.cli import main
 from glrec.devices import EglDevice, match_egl_device
-from glrec.encoders import select
+from glrec.encoders import available
+from glrec.encoders.cpu import CpuEncoder
 from glrec.encoders.nvenc import NVENC_FORMATS, check_nvenc_options, explain_nvenc_error, nvenc_config
-from glrec.frame import HostFrame, Packet
-from glrec.options import VideoOptions
+from glrec.frame import HostFrame
+from glrec.options import PipelineOptions, VideoOptions
+from glrec.pipeline import plan as select
+from glrec.sinks.registry import output_kind
 
 
 def _egl(index, cuda, pci, ext="EGL_NV_device_cuda EGL_EXT_device_drm"):
@@ -107,11 +110,16 @@ def test_nvenc_option_checks():
         check_nvenc_options(VideoOptions.create((64, 64), 30, encoder="nvenc", bframes=2), raw_output=False)
     check_nvenc_options(VideoOptions.create((64, 64), 30, encoder="nvenc", bframes=2), raw_output=True)
     with pytest.raises(glrec.ConfigError, match="limited range only"):
-        check_nvenc_options(VideoOptions.create((64, 64), 30, encoder="nvenc", pix_fmt="rgba", range="full"),
+        check_nvenc_options(VideoOptions.create((64, 64), 30, encoder="nvenc", pix_fmt="rgba", colour_range="full"),
                             raw_output=False)  # fmt: skip
 
 
 # -- backend choice without CUDA ------------------------------------------------------------------
+
+
+def plan_backend(options, handoff="auto"):
+    ext = ".mkv" if options.codec == "mjpeg" else ".ivf" if options.codec == "av1" else ".mp4"
+    return select.make_plan(options, PipelineOptions(handoff=handoff), output_kind(f"out{ext}", options.codec))
 
 
 @pytest.fixture
@@ -120,7 +128,7 @@ def no_cuda(monkeypatch):
 
 
 def test_auto_without_cuda_picks_cpu_host_and_says_why(no_cuda):
-    plan = select.plan_backend(VideoOptions.create((64, 64), 30))
+    plan = plan_backend(VideoOptions.create((64, 64), 30))
     assert (plan.encoder, plan.handoff) == ("cpu", "host")
     assert "no CUDA: cuda-python is not installed" in plan.describe()
 
@@ -138,7 +146,7 @@ def test_auto_without_cuda_picks_cpu_host_and_says_why(no_cuda):
 )
 def test_explicit_gpu_choices_fail_with_the_reason(no_cuda, kwargs, handoff, error, words):
     with pytest.raises(error, match=words):
-        select.plan_backend(VideoOptions.create((64, 64), 30, **kwargs), handoff=handoff)
+        plan_backend(VideoOptions.create((64, 64), 30, **kwargs), handoff=handoff)
 
 
 def test_rgba_is_only_for_nvenc():
@@ -172,9 +180,9 @@ class _FakeDevice:
 def test_auto_with_cuda_prefers_gpu_encoders(monkeypatch, codec, nvenc, nvjpeg, expect):
     dev = _FakeDevice()
     monkeypatch.setattr(select, "_open_cuda", lambda ordinal: (dev, None))
-    monkeypatch.setattr(select, "nvenc_problem", lambda c, d: nvenc)
-    monkeypatch.setattr(select, "nvjpeg_problem", lambda: nvjpeg)
-    plan = select.plan_backend(VideoOptions.create((64, 64), 30, codec=codec))
+    monkeypatch.setattr(available, "nvenc_problem", lambda c, d: nvenc)
+    monkeypatch.setattr(available, "nvjpeg_problem", lambda: nvjpeg)
+    plan = plan_backend(VideoOptions.create((64, 64), 30, codec=codec))
     assert plan.encoder == expect[0] and expect[1] in plan.reason and plan.handoff == "auto"
     assert plan.device is dev and not dev.released
 
@@ -182,35 +190,26 @@ def test_auto_with_cuda_prefers_gpu_encoders(monkeypatch, codec, nvenc, nvjpeg, 
 def test_explicit_nvenc_without_a_session_releases_cuda_and_names_the_status(monkeypatch):
     dev = _FakeDevice()
     monkeypatch.setattr(select, "_open_cuda", lambda ordinal: (dev, None))
-    monkeypatch.setattr(select, "nvenc_problem", lambda c, d: "NV_ENC_ERR_UNSUPPORTED_DEVICE (2): no NVENC")
+    monkeypatch.setattr(available, "nvenc_problem", lambda c, d: "NV_ENC_ERR_UNSUPPORTED_DEVICE (2): no NVENC")
     with pytest.raises(glrec.EncoderUnavailableError, match=r"NVENC is unavailable: NV_ENC_ERR_UNSUPPORTED_DEVICE"):
-        select.plan_backend(VideoOptions.create((64, 64), 30, encoder="nvenc"))
+        plan_backend(VideoOptions.create((64, 64), 30, encoder="nvenc"))
     assert dev.released
 
 
-def test_device_fed_encoder_copies_to_host_and_releases():
-    class Inner:
-        codec, name = "h264", "fake"
-
-        def __init__(self):
-            self.got = []
-
-        def encode(self, frame):
-            self.got.append(frame)
-            return [Packet(b"x", frame.index, frame.index, True)]
-
+def test_cpu_encoder_copies_device_frames_to_host_and_releases_them():
     class FakeDeviceFrame:
         index, released = 7, False
 
         def to_host(self):
-            return HostFrame(7, "nv12", 2, 2, np.zeros(6, np.uint8))
+            return HostFrame(7, "yuv420p", 64, 64, np.full((96, 64), 128, np.uint8))
 
         def release(self):
             self.released = True
 
-    inner, frame = Inner(), FakeDeviceFrame()
-    packets = select.DeviceFedEncoder(inner).encode(frame)
-    assert packets[0].pts == 7 and frame.released and isinstance(inner.got[0], HostFrame)
+    encoder, frame = CpuEncoder(VideoOptions.create((64, 64), 30, qp=0, bframes=0)), FakeDeviceFrame()
+    packets = encoder.encode(frame) + encoder.flush()
+    encoder.close()
+    assert frame.released and [p.pts for p in packets] == [7]
 
 
 # -- image sequences, CLI ------------------------------------------------------------------------
@@ -256,5 +255,5 @@ def test_doctor_require_makes_a_missing_stage_fail(gl, capsys, monkeypatch):
 def test_auto_logs_one_backend_line(gl, tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="glrec"):
         glrec.record("bars", tmp_path / "a.mp4", size=(64, 48), fps=30, frames=2)
-    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("backend:")]
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("plan:")]
     assert len(lines) == 1 and "encoder" in lines[0] and "(" in lines[0]

@@ -38,8 +38,8 @@ class Solid:
 def _record(path, rgb, size, codec, errors, barrier):
     try:
         barrier.wait(timeout=30)  # start together so the two really interleave
-        with glrec.Recorder(path, size=size, fps=30, codec=codec, range="full", qp=0 if codec == "h264" else None,
-                            encoder="cpu") as rec:  # fmt: skip
+        with glrec.Recorder(path, size=size, fps=30, codec=codec, colour_range="full",
+                            qp=0 if codec == "h264" else None, encoder="cpu") as rec:  # fmt: skip
             scene = Solid(rgb)
             for _ in range(FRAMES):
                 rec.render(scene)

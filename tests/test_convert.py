@@ -5,8 +5,10 @@ import pytest
 from helpers import reference_yuv420
 
 from glrec.colour import ColourSpec
-from glrec.interop import Converter, HostReadback, RenderTarget
+from glrec.convert import Converter
+from glrec.interop import HostReadback
 from glrec.scenes import load_scene
+from glrec.target import RenderTarget
 
 
 def _render(gl, scene, size, t):

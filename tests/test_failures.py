@@ -17,8 +17,8 @@ import pytest
 from crash_helpers import decode_indices
 
 import glrec
+from glrec.convert import Converter
 from glrec.encoders.cpu import CpuEncoder
-from glrec.interop.convert import Converter
 from glrec.leaks import glrec_threads, live_gl_objects
 from glrec.sinks.container import ContainerSink
 

@@ -17,8 +17,9 @@ from conftest import psnr
 from helpers import decode_planes, reference_rgb
 
 import glrec
-from glrec.interop import Converter, RenderTarget
+from glrec.convert import Converter
 from glrec.scenes import load_scene
+from glrec.target import RenderTarget
 
 pytestmark = pytest.mark.gpu
 
@@ -57,7 +58,7 @@ def _read_pixels(ctx, tex, components):
 
 def _source(ctx, pix_fmt, size):
     from glrec.colour import ColourSpec
-    from glrec.interop.pack import RgbPacker
+    from glrec.convert.pack import RgbPacker
 
     if pix_fmt in ("rgb24", "rgba"):
         return RgbPacker(ctx, size, pix_fmt)
@@ -250,12 +251,12 @@ def test_device_matching_rejects_a_wrong_device(cuda, tmp_path):
 
 
 def test_auto_says_what_it_chose_and_why(tmp_path, caplog):
-    from glrec.encoders.select import nvenc_status
+    from glrec.encoders.available import nvenc_status
 
     why = nvenc_status()["h264"]
     with caplog.at_level(logging.INFO, logger="glrec"):
         r = glrec.record("cube", tmp_path / "a.mp4", size=SIZE, fps=FPS, frames=5)
-    lines = [rec.getMessage() for rec in caplog.records if rec.getMessage().startswith("backend:")]
+    lines = [rec.getMessage() for rec in caplog.records if rec.getMessage().startswith("plan:")]
     assert len(lines) == 1, lines
     if why is None:
         assert "encoder nvenc" in lines[0] and r.encoder == "nvenc"
@@ -265,7 +266,7 @@ def test_auto_says_what_it_chose_and_why(tmp_path, caplog):
 
 
 def _nvenc_or_skip():
-    from glrec.encoders.select import nvenc_status
+    from glrec.encoders.available import nvenc_status
 
     why = nvenc_status()["h264"]
     if why is not None:
@@ -287,7 +288,7 @@ def test_nvenc_round_trip(tmp_path, name, codec, pix_fmt):
 
 
 def test_nvenc_explicit_on_a_gpu_without_it_names_the_reason(tmp_path):
-    from glrec.encoders.select import nvenc_status
+    from glrec.encoders.available import nvenc_status
 
     why = nvenc_status()["h264"]
     if why is None:

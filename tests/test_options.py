@@ -7,7 +7,9 @@ import pytest
 import glrec
 from glrec.colour import ColourSpec
 from glrec.encoders.cpu import frame_rate
-from glrec.options import VideoOptions, check_output_path, output_kind, parse_size
+from glrec.options import VideoOptions, parse_size
+from glrec.sinks.paths import check_output_path
+from glrec.sinks.registry import output_kind
 
 
 def test_defaults():
@@ -33,7 +35,7 @@ def test_defaults():
         ({"crf": 99}, ["crf 99 is outside"]),
         ({"gop": 0}, ["gop 0 must be at least 1"]),
         ({"codec": "av1", "pix_fmt": "yuv444p"}, ["SVT-AV1", "yuv420p only"]),
-        ({"codec": "mjpeg", "range": "limited"}, ["full range"]),
+        ({"codec": "mjpeg", "colour_range": "limited"}, ["full range"]),
         ({"matrix": "bt2020"}, ["Unknown colour matrix 'bt2020'"]),
     ],
 )
@@ -65,7 +67,7 @@ def test_frame_rate_is_exact(fps, rate):
 
 
 def test_output_kind_and_codec_mismatch():
-    assert output_kind("a.MP4", "h264") == ".mp4"
+    assert output_kind("a.MP4", "h264").name == "mp4"
     with pytest.raises(glrec.ConfigError, match=r"\.mp4 file cannot carry av1.*\.ivf"):
         output_kind("a.mp4", "av1")
     with pytest.raises(glrec.ConfigError, match="Unknown output type '.webm'"):

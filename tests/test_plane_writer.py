@@ -4,10 +4,12 @@ import numpy as np
 import pytest
 
 from glrec.colour import ColourSpec
-from glrec.interop import Converter, HostReadback, RenderTarget
-from glrec.interop.pack import RgbPacker
+from glrec.convert import Converter
+from glrec.convert.pack import RgbPacker
+from glrec.interop import HostReadback
 from glrec.interop.shared import PlaneWriter
 from glrec.scenes import load_scene
+from glrec.target import RenderTarget
 
 
 @pytest.mark.parametrize("pix_fmt", ["nv12", "yuv420p", "yuv444p", "rgb24", "rgba"])

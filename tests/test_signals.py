@@ -129,7 +129,7 @@ def test_signal_while_finishing_waits_until_the_file_is_complete(gl, tmp_path, m
 
 def test_ctrl_c_while_a_frame_is_handed_on_loses_no_earlier_frame(gl, tmp_path, monkeypatch):
     """SIGINT lands just after a read-back frame left the GPU ring and before it reached the queue."""
-    from glrec.interop.readback import HostReadback
+    from glrec.interop.host import HostReadback
 
     original = HostReadback._collect
     collected = []

@@ -19,9 +19,9 @@ import pytest
 
 from glrec.errors import OutputError
 from glrec.options import VideoOptions
+from glrec.sinks.network import NetworkSink
+from glrec.sinks.timing import FrameTimes, LatencyStats
 from glrec.stream.live import LiveSession
-from glrec.stream.network import NetworkSink
-from glrec.stream.timing import FrameTimes, LatencyStats
 
 SIZE, FPS, FRAMES = (160, 120), 60.0, 30
 

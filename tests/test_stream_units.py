@@ -8,14 +8,14 @@ import pytest
 
 from glrec.encoders.latency import cpu_live_options, live_gop, nvenc_live_options, one_frame_vbv
 from glrec.errors import ConfigError, SceneError
+from glrec.inputs import InputEvent, InputQueue, InputRejected, KeyframeRequest, Ping, parse_message
 from glrec.options import VideoOptions
+from glrec.sinks.network import check_url
+from glrec.sinks.timing import FrameTimes, LatencyStats
+from glrec.sinks.viewer.protocol import FRAME_HEADER, pack_frame, unpack_frame
+from glrec.sinks.viewer.server import StreamServer, is_loopback
+from glrec.sinks.viewer.viewers import ViewerQueue
 from glrec.stream.clock import FrameClock
-from glrec.stream.inputs import InputEvent, InputQueue, InputRejected, KeyframeRequest, Ping, parse_message
-from glrec.stream.network import check_url
-from glrec.stream.protocol import FRAME_HEADER, pack_frame, unpack_frame
-from glrec.stream.server import StreamServer, is_loopback
-from glrec.stream.timing import FrameTimes, LatencyStats
-from glrec.stream.viewers import ViewerQueue
 
 
 class FakeTime:
@@ -270,7 +270,7 @@ def test_server_is_safe_by_default():
 def test_serve_without_the_stream_extra_says_how_to_install_it(monkeypatch):
     import importlib.util
 
-    from glrec.stream.server import StreamExtraMissingError
+    from glrec.sinks.viewer.server import StreamExtraMissingError
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "websockets" else real(name, *a))

@@ -23,14 +23,15 @@ from hypothesis import strategies as st
 
 import glrec
 from glrec.leaks import glrec_threads
-from glrec.options import CONTAINERS, VideoOptions, output_kind
+from glrec.options import VideoOptions
+from glrec.sinks.registry import OUTPUTS, output_kind
 
 # Whole recordings per run; raise it to hunt (GLREC_HYPOTHESIS_EXAMPLES=400 found x265's small-size abort).
 RECORD_EXAMPLES = int(os.environ.get("GLREC_HYPOTHESIS_EXAMPLES", "60"))
 CODECS = ["h264", "hevc", "av1", "mjpeg"]
 PIX_FMTS = ["yuv420p", "nv12", "yuv444p"]
 RAW = (".h264", ".264", ".hevc", ".h265", ".265")  # Annex-B: no timestamps to check
-EXTS = sorted(e for e in CONTAINERS if e not in (".jpg", ".jpeg"))  # image sequences name many files
+EXTS = sorted(e for e in OUTPUTS if e not in (".jpg", ".jpeg"))  # image sequences name many files
 
 junk = st.one_of(st.none(), st.booleans(), st.text(max_size=6), st.floats(allow_nan=True), st.integers(-5, 5))
 numbers = st.one_of(
@@ -55,7 +56,7 @@ option_values = st.fixed_dictionaries(
         "encoder": st.one_of(st.sampled_from(["auto", "cpu", "gpu"]), junk),
         "pix_fmt": st.one_of(st.sampled_from([*PIX_FMTS, "rgba", "yuv422p"]), junk),
         "matrix": _maybe(st.sampled_from(["bt709", "bt601", "bt2020"])),
-        "range": _maybe(st.sampled_from(["limited", "full", "tv"])),
+        "colour_range": _maybe(st.sampled_from(["limited", "full", "tv"])),
         "crf": _maybe(numbers),
         "qp": _maybe(numbers),
         "gop": _maybe(numbers),
@@ -68,7 +69,7 @@ option_values = st.fixed_dictionaries(
 
 
 @settings(max_examples=400, deadline=None)
-@given(options=option_values, ext=st.one_of(st.sampled_from([*CONTAINERS, ".webm", ""]), st.text(max_size=5)))
+@given(options=option_values, ext=st.one_of(st.sampled_from([*OUTPUTS, ".webm", ""]), st.text(max_size=5)))
 def test_any_option_values_are_accepted_or_refused_with_a_config_error(options, ext):
     try:
         opts = VideoOptions.create(**options)
@@ -95,20 +96,20 @@ def recordings(draw):
     """Options for a tiny recording: mostly combinations that can work, some that cannot."""
     codec = draw(st.sampled_from(CODECS))
     side = st.one_of(st.integers(1, 36).map(lambda n: 2 * n), st.integers(1, 72))  # even sizes more often
-    fitting = [e for e in EXTS if codec in CONTAINERS[e]]
+    fitting = [e for e in EXTS if codec in OUTPUTS[e].codecs]
     ext = draw(st.sampled_from(fitting) if draw(st.integers(0, 9)) else st.sampled_from(EXTS))
     options = {
         "size": (draw(side), draw(side)),
         "fps": draw(st.sampled_from([1.0, 7.5, 24.0, 29.97, 30.0, 60.0, 1000.0])),
         "codec": codec,
         "pix_fmt": draw(st.sampled_from(PIX_FMTS)),
-        "range": draw(st.sampled_from([None, "limited", "full"])),
+        "colour_range": draw(st.sampled_from([None, "limited", "full"])),
         "matrix": draw(st.sampled_from([None, "bt709", "bt601"])),
         "pad": draw(st.booleans()),
         "encoder": draw(st.sampled_from(["cpu", "auto"])),
     }
     if codec == "mjpeg":  # JPEG fixes these; mostly keep them right so the recording runs
-        options["range"], options["matrix"] = draw(
+        options["colour_range"], options["matrix"] = draw(
             st.sampled_from([(None, None), ("full", "bt601"), ("limited", None)])
         )
     return options, ext
@@ -158,7 +159,8 @@ def test_every_combination_records_a_decodable_file_or_raises_glrec_error(gl, tm
         return
     expected = VideoOptions.create(options["size"], options["fps"], codec=options["codec"],
                                    pix_fmt=options["pix_fmt"], pad=options["pad"],
-                                   range=options["range"], matrix=options["matrix"]).encoded_size  # fmt: skip
+                                   colour_range=options["colour_range"],
+                                   matrix=options["matrix"]).encoded_size  # fmt: skip
     with av.open(str(path)) as c:
         decoded = list(c.decode(video=0))
     event(f"recorded {options['codec']} in {ext}")
@@ -194,16 +196,17 @@ def test_refused_before_any_gl_object_exists(tmp_path, monkeypatch, kwargs, word
     def no_gl(*args, **kwargs):
         raise AssertionError("a GL context was created before the options were checked")
 
-    monkeypatch.setattr("glrec.backend.create_context", no_gl)
+    monkeypatch.setattr("glrec.pipeline.build.create_context", no_gl)
     kwargs = {"size": (64, 48), "encoder": "cpu", **kwargs}
+    path = tmp_path / ("x.ivf" if kwargs.get("codec") == "av1" else "x.mp4")  # an output that carries the codec
     with pytest.raises(glrec.ConfigError) as info:
-        glrec.Recorder(tmp_path / "x.mp4", fps=kwargs.pop("fps", 30), **kwargs)
+        glrec.Recorder(path, fps=kwargs.pop("fps", 30), **kwargs)
     assert words in str(info.value)
-    assert not (tmp_path / "x.mp4").exists()
+    assert not path.exists()
 
 
 def test_auto_encoder_checks_cpu_limits_before_gl_when_it_picks_the_cpu(tmp_path, monkeypatch):
-    monkeypatch.setattr("glrec.backend.create_context", lambda *a, **k: pytest.fail("GL before the check"))
+    monkeypatch.setattr("glrec.pipeline.build.create_context", lambda *a, **k: pytest.fail("GL before the check"))
     with pytest.raises(glrec.ConfigError, match="more than 32"):
         glrec.Recorder(tmp_path / "x.mkv", size=(8, 8), codec="hevc", encoder="auto", handoff="host")
 

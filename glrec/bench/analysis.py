@@ -122,11 +122,12 @@ def efficiency(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
         backend = BACKENDS.get(s.get("backend") or "")
         if backend is None or not s["row"].startswith("glrec:") or s.get("fps") is None:
             continue
-        stages = {name: fps.get((s["group"], name)) for name in backend.parallel_stages}
-        if not stages or any(v is None for v in stages.values()):
+        found = {name: fps.get((s["group"], name)) for name in backend.parallel_stages}
+        stages: dict[str, float] = {k: float(v) for k, v in found.items() if v is not None}
+        if not stages or len(stages) != len(found):
             continue
-        slowest = min(stages, key=lambda k: stages[k])  # type: ignore[arg-type,return-value]
-        serial = 1.0 / sum(1.0 / v for v in stages.values())  # type: ignore[operator]
+        slowest = min(stages, key=lambda k: stages[k])
+        serial = 1.0 / sum(1.0 / v for v in stages.values())
         line = {
             "group": s["group"], "backend": backend.name, "fps": s["fps"], "stage_fps": stages,
             "slowest_stage": slowest, "efficiency": s["fps"] / stages[slowest],  # type: ignore[operator]

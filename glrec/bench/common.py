@@ -13,8 +13,8 @@ import av
 import moderngl
 
 from ..context import GLContext, create_context
-from ..interop import RenderTarget
 from ..scenes import Scene, load_scene
+from ..target import RenderTarget
 from .meter import LoopMeter, StageClock, gpu_memory_mb, peak_rss_mb
 from .spec import RowResult, RowSpec
 

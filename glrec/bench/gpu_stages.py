@@ -10,9 +10,10 @@ reported as skipped with the reason.
 
 from __future__ import annotations
 
+from ..convert import PlaneLayout
 from ..errors import EncoderUnavailableError, GlrecError
 from ..frame import HostFrame
-from ..interop import HostReadback, PlaneLayout
+from ..interop import HostReadback
 from ..options import VideoOptions
 from ..sinks import open_sink
 from .common import describe_output, encode_all, figures, scene_rig
@@ -25,7 +26,7 @@ POOL_SLOTS = 16
 
 def _rendered_rgb(spec: RowSpec, count: int) -> list[HostFrame]:
     """``count`` frames of the scene packed to top-down RGB, as the nvJPEG backend's pack stage makes them."""
-    from ..interop.pack import RgbPacker
+    from ..convert import RgbPacker
 
     frames: list[HostFrame] = []
     with scene_rig(spec) as rig:

@@ -9,13 +9,11 @@ frames/s is reported but the ratios use the clean row.
 
 from __future__ import annotations
 
-import inspect
 import logging
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
-from ..errors import EncoderUnavailableError
+from ..errors import ConfigError, EncoderUnavailableError
+from ..options import split_options
 from ..recorder import Recorder
 from .common import describe_output, figures, setup_scene
 from .meter import GLStageTimer, LoopMeter, StageClock
@@ -23,65 +21,30 @@ from .spec import RowResult, RowSpec, row
 
 log = logging.getLogger("glrec")
 
-Timer = Callable[[], AbstractContextManager[Any]]
 
+def instrument(rec: Recorder, clock: StageClock, gl: GLStageTimer) -> None:
+    """Time the recorder's stages through its public seam (:meth:`Recorder.time_stages`) before its first frame.
 
-class _Timed:
-    """Forwards everything to ``inner`` and times the methods named in ``timers``."""
-
-    def __init__(self, inner: object, timers: dict[str, Timer]) -> None:
-        self._inner = inner
-        self._timers = timers
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._inner, name)
-        timer = self._timers.get(name)
-        if timer is None:
-            return attr
-
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            with timer():
-                return attr(*args, **kwargs)
-
-        return timed
-
-
-def instrument(rec: Recorder, clock: StageClock, gl: GLStageTimer) -> list[str]:
-    """Wrap the recorder's stages in timers before its first frame; return the stages it lacks.
-
-    render and convert run on the GL thread (GL timer, or glFinish + wall
-    clock); readback (or a CUDA handoff) on the GL thread by the wall clock;
-    encode and mux on the worker thread by the wall clock. A recorder
-    built another way (a CUDA handoff instead of the host readback) simply
-    reports the parts it does not have as missing.
+    convert runs on the GL thread (GL timer, or glFinish + wall clock); the
+    handoff (PBO readback or a CUDA handoff) on the GL thread by the wall clock;
+    encode and mux on the worker thread by the wall clock.
     """
-    worker = getattr(rec, "_worker", None)
-    parts: list[tuple[object, str, dict[str, Timer]]] = [
-        (rec, "_convert", {"run": lambda: gl.stage("convert")}),
-        (rec, "_readback", {"submit": lambda: gl.host_stage("readback"), "drain": lambda: gl.host_stage("readback")}),
-        (worker, "encoder", {"encode": lambda: clock.wall("encode"), "flush": lambda: clock.wall("encode")}),
-        (worker, "sink", {"write": lambda: clock.wall("mux"), "close": lambda: clock.wall("mux")}),
-    ]
-    missing = []
-    for owner, attr, timers in parts:
-        if owner is None or getattr(owner, attr, None) is None:
-            missing.append(attr.lstrip("_"))
-            continue
-        setattr(owner, attr, _Timed(getattr(owner, attr), timers))
-    if missing:
-        log.info("bench: this recorder has no %s stage to time", ", ".join(missing))
-    return missing
+    rec.time_stages(
+        {
+            "convert": lambda: gl.stage("convert"),
+            "handoff": lambda: gl.host_stage("readback"),
+            "encode": lambda: clock.wall("encode"),
+            "mux": lambda: clock.wall("mux"),
+        }
+    )
 
 
 def _run(spec: RowSpec, profiled: bool) -> RowResult:
     path = spec.output
-    accepted = inspect.signature(Recorder).parameters
-    unknown = sorted(k for k in spec.options if k not in accepted)
-    if unknown:
-        raise EncoderUnavailableError(
-            f"backend {spec.backend!r} needs Recorder option(s) {', '.join(unknown)}, which this glrec's "
-            "Recorder does not take."
-        )
+    try:
+        split_options(spec.options)
+    except ConfigError as exc:
+        raise EncoderUnavailableError(f"backend {spec.backend!r} needs options this glrec lacks: {exc}") from None
     rec = Recorder(
         path, size=spec.size, fps=spec.fps, overwrite=True, **_encoder_options(spec), **spec.options
     )  # fmt: skip
@@ -89,7 +52,8 @@ def _run(spec: RowSpec, profiled: bool) -> RowResult:
     with rec:
         scene = setup_scene(rec.ctx, spec)
         gl = GLStageTimer(rec.ctx, clock, spec.gl_clock)  # type: ignore[arg-type]
-        missing = instrument(rec, clock, gl) if profiled else []
+        if profiled:
+            instrument(rec, clock, gl)
         meter = LoopMeter()
         meter.start()
         try:
@@ -109,8 +73,6 @@ def _run(spec: RowSpec, profiled: bool) -> RowResult:
     out = figures(spec, meter, clock if profiled else None, clock_kind=gl.mode if profiled else "none")
     out["encoder"] = result.encoder
     out["recorder_frames"] = result.frames
-    if profiled:
-        out["stages_missing"] = missing
     out.update(describe_output(path))
     return out
 

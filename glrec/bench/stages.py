@@ -16,13 +16,16 @@ These use the same classes the Recorder builds (``glrec.interop``,
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from contextlib import ExitStack
+from typing import Any
 
 from .._gl import Fence
+from ..convert import Converter
 from ..encoders.cpu import CpuEncoder
 from ..frame import HostFrame
-from ..interop import Converter, HostReadback
-from ..options import VideoOptions
+from ..interop import HostReadback
+from ..options import PipelineOptions, VideoOptions
 from ..sinks import open_sink
 from .common import SceneRig, describe_output, encode_all, figures, scene_rig, setup_scene
 from .meter import LoopMeter, StageClock
@@ -73,7 +76,7 @@ class _HostHandoff:
         self.convert.release()
 
 
-def consume(frames: list) -> int:
+def consume(frames: Sequence[Any]) -> int:
     """What a consumer that only waits for each frame does: CUDA frames are synchronised and given back."""
     for f in frames:
         if hasattr(f, "synchronize"):
@@ -86,29 +89,28 @@ def consume(frames: list) -> int:
 def handoff_alone(spec: RowSpec) -> RowResult:
     """The recorder's GL thread alone, for the backend in ``spec.options``: render, convert, hand off.
 
-    Built by :func:`glrec.backend.open_backend`, as the Recorder builds it (host
+    Built by :func:`glrec.pipeline.build_pipeline`, as the Recorder builds it (host
     PBO readback for ``cpu``, a CUDA handoff for the GPU backends); no encoder
     runs, the frames are only waited for.
     """
-    from ..backend import open_backend
+    from ..options import split_options
+    from ..pipeline import build_pipeline
+    from ..sinks.registry import output_kind
 
-    opts = dict(spec.options)
-    handoff = opts.pop("handoff", "auto")
-    options = VideoOptions.create(spec.size, spec.fps, **opts)
+    video_kw, pipeline_kw = split_options(spec.options)
+    options = VideoOptions.create(spec.size, spec.fps, **video_kw)
     meter = LoopMeter()
     with ExitStack() as stack:
-        b = open_backend(stack, options, spec.output, device=None, handoff=handoff, cuda_device=0, ring=3,
-                         queue_size=8)  # fmt: skip
-        stack.callback(b.encoder.close)
+        b = build_pipeline(stack, options, PipelineOptions.parse(pipeline_kw), output_kind(spec.output, options.codec))
         scene = setup_scene(b.gl.mgl, spec)
         stack.callback(scene.close)
-        target = b.targets[0]
+        target = b.target
         received = 0
         meter.start()
         for i in range(spec.frames):
             target.use()
             scene.render(i / spec.fps)
-            b.source.run(target.colour)
+            b.convert.run(target.colour)
             received += consume(b.handoff.submit(i))
         received += consume(b.handoff.drain())
         meter.stop()

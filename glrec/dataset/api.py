@@ -123,7 +123,7 @@ def generate(
     scene = load_scene(spec.scene_ref())
     check_scene(scene, spec)  # before anything is written
     info = dataset_info(spec, scene)
-    folder = DatasetFolder(out, spec)
+    folder = DatasetFolder(Path(out), spec)
     folder.prepare(resume=resume, overwrite=overwrite, info=info)
     started = time.perf_counter()
     records: dict[int, dict[str, Any]] = {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, cast
 
 import av
 import numpy as np
@@ -63,7 +63,7 @@ def _encode_image(
 ) -> bytes:
     h, w = array.shape[:2]
     try:
-        cc = av.CodecContext.create(codec, "w")
+        cc = cast(av.VideoCodecContext, av.CodecContext.create(codec, "w"))
         cc.width, cc.height = w, h
         cc.pix_fmt = out_fmt or fmt
         if codec == "mjpeg":

@@ -11,9 +11,9 @@ import moderngl
 import numpy as np
 
 from ..errors import ConfigError, GlrecError, SceneError
+from ..scenes.camera import mask_boxes
+from ..scenes.passes import GBuffer
 from .encode import ColourEncoder, ColourImage
-from .gbuffer import GBuffer
-from .geometry import mask_boxes
 from .params import rng_for, sample_params, sample_seed
 from .spec import DatasetSpec
 
@@ -89,7 +89,7 @@ class SampleRenderer:
     def __init__(
         self, spec: DatasetSpec, ctx: moderngl.Context, colour: ColourEncoder | None = None, keep_rgb: bool = True
     ) -> None:
-        from ..scenes import load_scene  # here: glrec.scenes imports this package's gbuffer
+        from ..scenes import load_scene
 
         self.spec = spec
         self.ctx = ctx

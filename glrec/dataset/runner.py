@@ -93,7 +93,7 @@ class ShardWorker:
         try:
             with Recorder(
                 tmp, size=spec.size, fps=spec.fps, codec=spec.output.video_codec, crf=spec.output.video_crf,
-                device=self.device,
+                egl_device=self.device,
             ) as rec:  # fmt: skip
                 renderer = SampleRenderer(spec, rec.ctx, None, keep_rgb=False)
                 try:

@@ -36,6 +36,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..options import check_choice, parse_size
+from ..scenes.passes import PASSES
 from .params import Distribution, parse_param
 
 if sys.version_info >= (3, 11):
@@ -46,7 +47,6 @@ else:  # pragma: no cover - Python 3.10 has the backport (a dependency there)
 __all__ = ["PASSES", "DatasetSpec", "OutputSpec"]
 
 #: Every pass a dataset can hold, in the order of the render targets (fragment output locations).
-PASSES: tuple[str, ...] = ("rgb", "depth", "instance", "semantic", "normal")
 LAYOUTS = ("webdataset", "folder")
 RGB_FORMATS = ("png", "jpg")
 DEPTH_FORMATS = ("npy", "png16")
@@ -88,8 +88,10 @@ class OutputSpec:
             raise ConfigError(f"png_compression {self.png_compression} is outside 0..9 (zlib levels).")
         if not self.depth_scale > 0:
             raise ConfigError(f"depth_scale {self.depth_scale} must be positive, e.g. 1000 for millimetres.")
-        if not 0 <= self.video_crf <= 51:
-            raise ConfigError(f"video_crf {self.video_crf} is outside 0..51.")
+        # The clip's encoding options are the recorder's own, checked by the same declarations.
+        from ..options import VideoOptions
+
+        VideoOptions.create(codec=self.video_codec, crf=self.video_crf)
 
 
 @dataclass(frozen=True)

@@ -1,28 +1,55 @@
 """Encoders: frames in, :class:`~glrec.frame.Packet` lists out.
 
-Every encoder has ``encode(frame) -> list[Packet]``, ``flush() -> list[Packet]``
-and ``close()``. Packets carry in-band parameter sets (Annex-B for H.264/HEVC),
-so any sink can take packets from any encoder.
+Packets carry in-band parameter sets (Annex-B for H.264/HEVC), so any sink can
+take packets from any encoder, and the pts of every packet is the index of the
+frame it encodes, whatever the encoder's own delay (see :class:`Encoder`).
+Each encoder module owns its tables: what it accepts and its defaults.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from ..frame import HostFrame, Packet
+from ..frame import Packet
+
+if TYPE_CHECKING:
+    from ..interop import Frame
+    from ..interop.pool import DeviceFrame
 
 
 class Encoder(Protocol):
-    """The encoder stage."""
+    """The encoder stage.
 
-    #: The codec of the packets (h264, hevc, av1, mjpeg).
-    codec: str
+    ``encode`` may return fewer packets than frames (reordering, lookahead);
+    ``flush`` returns the rest. Every packet's ``pts`` is its frame's
+    ``index``. ``request_keyframe`` may be called from any thread and makes the
+    next frame passed to ``encode`` a keyframe.
+    """
 
-    def encode(self, frame: HostFrame) -> list[Packet]: ...
+    @property
+    def codec(self) -> str:
+        """The codec of the packets (h264, hevc, av1, mjpeg)."""
+
+    @property
+    def name(self) -> str:
+        """What the user sees in logs and summaries (e.g. ``libx264``, ``nvenc``)."""
+
+    def encode(self, frame: Frame) -> list[Packet]: ...
 
     def flush(self) -> list[Packet]: ...
+
+    def request_keyframe(self) -> None: ...
 
     def close(self) -> None: ...
 
 
-__all__ = ["Encoder", "Packet"]
+def device_frame(frame: Frame, encoder: str) -> DeviceFrame:
+    """``frame`` as a CUDA device frame, for encoders that read CUDA memory only (NVENC, nvJPEG)."""
+    from ..frame import HostFrame
+
+    if isinstance(frame, HostFrame):
+        raise TypeError(f"{encoder} reads CUDA device frames; it was given host frame {frame.index}.")
+    return frame
+
+
+__all__ = ["Encoder", "Packet", "device_frame"]

@@ -1,21 +1,26 @@
 """The CPU encoder: libx264, libx265 or SVT-AV1 through PyAV, in process.
 
 Frames arrive already converted to the encoder's pixel format by the GL
-convert stage, so no swscale pass runs on the CPU.
+convert stage, so no swscale pass runs on the CPU. Host frames come from the
+PBO readback; CUDA device frames (the GPU path without NVENC) are copied to the
+host once, on the encode thread.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from fractions import Fraction
+from typing import cast
 
 import av
 import numpy as np
 
 from ..errors import EncoderError, EncoderUnavailableError
 from ..frame import HostFrame, Packet
-from ..options import CPU_ENCODERS, VideoOptions
+from ..interop import Frame
+from ..options import VideoOptions
+from ..timebase import frame_rate
+from .cpu_limits import CPU_ENCODERS
 from .latency import LIVE_PRESET, cpu_live_options, live_gop, one_frame_vbv
 
 log = logging.getLogger("glrec")
@@ -35,14 +40,6 @@ _MAX_REORDER = 64
 _DEFAULT_CRF = {"libx264": 20, "libx265": 24, "libsvtav1": 35, "mjpeg": None}
 
 
-def frame_rate(fps: float) -> Fraction:
-    """``fps`` as an exact rational, recognising the NTSC rates (29.97 -> 30000/1001)."""
-    ntsc = round(fps * 1.001)
-    if abs(fps - ntsc * 1000 / 1001) < 1e-3 and abs(fps - round(fps)) > 1e-6:
-        return Fraction(ntsc * 1000, 1001)
-    return Fraction(fps).limit_denominator(1001)
-
-
 class CpuEncoder:
     """Encode planar YUV host frames with a libavcodec software encoder."""
 
@@ -56,13 +53,13 @@ class CpuEncoder:
                 "Install PyAV from PyPI (pip install av), whose wheels include it, or pick another codec."
             )
         self.name = name
-        cc = av.CodecContext.create(name, "w")
+        cc = cast(av.VideoCodecContext, av.CodecContext.create(name, "w"))
         w, h = options.encoded_size
         cc.width, cc.height = w, h
         rate = frame_rate(options.fps)
         cc.framerate = rate
         cc.time_base = 1 / rate
-        pix_fmt = options.pix_fmt
+        pix_fmt: str = options.pix_fmt
         if name == "mjpeg":
             pix_fmt = {"yuv420p": "yuvj420p", "yuv444p": "yuvj444p"}[pix_fmt]
         cc.pix_fmt = pix_fmt
@@ -92,7 +89,7 @@ class CpuEncoder:
             opts.update(cpu_live_options(name, options))
             cc.gop_size, cc.max_b_frames = live_gop(options), 0
             if options.bitrate is not None:  # cap every frame at its share of the channel
-                cc.rc_max_rate, cc.rc_buffer_size = int(options.bitrate), one_frame_vbv(options)
+                cc.rc_max_rate, cc.rc_buffer_size = int(options.bitrate), one_frame_vbv(options)  # type: ignore[attr-defined]
         if name == "libx265":
             opts["x265-params"] = "log-level=error"
         elif name == "libsvtav1":
@@ -100,6 +97,8 @@ class CpuEncoder:
             opts["svtav1-params"] = "enable-stat-report=0"
         if name == "libx264" and "zerolatency" not in opts.get("tune", ""):
             cc.thread_type = _THREAD_TYPE
+        # The escape hatch: the user's own codec options, after (and over) glrec's.
+        opts.update(dict(options.encoder_options))
         cc.options = opts
         try:
             cc.open()
@@ -111,7 +110,13 @@ class CpuEncoder:
         self._last_dts: int | None = None
         log.info("encoder: %s %dx%d %s @ %s fps, %s", name, w, h, pix_fmt, rate, opts)
 
-    def encode(self, frame: HostFrame) -> list[Packet]:
+    def encode(self, frame: Frame) -> list[Packet]:
+        if not isinstance(frame, HostFrame):  # a CUDA device frame: one device-to-host copy, on this thread
+            try:
+                host = frame.to_host()
+            finally:
+                frame.release()
+            return self.encode(host)
         vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame.data), format=self._av_format)
         vf.pts = frame.index
         vf.time_base = self._cc.time_base
@@ -153,7 +158,7 @@ class CpuEncoder:
 
     @staticmethod
     def _convert(packets: list[av.Packet]) -> list[Packet]:
-        return [Packet(bytes(p), int(p.pts), int(p.dts), bool(p.is_keyframe)) for p in packets]
+        return [Packet(bytes(p), int(p.pts or 0), int(p.dts or 0), bool(p.is_keyframe)) for p in packets]
 
     def close(self) -> None:
         self._cc = None  # type: ignore[assignment]

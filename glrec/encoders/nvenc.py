@@ -30,8 +30,10 @@ from typing import Any
 
 from ..errors import ConfigError, EncoderError, EncoderUnavailableError
 from ..frame import Packet
+from ..interop import Frame
 from ..interop.pool import DeviceFrame
 from ..options import VideoOptions
+from . import device_frame
 
 log = logging.getLogger("glrec")
 
@@ -199,7 +201,8 @@ class NvencEncoder:
         self._out = 0  # packets emitted so far = pts of the next one (no B-frames reach containers)
         log.info("encoder: NVENC %s %dx%d %s %s", options.codec, w, h, NVENC_FORMATS[options.pix_fmt], config)
 
-    def encode(self, frame: DeviceFrame) -> list[Packet]:
+    def encode(self, frame: Frame) -> list[Packet]:
+        frame = device_frame(frame, "NVENC")
         try:
             frame.synchronize()
             self._device.bind()

@@ -19,8 +19,10 @@ from typing import Any
 
 from ..errors import EncoderError, EncoderUnavailableError
 from ..frame import Packet
+from ..interop import Frame
 from ..interop.pool import DeviceFrame
 from ..options import VideoOptions
+from . import device_frame
 
 log = logging.getLogger("glrec")
 
@@ -78,9 +80,9 @@ class NvJpegEncoder:
         self._params = _params(nvimgcodec, options.quality, "444" if options.pix_fmt == "yuv444p" else "420")
         log.info("encoder: nvJPEG (nvImageCodec) quality %d, %s chroma", options.quality, options.pix_fmt)
 
-    def encode(self, frame: DeviceFrame) -> list[Packet]:
+    def encode(self, frame: Frame) -> list[Packet]:
         """Queue ``frame``; every ``batch`` frames (default :data:`BATCH`), encode them in one call."""
-        self._batch.append(frame)
+        self._batch.append(device_frame(frame, "nvJPEG"))
         return self._encode_batch() if len(self._batch) >= self.batch else []
 
     def request_keyframe(self) -> None:

@@ -23,8 +23,8 @@ from typing import Any
 
 import moderngl
 
+from ..convert import PlaneLayout
 from ..errors import ConfigError
-from .convert import PlaneLayout
 from .cuda import CudaDevice, call, driver
 from .pool import DeviceFrame, DevicePool
 

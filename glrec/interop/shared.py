@@ -26,8 +26,8 @@ import moderngl
 
 from .. import glsl
 from .._gl import Fence, gl_function
+from ..convert import PlaneLayout
 from ..errors import ContextError
-from .convert import PlaneLayout
 from .cuda import CudaDevice, call, driver
 from .pool import DeviceFrame, DevicePool
 

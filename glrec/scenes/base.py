@@ -25,18 +25,9 @@ class Scene(Protocol):
     ...     def render(self, t): self.ctx.clear(t % 1.0, 0.0, 0.0)
     ...     def close(self): pass
 
-    Ground truth for datasets (``glrec dataset``; all optional): a scene lists the
-    passes it writes in ``passes`` (names from ``glrec.dataset.PASSES``) and writes
-    each from its fragment shader at the pass's location: 0 colour (vec4),
-    1 depth (float, camera z), 2 instance (uint, 0 = none), 3 class (uint),
-    4 normal (vec4, camera-space xyz, OpenCV axes). It clears with
-    ``glrec.dataset.gbuffer.clear_passes(ctx, background)`` instead of
-    ``ctx.clear`` (which cannot clear integer targets). ``parameters`` (name ->
-    default) lists what a spec's ``[params]`` may set, ``randomise(params, rng)``
-    applies one sample's values (draw anything else from ``rng``), ``classes``
-    names the class ids, and ``annotations(t)`` returns JSON-ready ``camera`` and
-    ``objects`` (each with ``instance``, ``class``, ``bbox``) for ``meta.json``.
-    ``examples/dataset_scene.py`` is a complete small example.
+    Scenes may also write ground-truth passes for datasets and take parameters
+    (``passes``, ``parameters``, ``randomise``, ``classes``, ``annotations``); that
+    optional contract is described in :mod:`glrec.scenes.passes`.
     """
 
     def setup(self, ctx: moderngl.Context, size: tuple[int, int]) -> None: ...

@@ -45,7 +45,7 @@ def _disc(y: float, up: bool, slices: int, radius: float = 0.5) -> np.ndarray:
     rim = np.stack([radius * np.sin(theta), np.full_like(theta, y), radius * np.cos(theta)], axis=1)
     centre = np.array([0.0, y, 0.0])
     normal = np.array([0.0, 1.0 if up else -1.0, 0.0])
-    rows = []
+    rows: list[np.ndarray] = []
     for i in range(slices):
         tri = [centre, rim[i], rim[i + 1]] if up else [centre, rim[i + 1], rim[i]]
         rows.extend(np.hstack([v, normal]) for v in tri)

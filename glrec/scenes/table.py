@@ -18,10 +18,9 @@ import numpy as np
 from pyrr import Matrix44
 
 from .. import glsl
-from ..dataset.gbuffer import clear_passes
-from ..dataset.geometry import GL_TO_CV, as_list, intrinsics, pixel_box
-from ..dataset.spec import PASSES
 from ..errors import SceneError
+from .camera import GL_TO_CV, as_list, intrinsics, pixel_box
+from .passes import PASSES, clear_passes
 from .primitives import MESHES
 
 NEAR, FAR = 0.05, 50.0
@@ -197,7 +196,7 @@ class Table:
         self.ctx.disable(moderngl.DEPTH_TEST)
 
     def annotations(self, t: float) -> dict[str, Any]:
-        """Camera (OpenCV convention, see glrec.dataset.geometry) and per-object pose and 2D box at ``t``."""
+        """Camera (OpenCV convention, see glrec.scenes.camera) and per-object pose and 2D box at ``t``."""
         eye, view, _ = self.camera(t)
         w2c = GL_TO_CV @ view
         k = intrinsics(float(self.params["fov"]), self.size)

@@ -1,46 +1,49 @@
-"""Sinks: where packets end up (container files, raw bitstreams).
+"""Sinks: where packets end up (container files, raw bitstreams, image sequences, network, browser viewer).
 
 Every sink has ``write(packets)`` and ``close()``; ``close()`` writes the
 trailer exactly once, also while an exception propagates, so whatever was
-written stays playable.
+written stays playable, and raises if the trailer could not be written.
+Which sink serves a path or URL is decided by :mod:`glrec.sinks.registry`.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..frame import Packet
-from ..options import VideoOptions
+from .registry import OUTPUTS, STREAMS, OutputKind, is_url, output_kind
+
+if TYPE_CHECKING:
+    from ..options import VideoOptions
 
 
 class Sink(Protocol):
-    """The sink stage."""
+    """The sink stage.
 
-    path: Path
-    packets: int
-    bytes_written: int
+    ``packets`` counts the packets (one per frame for every glrec encoder) the
+    output holds: after a failed write, those it kept.
+    """
+
+    @property
+    def path(self) -> Path | str: ...
+
+    @property
+    def packets(self) -> int: ...
+
+    @property
+    def bytes_written(self) -> int: ...
 
     def write(self, packets: list[Packet]) -> None: ...
 
     def close(self) -> None: ...
 
 
-def open_sink(path: str | Path, options: VideoOptions, *, finalize: bool = True) -> Sink:
-    """Open the sink for ``path``'s extension (checked by :func:`glrec.options.output_kind`)."""
-    from .container import ContainerSink
-    from .raw import AnnexBSink, IvfSink
-
-    ext = Path(path).suffix.lower()
-    if ext in (".jpg", ".jpeg"):
-        from .images import ImageSequenceSink
-
-        return ImageSequenceSink(Path(path), options)
-    if ext == ".ivf":
-        return IvfSink(Path(path), options)
-    if ext in (".h264", ".264", ".hevc", ".h265", ".265"):
-        return AnnexBSink(Path(path), options)
-    return ContainerSink(Path(path), options, finalize=finalize)
+def open_sink(target: str | os.PathLike[str], options: VideoOptions, **kwargs: Any) -> Sink:
+    """Open the sink for a path's extension or a URL's scheme (see :mod:`glrec.sinks.registry`)."""
+    kind = output_kind(target, options.codec)
+    return kind.open(str(target) if is_url(target) else Path(target), options, **kwargs)
 
 
-__all__ = ["Sink", "open_sink"]
+__all__ = ["OUTPUTS", "STREAMS", "OutputKind", "Sink", "open_sink", "output_kind"]

@@ -13,32 +13,28 @@ without it FFmpeg keeps up to 256 KB in its write buffer, and a killed
 limit) cuts the file back to its last complete fragment and raises
 :class:`~glrec.errors.DiskFullError` naming the frames kept.
 
-The output stream is described by parsing the encoder's first packet (which
-carries the parameter sets in band) with FFmpeg's own parser, so packets from
-any encoder (PyAV, NVENC) mux the same way.
+Packets are muxed by :class:`~glrec.sinks.mux.Muxer`, as the network sink's are.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import logging
 import os
 from pathlib import Path
 
 import av
 
-from ..encoders.cpu import frame_rate
 from ..errors import OutputError
 from ..frame import Packet
 from ..options import VideoOptions
+from .mux import Muxer
 from .raw import write_error
+from .registry import OUTPUTS, OutputKind
 from .trim import trim_to_complete_fragments
 
 log = logging.getLogger("glrec")
 
-# FFmpeg demuxer that parses one raw packet of each codec.
-_PROBE_FORMAT = {"h264": "h264", "hevc": "hevc", "mjpeg": "mjpeg"}
 _FRAGMENT_US = 1_000_000
 
 
@@ -46,17 +42,17 @@ _FRAGMENT_US = 1_000_000
 _DEFAULT_REORDER = {"h264": 3, "hevc": 4, "mjpeg": 0}
 
 
-def container_options(ext: str, fps: float, reorder: int = 4) -> dict[str, str]:
+def container_options(kind: OutputKind, fps: float, reorder: int = 4) -> dict[str, str]:
     """Muxer options that bound what a killed process loses to one second of video."""
     # Hand every completed fragment/cluster to the OS right away instead of when
     # FFmpeg's 256 KB write buffer fills.
     options = {"flush_packets": "1"}
-    if ext in (".mp4", ".mov"):
+    if kind.fragmented:
         # A fragment at each keyframe and before any packet 1 s past the fragment's first:
         # a fragment never holds more than one second of video, whatever the GOP.
         options["movflags"] = "frag_keyframe+empty_moov+default_base_moof+delay_moov"
         options["frag_duration"] = str(_FRAGMENT_US)
-    elif ext == ".mkv":
+    elif kind.muxer == "matroska":
         options["cluster_time_limit"] = str(cluster_time_limit_ms(fps, reorder))
     return options
 
@@ -78,55 +74,34 @@ class ContainerSink:
     def __init__(self, path: Path, options: VideoOptions, *, finalize: bool = True) -> None:
         self.path = path
         self.options = options
-        self.packets = 0
-        self.bytes_written = 0
-        self._rate = frame_rate(options.fps)
-        self._time_base = 1 / self._rate
-        ext = path.suffix.lower()
-        self._fragmented = ext in (".mp4", ".mov")
-        self._finalize = finalize and self._fragmented
+        kind = OUTPUTS[path.suffix.lower()]
+        self._finalize = finalize and kind.fragmented
         try:
             reorder = options.bframes if options.bframes is not None else _DEFAULT_REORDER.get(options.codec, 4)
-            self._container = av.open(str(path), "w", options=container_options(ext, options.fps, reorder))
+            container = av.open(
+                str(path), "w", format=kind.muxer, options=container_options(kind, options.fps, reorder)
+            )
         except (OSError, av.FFmpegError) as exc:
             raise OutputError(f"Cannot open {str(path)!r} for writing: {exc}.") from exc
-        self._stream: av.video.stream.VideoStream | None = None
+        self._mux = Muxer(container, options)
+        self._container = container
+        self._time_base = self._mux.time_base
         self._closed = False
+        self.packets = 0
 
-    def _make_stream(self, first: Packet) -> av.video.stream.VideoStream:
-        codec = self.options.codec
-        probe = av.open(io.BytesIO(first.data), format=_PROBE_FORMAT[codec])
-        try:
-            template = probe.streams.video[0]
-            stream = self._container.add_stream_from_template(template)
-        finally:
-            probe.close()
-        stream.time_base = self._time_base
-        # Tag the stream with the conversion glrec did; bitstreams without colour
-        # fields (JPEG) would otherwise leave the container saying "unknown".
-        cc = stream.codec_context
-        primaries, transfer, matrix = self.options.colour.h273
-        cc.color_primaries, cc.color_trc, cc.colorspace = primaries, transfer, matrix
-        cc.color_range = self.options.colour.av_range
-        return stream
+    @property
+    def bytes_written(self) -> int:
+        return self._mux.bytes_written
 
     def write(self, packets: list[Packet]) -> None:
         if self._closed and packets:
             raise OutputError(f"{str(self.path)!r} is closed (after an earlier error); no more frames can be written.")
         for p in packets:
-            if self._stream is None:
-                self._stream = self._make_stream(p)
-            pkt = av.Packet(p.data)
-            pkt.pts, pkt.dts = p.pts, p.dts
-            pkt.time_base = self._time_base
-            pkt.is_keyframe = p.keyframe
-            pkt.stream = self._stream
             try:
-                self._container.mux(pkt)
+                self._mux.mux(p)
             except (OSError, av.FFmpegError) as exc:
                 raise self._fail(exc) from exc
             self.packets += 1
-            self.bytes_written += len(p.data)
 
     def close(self) -> None:
         """Write the trailer (once) and, for MP4/MOV, rewrite into a normal seekable file.

@@ -11,7 +11,8 @@ import os
 from pathlib import Path
 
 from ..frame import Packet
-from ..options import VideoOptions, frame_path
+from ..options import VideoOptions
+from .paths import frame_path
 from .raw import write_error
 
 

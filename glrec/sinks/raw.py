@@ -89,7 +89,7 @@ class IvfSink(AnnexBSink):
 
     def __init__(self, path: Path, options: VideoOptions) -> None:
         super().__init__(path, options)
-        from ..encoders.cpu import frame_rate
+        from ..timebase import frame_rate
 
         rate = frame_rate(options.fps)
         w, h = options.encoded_size

@@ -1,10 +1,10 @@
 """Live streaming: render on the wall clock, encode for latency, send to players and browsers.
 
 - :class:`LiveSession` renders a scene live into any sink (:mod:`.live`);
-- :class:`NetworkSink` pushes MPEG-TS over UDP, RTSP or RTMP (:mod:`.network`);
-- :class:`StreamServer` serves a browser viewer over a WebSocket, with viewer
-  input coming back to scenes that have ``on_input(event)`` (:mod:`.server`,
-  :mod:`.inputs`).
+- :class:`~glrec.sinks.network.NetworkSink` pushes MPEG-TS over UDP, RTSP or RTMP;
+- :class:`~glrec.sinks.viewer.StreamServer` serves a browser viewer over a
+  WebSocket, with viewer input coming back to scenes that have
+  ``on_input(event)`` (:mod:`glrec.inputs`).
 
 The WebSocket server needs the ``stream`` extra (``pip install glrec[stream]``);
 network outputs need only PyAV.
@@ -12,12 +12,12 @@ network outputs need only PyAV.
 >>> from glrec.stream import LiveSession, NetworkSink  # doctest: +SKIP
 """
 
+from ..inputs import InputEvent, InputQueue, Interactive
+from ..sinks.network import NetworkSink
+from ..sinks.timing import FrameTimes, LatencyStats
+from ..sinks.viewer import Broadcaster, StreamServer
 from .clock import FrameClock
-from .inputs import InputEvent, InputQueue, Interactive
 from .live import LiveResult, LiveSession
-from .network import NetworkSink
-from .server import Broadcaster, StreamServer
-from .timing import FrameTimes, LatencyStats
 
 __all__ = [
     "Broadcaster",

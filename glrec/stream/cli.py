@@ -16,8 +16,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..cli import _add_encode_options
+from ..cli import add_recording_flags, recording_options
 from ..errors import ConfigError
+from ..options import LengthOptions, VideoOptions, values_from_args
 
 _EXAMPLE_STREAM = "glrec stream cube --to udp://127.0.0.1:5000   (play: ffplay udp://127.0.0.1:5000)"
 
@@ -45,24 +46,16 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     sv.set_defaults(func=_cmd_serve)
 
 
+_LIVE_LENGTH = {
+    "seconds": "stop after this long (default: run until Ctrl-C)",
+    "frames": "stop after this many frame slots (default: run until Ctrl-C)",
+}
+
+
 def _add_live_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("scene", help="built-in name (see 'glrec scenes'), file.py[:Class], or shader.glsl")
-    p.add_argument("--size", default="1280x720", help="WIDTHxHEIGHT (default 1280x720)")
-    p.add_argument("--fps", type=float, default=30.0, help="frames per second (default 30)")
-    length = p.add_mutually_exclusive_group()
-    length.add_argument("--seconds", type=float, help="stop after this long (default: run until Ctrl-C)")
-    length.add_argument("--frames", type=int, help="stop after this many frame slots")
-    p.add_argument("--device", type=int, help="EGL device index")
     p.add_argument("--measure", action="store_true", help="print render->packet latency (median, p99) as JSON")
-    _add_encode_options(p)
-
-
-def _options(args: argparse.Namespace) -> dict[str, Any]:
-    return dict(
-        codec=args.codec, encoder=args.encoder, pix_fmt=args.pix_fmt, matrix=args.matrix, range=args.colour_range,
-        crf=args.crf, qp=args.qp, bitrate=args.bitrate, preset=args.preset, gop=args.gop, bframes=args.bframes,
-        quality=args.quality, pad=args.pad, device=args.device,
-    )  # fmt: skip
+    add_recording_flags(p, length_help=_LIVE_LENGTH)
 
 
 @contextmanager
@@ -79,11 +72,15 @@ def _stop_on_signals() -> Iterator[threading.Event]:
 
 
 def _length(args: argparse.Namespace) -> dict[str, Any]:
-    if args.frames is not None and args.frames < 1:
-        raise ConfigError(f"--frames {args.frames} must be at least 1.")
-    if args.seconds is not None and not args.seconds > 0:
-        raise ConfigError(f"--seconds {args.seconds} must be positive.")
-    return {"frames": args.frames, "seconds": args.seconds}
+    """The run's length as LiveSession takes it; neither given: until stopped."""
+    length = LengthOptions.parse(values_from_args(args, LengthOptions))
+    return {"frames": length.count(_video(args).fps, default=None), "seconds": None}
+
+
+def _video(args: argparse.Namespace) -> VideoOptions:
+    """The video options of a live run, validated as the recorder will (live=True)."""
+    opts = {k: v for k, v in recording_options(args).items() if k in VideoOptions.names()}
+    return VideoOptions.create(live=True, **opts)
 
 
 def _report(args: argparse.Namespace, result: Any, extra: dict[str, Any] | None = None) -> None:
@@ -96,20 +93,16 @@ def _report(args: argparse.Namespace, result: Any, extra: dict[str, Any] | None 
 
 
 def _cmd_stream(args: argparse.Namespace) -> int:
-    from ..options import VideoOptions
+    from ..sinks.network import NetworkSink, check_url
+    from ..sinks.timing import FrameTimes, LatencyStats
     from .live import LiveSession
-    from .network import NetworkSink, check_url
-    from .timing import FrameTimes, LatencyStats
 
     length = _length(args)
-    check_url(args.to, args.codec)
-    opts = _options(args)
-    video = VideoOptions.create(args.size, args.fps, live=True, **{k: v for k, v in opts.items() if k != "device"})
+    video = _video(args)
+    check_url(args.to, video.codec)
     times, latency = FrameTimes(), LatencyStats()
     sink = NetworkSink(args.to, video, times=times, latency=latency)
-    session = LiveSession(
-        args.scene, sink, size=args.size, fps=args.fps, times=times, latency=latency, target=args.to, **opts
-    )
+    session = LiveSession(args.scene, sink, times=times, latency=latency, target=args.to, **recording_options(args))
     if not args.quiet:
         print(f"glrec: streaming {args.scene} to {args.to} (Ctrl-C to stop)", file=sys.stderr, flush=True)
     with _stop_on_signals() as stop:
@@ -119,21 +112,22 @@ def _cmd_stream(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from ..options import parse_size
+    from ..sinks.viewer import Broadcaster, StreamServer
     from .live import LiveSession
-    from .server import Broadcaster, StreamServer
 
     length = _length(args)
-    if args.pix_fmt != "yuv420p":
-        raise ConfigError(f"The browser viewer needs pix_fmt yuv420p, not {args.pix_fmt}.")
+    video = _video(args)
+    if video.pix_fmt != "yuv420p":
+        raise ConfigError(f"The browser viewer needs pix_fmt yuv420p, not {video.pix_fmt}.")
+    # The viewer is told the encoded size (odd sizes are padded to even), which is what its decoder gets.
     server = StreamServer(
-        size=parse_size(args.size), fps=args.fps, host=args.host, port=args.port, token=args.token,
-        max_viewers=args.max_viewers, codec=args.codec,
+        size=video.encoded_size, fps=video.fps, host=args.host, port=args.port, token=args.token,
+        max_viewers=args.max_viewers, codec=video.codec,
     )  # fmt: skip
     with server:
         session = LiveSession(
-            args.scene, Broadcaster(server), size=args.size, fps=args.fps, inputs=server.inputs, times=server.times,
-            latency=server.sent_latency, target=server.url, **_options(args),
+            args.scene, Broadcaster(server), inputs=server.inputs, times=server.times,
+            latency=server.sent_latency, target=server.url, **recording_options(args),
         )  # fmt: skip
         server.on_keyframe_request = session.request_keyframe
         # stdout, flushed: scripts (and people) read the address from here.

@@ -16,12 +16,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ..inputs import InputQueue
+from ..options import frame_count
 from ..recorder import Recorder
 from ..scenes import Scene, load_scene
 from ..sinks import Sink
+from ..sinks.timing import FrameTimes, LatencyStats
 from .clock import SKIP_POLICY, FrameClock
-from .inputs import InputQueue
-from .timing import FrameTimes, LatencyStats
 
 log = logging.getLogger("glrec")
 
@@ -61,7 +62,7 @@ class LiveSession:
     ``times`` receives each frame's render time; ``latency`` is reported in the
     result (the sink fills it).
 
-    >>> from glrec.stream.network import NetworkSink  # doctest: +SKIP
+    >>> from glrec.sinks.network import NetworkSink  # doctest: +SKIP
     >>> session = LiveSession("cube", sink, size=(1280, 720), fps=30)  # doctest: +SKIP
     >>> session.run(seconds=10).summary()  # doctest: +SKIP
     """
@@ -71,8 +72,6 @@ class LiveSession:
         scene: Scene | str,
         sink: Sink,
         *,
-        size: str | tuple[int, int] = (1280, 720),
-        fps: float = 30.0,
         inputs: InputQueue | None = None,
         times: FrameTimes | None = None,
         latency: LatencyStats | None = None,
@@ -81,7 +80,6 @@ class LiveSession:
     ) -> None:
         self.scene = load_scene(scene)
         self.sink = sink
-        self.size, self.fps = size, fps
         self.inputs = inputs if inputs is not None else InputQueue()
         self.times = times if times is not None else FrameTimes()
         self.latency = latency if latency is not None else LatencyStats()
@@ -105,15 +103,14 @@ class LiveSession:
         because rendering fell behind count towards ``frames``: the stream lasts
         ``frames / fps`` seconds of wall time either way.
         """
-        if frames is None and seconds is not None:
-            frames = max(1, round(seconds * self.fps))
         started = time.perf_counter()
-        rec = Recorder(
-            self.target, size=self.size, fps=self.fps, live=True, sink=self.sink, queue_size=LIVE_QUEUE, **self.options
-        )
+        options = {"queue_size": LIVE_QUEUE, **self.options, "live": True}
+        rec = Recorder(self.target, sink=self.sink, **options)
+        if frames is None and seconds is not None:
+            frames = frame_count(rec.fps, seconds)
         with rec:
             self._recorder = rec
-            rec._scene(self.scene)  # set up (compile shaders) before the clock starts, not in slot 0's time
+            rec.prepare(self.scene)  # set up (compile shaders) before the clock starts, not in slot 0's time
             clock = self.clock = FrameClock(rec.fps)
             overshoot = 0
             try:

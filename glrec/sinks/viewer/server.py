@@ -15,9 +15,9 @@ Safe by default:
   page (``Origin`` checked), so another site open in the same browser cannot
   watch or drive the scene;
 - at most ``max_viewers`` viewers; messages from a viewer are at most
-  :data:`~glrec.stream.inputs.MAX_MESSAGE_BYTES` (larger ones close that
+  :data:`~glrec.inputs.MAX_MESSAGE_BYTES` (larger ones close that
   viewer's connection), and are validated, counted and never executed;
-- a slow viewer's queue is bounded (:class:`~glrec.stream.viewers.ViewerQueue`).
+- a slow viewer's queue is bounded (:class:`~glrec.sinks.viewer.viewers.ViewerQueue`).
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from ..errors import ConfigError, GlrecError, OutputError
-from ..frame import Packet
-from .inputs import MAX_MESSAGE_BYTES, InputEvent, InputQueue, InputRejected, KeyframeRequest, Ping, parse_message
+from ...errors import ConfigError, GlrecError, OutputError
+from ...frame import Packet
+from ...inputs import MAX_MESSAGE_BYTES, InputEvent, InputQueue, InputRejected, KeyframeRequest, Ping, parse_message
+from ..timing import FrameTimes, LatencyStats
 from .protocol import pack_frame
-from .timing import FrameTimes, LatencyStats
 from .viewers import ViewerQueue
 
 log = logging.getLogger("glrec")
@@ -147,7 +147,7 @@ class StreamServer:
         self._viewers: dict[int, _Viewer] = {}
         self._ids = itertools.count(1)
         self._pages = {
-            path: (resources.files(__package__).joinpath("web", name).read_bytes(), ctype)
+            path: (resources.files(__package__).joinpath("web").joinpath(name).read_bytes(), ctype)
             for path, (name, ctype) in _PAGES.items()
         }
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -382,22 +382,3 @@ class StreamServer:
             "inputs_rejected": dict(self.inputs.rejected),
             "refused": dict(self.refused),
         }
-
-
-class Broadcaster:
-    """The sink end of a live recorder: hands packets to a :class:`StreamServer`."""
-
-    def __init__(self, server: StreamServer) -> None:
-        self.server = server
-        self.path = server.url  # type: ignore[assignment]
-        self.packets = 0
-        self.bytes_written = 0
-
-    def write(self, packets: list[Packet]) -> None:
-        for p in packets:
-            self.server.publish(p)
-            self.packets += 1
-            self.bytes_written += len(p.data)
-
-    def close(self) -> None:
-        """Nothing to finish: a live stream has no trailer (the server closes separately)."""

@@ -1,13 +1,21 @@
 """The G-buffer: one framebuffer with a render target per pass, filled in one draw.
 
 A scene that writes ground truth declares its fragment outputs at fixed
-locations (the order of :data:`glrec.dataset.spec.PASSES`)::
+locations (the order of :data:`PASSES`)::
 
     layout(location = 0) out vec4 out_colour;    // rgb:      RGBA8
     layout(location = 1) out float out_depth;    // depth:    R32F, camera z (OpenCV), 0 = no surface
     layout(location = 2) out uint out_instance;  // instance: R32UI, 0 = no object
     layout(location = 3) out uint out_class;     // semantic: R32UI, 0 = background
     layout(location = 4) out vec4 out_normal;    // normal:   RGBA32F, unit camera-space normal in xyz
+
+The rest of the optional dataset contract: a scene lists the passes it writes in
+``passes`` (names from :data:`PASSES`); ``parameters`` (name -> default) lists
+what a dataset spec's ``[params]`` may set, ``randomise(params, rng)`` applies
+one sample's values (draw anything else from ``rng``), ``classes`` names the
+class ids, and ``annotations(t)`` returns JSON-ready ``camera`` and ``objects``
+(each with ``instance``, ``class``, ``bbox``) for ``meta.json``.
+``examples/dataset_scene.py`` is a complete small example.
 
 Every pass comes from the same rasterisation as the colour (no antialiasing),
 so they agree pixel for pixel. Integer targets cannot be cleared with
@@ -25,7 +33,10 @@ import numpy as np
 from .._gl import gl_function
 from ..errors import ConfigError
 
-__all__ = ["TARGETS", "GBuffer", "clear_passes"]
+__all__ = ["PASSES", "TARGETS", "GBuffer", "clear_passes"]
+
+#: The ground-truth passes a scene may write, in fragment-output location order.
+PASSES: tuple[str, ...] = ("rgb", "depth", "instance", "semantic", "normal")
 
 #: pass -> (components, moderngl dtype) of its render target, in location order.
 TARGETS: dict[str, tuple[int, str]] = {

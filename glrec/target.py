@@ -1,10 +1,10 @@
-"""Render targets: framebuffers with an RGBA8 colour texture and a depth buffer."""
+"""The render target: a framebuffer with an RGBA8 colour texture and a depth buffer, where sources draw."""
 
 from __future__ import annotations
 
 import moderngl
 
-from ..errors import ConfigError
+from .errors import ConfigError
 
 
 class RenderTarget:
@@ -42,22 +42,3 @@ class RenderTarget:
             if obj is not None:
                 obj.release()
                 setattr(self, name, None)
-
-
-class TargetRing:
-    """``n`` render targets used in turn, so the GPU path can hand one off while the next renders."""
-
-    def __init__(self, ctx: moderngl.Context, size: tuple[int, int], n: int) -> None:
-        if n < 1:
-            raise ConfigError(f"ring size {n} must be at least 1.")
-        self.targets = [RenderTarget(ctx, size) for _ in range(n)]
-
-    def __getitem__(self, index: int) -> RenderTarget:
-        return self.targets[index % len(self.targets)]
-
-    def __len__(self) -> int:
-        return len(self.targets)
-
-    def release(self) -> None:
-        for t in self.targets:
-            t.release()

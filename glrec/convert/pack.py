@@ -3,9 +3,9 @@
 nvJPEG takes interleaved RGB and does the JFIF RGB -> YCbCr conversion (BT.601,
 full range) and chroma subsampling itself; NVENC's ABGR input likewise has the
 encoder convert. Both still need the rows flipped to top-down, which this
-compute shader does on the GPU. It has :class:`~glrec.interop.convert.Converter`'s
-interface (``layout``, ``planes``, ``run``; it is a subclass), so the host readback
-and both CUDA handoffs take either.
+compute shader does on the GPU. It is a convert stage like
+:class:`~glrec.convert.yuv.Converter` (``layout``, ``planes``, ``run``, ``new_planes``,
+``release``), so the host readback and both CUDA handoffs take either.
 
 RGB24 is stored in an ``r8`` texture three times as wide as the frame because
 GL image stores have no 3-byte format, and an ``r8`` texture is one the CUDA
@@ -18,19 +18,15 @@ import moderngl
 
 from .. import glsl
 from ..errors import ConfigError
-from .convert import PACKED_RGB, Converter, PlaneLayout
+from .compute import ComputePass
+from .layout import PACKED_RGB, PlaneLayout
 
 
-class RgbPacker(Converter):
-    """Flip and pack RGBA into ``rgb24`` (3 bytes/pixel) or ``rgba`` (4 bytes/pixel).
-
-    Shares :class:`Converter`'s ``run`` (bind the source, the output planes as images,
-    dispatch) and ``release``; only the shader and the output textures differ.
-    """
+class RgbPacker:
+    """Flip and pack RGBA into ``rgb24`` (3 bytes/pixel) or ``rgba`` (4 bytes/pixel)."""
 
     GROUP = 8  # must match local_size in pack_rgb.comp
 
-    # super().__init__ is not called: it would build the YUV shader and planes.
     def __init__(self, ctx: moderngl.Context, size: tuple[int, int], pix_fmt: str) -> None:
         if pix_fmt not in PACKED_RGB:
             raise ConfigError(f"Unknown packed format {pix_fmt!r}. Valid: {', '.join(sorted(PACKED_RGB))}.")
@@ -43,9 +39,9 @@ class RgbPacker(Converter):
                 f"Width {size[0]} is too large for packed {pix_fmt} on this GPU (needs a texture "
                 f"{size[0] * 3} texels wide, the limit is {max_size}); use a width of at most {max_size // 3}."
             )
-        self._shader = glsl.compute(ctx, "pack_rgb.comp", {"CHANNELS": self.channels})
-        self._shader["size"].value = size  # type: ignore[union-attr]
-        self._groups = ((size[0] + self.GROUP - 1) // self.GROUP, (size[1] + self.GROUP - 1) // self.GROUP)
+        shader = glsl.compute(ctx, "pack_rgb.comp", {"CHANNELS": self.channels})
+        shader["size"].value = size  # type: ignore[union-attr]
+        self._pass = ComputePass(ctx, shader, self.GROUP, size)
         self.planes = self.new_planes()
 
     def new_planes(self) -> list[moderngl.Texture]:
@@ -53,3 +49,11 @@ class RgbPacker(Converter):
         if self.channels == 3:
             return [self.ctx.texture((3 * w, h), 1, dtype="f1")]
         return [self.ctx.texture((w, h), 4, dtype="f1")]
+
+    def run(self, source: moderngl.Texture) -> None:
+        """Pack ``source`` into :attr:`planes` (queued on the GPU; returns at once)."""
+        self._pass.run(source, self.planes)
+
+    def release(self) -> None:
+        self._pass.release(self.planes)
+        self.planes = []

@@ -15,15 +15,17 @@ import moderngl
 import numpy as np
 
 from .._gl import Fence
+from ..convert import ConvertStage
 from ..errors import ConfigError
 from ..frame import HostFrame
-from .convert import Converter
 
 
 class HostReadback:
     """A ring of ``depth`` PBOs; :meth:`submit` queues a frame, completed frames come back in order."""
 
-    def __init__(self, ctx: moderngl.Context, converter: Converter, depth: int = 3) -> None:
+    kind = "host"
+
+    def __init__(self, ctx: moderngl.Context, converter: ConvertStage, depth: int = 3) -> None:
         if depth < 2:
             raise ConfigError(f"readback ring depth {depth} must be at least 2 for reads to overlap rendering.")
         self.converter = converter

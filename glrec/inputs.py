@@ -37,7 +37,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ..errors import SceneError
+from .errors import SceneError
 
 log = logging.getLogger("glrec")
 

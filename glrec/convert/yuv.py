@@ -1,0 +1,63 @@
+"""Convert stage: RGBA render target -> planar YUV textures, flipped to top-down.
+
+Runs as a GL compute shader (``shaders/convert_yuv.comp``) so the GPU does the
+colour maths and the host only ever reads 1.5 bytes per pixel (4:2:0) instead
+of 4. The output planes are textures, which the host readback reads through
+pixel-buffer objects and the CUDA handoff can register as images.
+"""
+
+from __future__ import annotations
+
+import moderngl
+
+from .. import glsl
+from ..colour import ColourSpec
+from .compute import ComputePass
+from .layout import PlaneLayout
+
+
+class Converter:
+    """RGBA -> YUV planes: owns the compute shader and the output plane textures for one size and format."""
+
+    GROUP = 8  # must match local_size in convert_yuv.comp
+
+    def __init__(
+        self,
+        ctx: moderngl.Context,
+        src_size: tuple[int, int],
+        dst_size: tuple[int, int],
+        pix_fmt: str,
+        colour: ColourSpec,
+    ) -> None:
+        self.ctx = ctx
+        self.layout = PlaneLayout.for_format(pix_fmt, *dst_size)
+        sub = 1 if pix_fmt == "yuv444p" else 2
+        shader = glsl.compute(
+            ctx, "convert_yuv.comp", {"SUB_X": sub, "SUB_Y": sub, "INTERLEAVED": int(pix_fmt == "nv12")}
+        )
+        (kr, kg, kb), y_range, c_range = colour.rgb_to_yuv_matrix()
+        uniforms = {
+            "src_size": src_size,
+            "dst_size": dst_size,
+            "luma": (kr, kg, kb),
+            "chroma_div": (2.0 * (1.0 - kb), 2.0 * (1.0 - kr)),
+            "y_range": y_range,
+            "c_range": c_range,
+        }
+        for name, value in uniforms.items():
+            shader[name].value = value  # type: ignore[union-attr]
+        cw, ch = self.layout.planes[1][:2]
+        self._pass = ComputePass(ctx, shader, self.GROUP, (cw, ch))
+        self.planes = self.new_planes()
+
+    def new_planes(self) -> list[moderngl.Texture]:
+        """Another set of output textures (the register handoff swaps a ring of them into :attr:`planes`)."""
+        return [self.ctx.texture((w, h), c, dtype="f1") for w, h, c in self.layout.planes]
+
+    def run(self, source: moderngl.Texture) -> None:
+        """Convert ``source`` into :attr:`planes` (queued on the GPU; returns at once)."""
+        self._pass.run(source, self.planes)
+
+    def release(self) -> None:
+        self._pass.release(self.planes)
+        self.planes = []

@@ -1,0 +1,77 @@
+"""What the CPU encoders (libavcodec through PyAV) accept: presets, frame rates, picture sizes and formats.
+
+Checked by the pipeline's plan before any GL object exists, so a recording that
+libavcodec would refuse (or crash on) fails with a message instead.
+"""
+
+from __future__ import annotations
+
+from ..errors import ConfigError
+from ..options import VideoOptions, check_choice
+
+#: The libavcodec encoder behind each codec on the CPU path.
+CPU_ENCODERS: dict[str, str] = {"h264": "libx264", "hevc": "libx265", "av1": "libsvtav1", "mjpeg": "mjpeg"}
+# Presets each CPU encoder takes (SVT-AV1 counts from slowest, 0, to fastest, 13).
+_X26X_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
+CPU_PRESETS: dict[str, tuple[str, ...]] = {
+    "libx264": (*_X26X_PRESETS, "placebo"),
+    "libx265": (*_X26X_PRESETS, "placebo"),
+    "libsvtav1": tuple(str(i) for i in range(14)),
+    "mjpeg": (),
+}
+#: Pixel formats each CPU encoder takes from glrec's convert stage.
+CPU_PIX_FMTS: dict[str, tuple[str, ...]] = {
+    "libx264": ("yuv420p", "nv12", "yuv444p"),
+    "libx265": ("yuv420p", "yuv444p"),
+    "libsvtav1": ("yuv420p",),
+    "mjpeg": ("yuv420p", "yuv444p"),
+}
+MAX_SVTAV1_FPS = 240.0
+
+
+def cpu_size_problem(codec: str, width: int, height: int) -> str | None:
+    """Why the CPU encoder for ``codec`` cannot take an encoded picture of this size (None if it can).
+
+    Measured with PyAV 18's libx264, libx265 3.x and SVT-AV1 by encoding every size
+    on a grid in a child process: x264 refuses over 16384 a side; x265 opens from
+    16x16, but small pictures corrupt its heap and abort the process when it closes;
+    SVT-AV1 refuses under 4 or over 16384 a side, and never finishes (its flush
+    waits forever) when one side is over 64 and the other under 26.
+    """
+    short, long = min(width, height), max(width, height)
+    if codec == "h264" and long > 16384:
+        return "libx264 takes at most 16384 pixels a side"
+    if codec == "hevc" and short <= 32:
+        return "libx265 needs more than 32 pixels a side (smaller pictures can crash it)"
+    if codec == "av1":
+        if short < 4 or long > 16384:
+            return "SVT-AV1 takes 4 to 16384 pixels a side"
+        if long > 64 and short < 32:
+            return "SVT-AV1 hangs when one side is over 64 pixels and the other under 26; use at least 32"
+    return None
+
+
+def check_cpu_options(options: VideoOptions) -> None:
+    """Refuse what the CPU encoder would reject when it opens: format, preset, frame rate, picture size."""
+    name = CPU_ENCODERS[options.codec]
+    if options.pix_fmt not in CPU_PIX_FMTS[name]:
+        raise ConfigError(
+            f"The {options.codec} CPU encoder ({name}) takes {' or '.join(CPU_PIX_FMTS[name])}, not {options.pix_fmt}."
+        )
+    if options.preset is not None:
+        valid = CPU_PRESETS[name]
+        if not valid:
+            raise ConfigError(f"{name} ({options.codec}) has no presets; leave preset unset (quality sets JPEG size).")
+        check_choice(f"preset for {name}", str(options.preset), valid)
+    if options.codec == "av1" and options.fps > MAX_SVTAV1_FPS:
+        raise ConfigError(
+            f"fps {options.fps:g} is above what SVT-AV1 (av1) takes, {MAX_SVTAV1_FPS:g}; use a lower fps or codec h264."
+        )
+    if options.tuning is not None or options.rc is not None:
+        raise ConfigError(
+            "tuning and rc are NVENC settings; the CPU encoder takes crf, qp or bitrate (and preset) instead."
+        )
+    w, h = options.encoded_size
+    problem = cpu_size_problem(options.codec, w, h)
+    if problem is not None:
+        raise ConfigError(f"Size {w}x{h} cannot be encoded as {options.codec}: {problem}. Use e.g. 64x64.")

@@ -1,0 +1,104 @@
+"""Building the chain on an ExitStack: context -> target -> convert -> handoff -> encoder.
+
+The stack tears the stages down in reverse, so a half-built chain cleans
+itself up; the sink and the encode worker come after, in the recorder.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+from ..context import GLContext, create_context, create_cuda_context
+from ..convert import Converter, ConvertStage, RgbPacker
+from ..encoders import Encoder
+from ..encoders.nvjpeg import BATCH as NVJPEG_BATCH
+from ..errors import DeviceError
+from ..interop import Handoff
+from ..interop.handoff import cuda_handoff_kind, open_handoff
+from ..options import PipelineOptions, VideoOptions
+from ..sinks.registry import OutputKind
+from ..target import RenderTarget
+from .plan import Plan, make_plan
+
+log = logging.getLogger("glrec")
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """The built stages and the plan they follow."""
+
+    gl: GLContext
+    target: RenderTarget
+    convert: ConvertStage
+    handoff: Handoff
+    encoder: Encoder
+    plan: Plan
+
+    @property
+    def name(self) -> str:
+        """The encoder as the summary names it (with the handoff where the CPU encoder reads CUDA frames)."""
+        if self.plan.encoder == "cpu" and self.plan.uses_cuda:
+            return f"{self.encoder.name} (from CUDA {self.handoff.kind} handoff)"
+        return self.encoder.name
+
+
+def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOptions, output: OutputKind) -> Pipeline:
+    """Plan, then build every stage on ``stack`` (see the module docstring)."""
+    plan = make_plan(video, pipeline, output)
+    if plan.device is not None:
+        stack.callback(plan.device.release)  # registered first: released after every GL/CUDA object
+    gl, plan = _open_context(stack, plan, pipeline, video)
+    ctx = gl.mgl
+    target = RenderTarget(ctx, video.size)
+    stack.callback(target.release)
+    convert = _open_convert(gl, plan, video)
+    stack.callback(convert.release)
+    kind = cuda_handoff_kind(plan.handoff, ctx) if plan.uses_cuda else "host"
+    plan = plan.with_(handoff=kind)
+    # Frames the consumer may hold: the queue, the one being encoded, and nvJPEG's batch.
+    held = pipeline.queue_size + 2 + (NVJPEG_BATCH if plan.encoder == "nvjpeg" else 0)
+    handoff = open_handoff(kind, ctx, convert, plan.device, depth=pipeline.ring, consumer_slots=held)
+    stack.callback(handoff.release)
+    encoder = _open_encoder(plan, video, output)
+    stack.callback(encoder.close)
+    log.info("plan: %s", plan.describe())
+    return Pipeline(gl, target, convert, handoff, encoder, plan)
+
+
+def _open_context(
+    stack: ExitStack, plan: Plan, pipeline: PipelineOptions, video: VideoOptions
+) -> tuple[GLContext, Plan]:
+    if not plan.uses_cuda or plan.device is None:
+        return stack.enter_context(create_context(pipeline.egl_device)), plan
+    info = plan.device.info
+    try:
+        return stack.enter_context(create_cuda_context(info.ordinal, info.pci_bus_id, pipeline.egl_device)), plan
+    except DeviceError as exc:
+        if video.encoder != "auto" or video.pix_fmt == "rgba":
+            raise
+        # auto: a GL that cannot share memory with this CUDA device still records, on the host path.
+        fallback = plan.with_(encoder="cpu", handoff="host", reason=f"no EGL device for CUDA: {exc}", convert="yuv")
+        return stack.enter_context(create_context(pipeline.egl_device)), fallback
+
+
+def _open_convert(gl: GLContext, plan: Plan, video: VideoOptions) -> ConvertStage:
+    if plan.convert != "yuv":
+        return RgbPacker(gl.mgl, video.size, plan.convert)
+    return Converter(gl.mgl, video.size, video.encoded_size, video.pix_fmt, video.colour)
+
+
+def _open_encoder(plan: Plan, video: VideoOptions, output: OutputKind) -> Encoder:
+    if plan.encoder == "nvjpeg":
+        from ..encoders.nvjpeg import NvJpegEncoder
+
+        assert plan.device is not None
+        return NvJpegEncoder(video, plan.device.ordinal)
+    if plan.encoder == "nvenc":
+        from ..encoders.nvenc import NvencEncoder
+
+        return NvencEncoder(video, plan.device, raw_output=output.raw)
+    from ..encoders.cpu import CpuEncoder
+
+    return CpuEncoder(video)

@@ -1,0 +1,74 @@
+"""What a finished recording holds, and the one-call front doors that make one."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .options import VideoOptions, frame_count
+
+if TYPE_CHECKING:
+    from .scenes import Scene
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    """What a finished recording holds."""
+
+    path: Path
+    frames: int
+    seconds: float  # duration of the video
+    wall_seconds: float  # time the recording took
+    bytes: int
+    encoder: str
+
+    @property
+    def fps_achieved(self) -> float:
+        return self.frames / self.wall_seconds if self.wall_seconds > 0 else 0.0
+
+    @property
+    def bitrate(self) -> float:
+        """Average bits per second of video."""
+        return self.bytes * 8 / self.seconds if self.seconds > 0 else 0.0
+
+    def summary(self) -> str:
+        return (
+            f"{self.path}: {self.frames} frames ({self.seconds:.2f} s of video) in {self.wall_seconds:.2f} s "
+            f"= {self.fps_achieved:.1f} fps, {self.bytes / 1e6:.2f} MB, {self.bitrate / 1e6:.2f} Mbit/s, "
+            f"encoder {self.encoder}"
+        )
+
+
+def record(
+    scene: Scene | str,
+    path: str | os.PathLike[str],
+    *,
+    seconds: float | None = None,
+    frames: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    **options: Any,
+) -> RecordResult:
+    """Render ``scene`` for ``seconds`` or ``frames`` (default 5 s, as the CLI) and write it to ``path``.
+
+    ``options`` are :class:`~glrec.Recorder`'s keyword arguments (size, fps, codec,
+    crf, ...; see ``docs/options.md``). ``progress`` is called with the number of
+    frames submitted after each one.
+
+    >>> glrec.record("cube", "cube.mp4", size=(1280, 720), fps=30, seconds=3)  # doctest: +SKIP
+    RecordResult(path=PosixPath('cube.mp4'), frames=90, ...)
+    """
+    from .recorder import Recorder  # the recorder module imports this one for RecordResult
+    from .scenes import load_scene
+
+    fps = VideoOptions.parse({"fps": options.get("fps")}).fps
+    n = frame_count(fps, seconds, frames)
+    scene = load_scene(scene)  # an unknown scene fails here, before any GL object or file exists
+    with Recorder(path, **options) as rec:
+        for _ in range(n):
+            rec.render(scene)
+            if progress is not None:
+                progress(rec.frames_submitted)
+    return rec.close()

@@ -1,0 +1,60 @@
+"""Muxing packets into an FFmpeg output (file or URL) without re-encoding.
+
+The output stream is described by parsing the encoder's first packet (which
+carries the parameter sets in band) with FFmpeg's own parser, so packets from
+any encoder (PyAV, NVENC) mux the same way. Both the file sink and the network
+sink hold one :class:`Muxer`.
+"""
+
+from __future__ import annotations
+
+import io
+
+import av
+
+from ..frame import Packet
+from ..options import VideoOptions
+from ..timebase import frame_rate
+
+# FFmpeg demuxer that parses one raw packet of each codec.
+_PROBE_FORMAT = {"h264": "h264", "hevc": "hevc", "mjpeg": "mjpeg"}
+
+
+class Muxer:
+    """One video stream in an opened PyAV output container; counts what it muxed."""
+
+    def __init__(self, container: av.container.OutputContainer, options: VideoOptions) -> None:
+        self.container = container
+        self.options = options
+        self.time_base = 1 / frame_rate(options.fps)
+        self.packets = 0
+        self.bytes_written = 0
+        self._stream: av.video.stream.VideoStream | None = None
+
+    def _make_stream(self, first: Packet) -> av.video.stream.VideoStream:
+        probe = av.open(io.BytesIO(first.data), format=_PROBE_FORMAT[self.options.codec])
+        try:
+            stream = self.container.add_stream_from_template(probe.streams.video[0])
+        finally:
+            probe.close()
+        stream.time_base = self.time_base
+        # Tag the stream with the conversion glrec did; bitstreams without colour
+        # fields (JPEG) would otherwise leave the container saying "unknown".
+        cc = stream.codec_context
+        primaries, transfer, matrix = self.options.colour.h273
+        cc.color_primaries, cc.color_trc, cc.colorspace = primaries, transfer, matrix
+        cc.color_range = self.options.colour.av_range
+        return stream
+
+    def mux(self, p: Packet) -> None:
+        """Mux one packet (raises PyAV's or the OS's error as is)."""
+        if self._stream is None:
+            self._stream = self._make_stream(p)
+        pkt = av.Packet(p.data)
+        pkt.pts, pkt.dts = p.pts, p.dts
+        pkt.time_base = self.time_base
+        pkt.is_keyframe = p.keyframe
+        pkt.stream = self._stream
+        self.container.mux(pkt)
+        self.packets += 1
+        self.bytes_written += len(p.data)
