@@ -68,7 +68,7 @@ def _source(ctx, pix_fmt, size):
 @contextlib.contextmanager
 def _stages(gl, cuda, scene_name, pix_fmt, kind):
     """Render target, scene, convert/pack stage and CUDA handoff on ``gl``, released in reverse."""
-    from glrec.interop.handoff import open_cuda_handoff
+    from glrec.interop.handoff import open_handoff
 
     ctx = gl.mgl
     with contextlib.ExitStack() as stack:
@@ -79,7 +79,7 @@ def _stages(gl, cuda, scene_name, pix_fmt, kind):
         stack.callback(scene.close)
         source = _source(ctx, pix_fmt, SIZE)
         stack.callback(source.release)
-        handoff = open_cuda_handoff(kind, ctx, source, cuda, depth=3, consumer_slots=4)
+        handoff = open_handoff(kind, ctx, source, cuda, depth=3, consumer_slots=4)
         stack.callback(handoff.release)
 
         def draw(t):
