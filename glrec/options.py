@@ -198,6 +198,10 @@ class VideoOptions(_Table):
         flags=_flag("pad"),
         boolean=True,
     )
+    threads: int | None = option(
+        None, "CPU encoder threads (default: the encoder picks, x264 1.5 per core)",
+        _number("threads", 1, 256, integer=True, example="4"), flags=_flag("threads"),
+    )  # fmt: skip
     tuning: Tuning | None = option(
         None, "NVENC tuning: hq, ll, ull or lossless", _choice("NVENC tuning", Tuning), flags=_flag("tuning")
     )

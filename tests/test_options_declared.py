@@ -167,3 +167,15 @@ def test_recorder_signal_handlers_are_put_back_exactly(gl, tmp_path):
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+
+
+def test_an_option_declared_once_is_on_every_surface(gl, tmp_path):
+    """threads was added as one declaration: Python keyword, CLI flag, docs, and it reaches libx264."""
+    py, cli = tmp_path / "py.h264", tmp_path / "cli.h264"
+    glrec.record("bars", py, size=(64, 64), fps=30, frames=2, threads=1)
+    assert main(["record", "bars", "-o", str(cli), "--size", "64x64", "--frames", "2", "--threads", "3", "-q"]) == 0
+    # x264 writes its settings into the stream (an SEI): the thread count is among them
+    assert b" threads=1 " in py.read_bytes() and b" threads=3 " in cli.read_bytes()
+    assert "`--threads`" in (ROOT / "docs" / "options.md").read_text()
+    with pytest.raises(glrec.ConfigError, match="threads 0 is outside 1..256"):
+        VideoOptions.create(threads=0)

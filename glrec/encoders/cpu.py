@@ -66,7 +66,7 @@ class CpuEncoder:
         primaries, transfer, matrix = options.colour.h273
         cc.color_primaries, cc.color_trc, cc.colorspace = primaries, transfer, matrix
         cc.color_range = options.colour.av_range
-        cc.thread_count = 0  # let the encoder pick (x264: 1.5 x cores)
+        cc.thread_count = options.threads or 0  # 0: let the encoder pick (x264: 1.5 x cores)
         opts: dict[str, str] = {}
         preset = options.preset or (LIVE_PRESET if options.live and name != "mjpeg" else _DEFAULT_PRESET[name])
         if preset is not None:
