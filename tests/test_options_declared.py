@@ -179,3 +179,20 @@ def test_an_option_declared_once_is_on_every_surface(gl, tmp_path):
     assert "`--threads`" in (ROOT / "docs" / "options.md").read_text()
     with pytest.raises(glrec.ConfigError, match="threads 0 is outside 1..256"):
         VideoOptions.create(threads=0)
+
+
+def test_serve_tells_the_viewer_the_encoded_size(gl, monkeypatch):
+    """An odd size padded for 4:2:0 reaches the browser as the size its decoder gets (66x48, not 65x48)."""
+    pytest.importorskip("websockets")
+    import glrec.sinks.viewer as viewer
+
+    sizes = []
+
+    class Recording(viewer.StreamServer):
+        def __init__(self, *, size, **kwargs):
+            sizes.append(size)
+            super().__init__(size=size, **kwargs)
+
+    monkeypatch.setattr(viewer, "StreamServer", Recording)
+    assert main(["serve", "bars", "--size", "65x48", "--pad", "--frames", "2", "--port", "0", "-q"]) == 0
+    assert sizes == [(66, 48)]
