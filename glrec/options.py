@@ -160,7 +160,8 @@ class VideoOptions(_Table):
         flags=_flag("pix-fmt"),
     )  # fmt: skip
     matrix: Matrix | None = option(
-        None, "RGB->YUV matrix bt709 or bt601 (default bt709; bt601 for mjpeg and rgba)", _choice("colour matrix", Matrix),
+        None, "RGB->YUV matrix bt709 or bt601 (default bt709; bt601 for mjpeg and rgba)",
+        _choice("colour matrix", Matrix),
         flags=_flag("matrix"),
     )  # fmt: skip
     colour_range: Range | None = option(

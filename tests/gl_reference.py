@@ -27,9 +27,9 @@ def encode_through_handoff(job: dict, work: Path) -> dict:
     from nvenc_child import error_json, packets_json
 
     from glrec.context import create_cuda_context
-    from glrec.encoders.nvenc import NvencEncoder
     from glrec.convert import Converter
     from glrec.convert.pack import RgbPacker
+    from glrec.encoders.nvenc import NvencEncoder
     from glrec.interop.cuda import CudaDevice
     from glrec.interop.handoff import open_handoff
     from glrec.options import VideoOptions

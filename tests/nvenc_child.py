@@ -49,8 +49,8 @@ def error_json(exc: BaseException) -> dict:
 
 
 def encode(job: dict, work: Path) -> dict:
-    from glrec.encoders.nvenc import NvencEncoder
     from glrec.convert import PlaneLayout
+    from glrec.encoders.nvenc import NvencEncoder
     from glrec.interop.cuda import CudaDevice, call
     from glrec.interop.pool import DeviceFrame, DevicePool
     from glrec.options import VideoOptions
