@@ -33,7 +33,9 @@ def filter_spec(codec: str, colour: ColourSpec) -> str:
 
 
 class VuiWriter:
-    """Rewrite each packet's parameter sets (SPS / sequence header) to carry ``colour``; other units pass as they are.
+    """Rewrite the parameter sets (SPS / sequence header) in keyframe packets to carry ``colour``.
+
+    Everything else passes as it is: other units of those packets, and every other packet.
 
     >>> writer = VuiWriter("h264", ColourSpec())  # doctest: +SKIP
     >>> tagged = writer.write(packets)  # doctest: +SKIP
@@ -50,6 +52,9 @@ class VuiWriter:
 
         out = []
         for p in packets:
+            if not p.keyframe:  # parameter sets come with keyframes only (NVENC repeats them on every IDR)
+                out.append(p)
+                continue
             try:
                 (filtered,) = self._filter.filter(av.Packet(p.data))
             except (ValueError, av.FFmpegError) as exc:  # one packet in, one out: anything else is a bug here
