@@ -46,8 +46,8 @@ def _cuda_summary() -> tuple[str | None, list[Any]]:
     return problem, ([] if problem else visible_devices())
 
 
-def _reference_luma(scene: str, size: tuple[int, int], frames: int, fps: float, colour: Any) -> list[np.ndarray]:
-    """Luma of ``scene`` rendered with plain moderngl calls (no glrec pipeline), rows top-down."""
+def _reference_rgb(scene: str, size: tuple[int, int], frames: int, fps: float) -> list[np.ndarray]:
+    """``scene`` rendered with plain moderngl calls (no glrec pipeline), RGB rows top-down."""
     from .context import create_context
     from .scenes import load_scene
     from .target import RenderTarget
@@ -60,10 +60,38 @@ def _reference_luma(scene: str, size: tuple[int, int], frames: int, fps: float, 
         for i in range(frames):
             target.use()
             sc.render(i / fps)
-            rgb = np.frombuffer(target.fbo.read(components=3), np.uint8).reshape(size[1], size[0], 3)[::-1]
-            out.append(np.clip(np.floor(colour.to_yuv(rgb / 255.0)[..., 0] + 0.5), 0, 255))
+            out.append(np.frombuffer(target.fbo.read(components=3), np.uint8).reshape(size[1], size[0], 3)[::-1])
         sc.close()
         target.release()
+    return out
+
+
+def _reference_luma(scene: str, size: tuple[int, int], frames: int, fps: float, colour: Any) -> list[np.ndarray]:
+    """Luma of :func:`_reference_rgb` through ``colour``'s matrix and range."""
+    return [np.clip(np.floor(colour.to_yuv(rgb / 255.0)[..., 0] + 0.5), 0, 255)
+            for rgb in _reference_rgb(scene, size, frames, fps)]  # fmt: skip
+
+
+def decoded_planes(path: Path) -> list[list[np.ndarray]]:
+    """Every frame's Y, U, V planes as decoded (no conversion), for 4:2:0 and 4:4:4 streams."""
+    import av
+
+    out = []
+    with av.open(str(path)) as c:
+        for fr in c.decode(video=0):
+            name = fr.format.name
+            if name not in ("yuv420p", "yuvj420p", "yuv444p", "yuvj444p"):
+                fr = fr.reformat(format="yuv420p")
+                name = "yuv420p"
+            a = fr.to_ndarray()
+            h, w = fr.height, fr.width
+            if "444" in name:
+                out.append([a[i] for i in range(3)])
+            else:
+                flat = a.reshape(-1)
+                q = (w // 2) * (h // 2)
+                out.append([flat[: w * h].reshape(h, w), flat[w * h : w * h + q].reshape(h // 2, w // 2),
+                            flat[w * h + q : w * h + 2 * q].reshape(h // 2, w // 2)])  # fmt: skip
     return out
 
 
@@ -152,7 +180,16 @@ def run_doctor(workdir: Path) -> list[Check]:
     )
     if problem is None:
         checks.extend(_gpu_checks(workdir, h264))
+    else:
+        checks.append(Check("NVENC", NA, f"needs CUDA ({problem}); {_nvenc_library()}", f"for NVENC: {_cuda_hint()}"))
     return checks
+
+
+def _nvenc_library() -> str:
+    from .encoders.nvenc_probe import nvenc_library_problem
+
+    why = nvenc_library_problem()
+    return "PyNvVideoCodec loads" if why is None else why
 
 
 def _cuda_hint() -> str:
@@ -181,9 +218,21 @@ def _gpu_checks(workdir: Path, h264: Path) -> list[Check]:
 
         def nvenc() -> tuple[str, str]:
             _, worst = _round_trip(workdir / "nvenc.mp4", encoder="nvenc")
-            return (PASS if worst >= MIN_PSNR else FAIL), f"NVENC h264 round trip, luma PSNR {worst:.1f} dB"
+            _, cpu = _round_trip(workdir / "nvenc-cpu.mp4", encoder="cpu", handoff="host")
+            return (PASS if worst >= MIN_PSNR else FAIL), (
+                f"NVENC h264 round trip at its defaults, luma PSNR "
+                f"{worst:.1f} dB (libx264 at its defaults: {cpu:.1f} dB)"
+            )
 
         checks.append(_check("NVENC", "update the driver; see the error", nvenc))
+        checks.append(
+            _check(
+                "NVENC rgba colour",
+                "glrec's rgba tag may be wrong on this GPU: use pix_fmt yuv420p "
+                "or nv12 (glrec converts), and please report this line",
+                lambda: _nvenc_rgb(workdir),
+            )
+        )
 
     why = nvjpeg_problem()
     if why is not None:
@@ -197,10 +246,12 @@ def _gpu_checks(workdir: Path, h264: Path) -> list[Check]:
         checks.append(_check("nvJPEG", "make the nvJPEG library visible (CUDA toolkit)", nvjpeg))
 
     def nvdec() -> tuple[str, str]:
+        from .encoders.nvenc_probe import load_pynvvideocodec
+
         try:
-            import PyNvVideoCodec as nvc
-        except ImportError as exc:
-            return NA, f"PyNvVideoCodec not installed ({exc})"
+            nvc = load_pynvvideocodec()
+        except GlrecError as exc:
+            return NA, str(exc)
         if not h264.exists():
             return NA, "no H.264 file from the CPU check to decode"
         n = count_nvdec_frames(nvc, h264)
@@ -208,6 +259,20 @@ def _gpu_checks(workdir: Path, h264: Path) -> list[Check]:
 
     checks.append(_check("NVDEC", "pip install PyNvVideoCodec", nvdec))
     return checks
+
+
+def _nvenc_rgb(workdir: Path) -> tuple[str, str]:
+    """Encode colour bars from rgba input with NVENC, decode them and measure the conversion NVENC used."""
+    from .encoders.nvenc import RGB_INPUT_COLOUR
+    from .encoders.nvenc_colour import describe, rank_conversions
+    from .result import record
+
+    path, size, frames = workdir / "nvenc-rgba.mkv", (320, 240), 5
+    record("bars", path, size=size, fps=30, frames=frames, overwrite=True, encoder="nvenc", pix_fmt="rgba", qp=4)
+    ranking = rank_conversions(decoded_planes(path), _reference_rgb("bars", size, frames, 30))
+    best = ranking[0][0]
+    tagged = f"glrec tags it {RGB_INPUT_COLOUR.matrix} {RGB_INPUT_COLOUR.range}"
+    return (PASS if best == RGB_INPUT_COLOUR else FAIL), f"{describe(ranking)}; {tagged}"
 
 
 def count_nvdec_frames(nvc: Any, path: Path) -> int:
@@ -254,7 +319,8 @@ def info_lines() -> list[str]:
     lines.append("Encoders:")
     lines.append(f"    cpu: PyAV {av.__version__}: {', '.join(cpu) or 'none'}")
     if problem:
-        lines.append("    nvenc, nvjpeg: need CUDA")
+        lines.append(f"    nvenc: needs CUDA; {_nvenc_library()}")
+        lines.append("    nvjpeg: needs CUDA")
         return lines
     from .encoders.available import nvenc_status, nvjpeg_problem
 
@@ -287,6 +353,9 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         print(f"{c.name:<{width}}  {status:<4}  {c.detail}")
         if c.remedy and status != PASS:
             print(f"{'':<{width}}        -> {c.remedy}")
+    for name in sorted(required - {c.name.lower() for c in checks}):
+        failed = True
+        print(f"{name:<{width}}  {FAIL:<4}  required, but this machine has no such check")
     print("doctor: " + ("problems found (see FAIL lines)" if failed else "all available stages work"))
     return 1 if failed else 0
 

@@ -160,7 +160,8 @@ class VideoOptions(_Table):
         flags=_flag("pix-fmt"),
     )  # fmt: skip
     matrix: Matrix | None = option(
-        None, "RGB->YUV matrix bt709 or bt601 (default bt709; bt601 for mjpeg)", _choice("colour matrix", Matrix),
+        None, "RGB->YUV matrix bt709 or bt601 (default bt709; bt601 for mjpeg and rgba)",
+        _choice("colour matrix", Matrix),
         flags=_flag("matrix"),
     )  # fmt: skip
     colour_range: Range | None = option(
@@ -232,7 +233,8 @@ class VideoOptions(_Table):
                 raise ConfigError("JPEG decoders always use the BT.601 matrix; use matrix 'bt601' for mjpeg.")
             if colour_range not in (None, "full"):
                 raise ConfigError("JPEG is always full range; use range 'full' (the default for mjpeg).")
-        matrix = matrix or ("bt601" if codec == "mjpeg" else "bt709")
+        # NVENC converts rgba input itself and is tagged BT.601 (glrec.encoders.nvenc.RGB_INPUT_COLOUR)
+        matrix = matrix or ("bt601" if codec == "mjpeg" or self.pix_fmt == "rgba" else "bt709")
         colour_range = colour_range or ("full" if codec == "mjpeg" else "limited")
         if sum(x is not None for x in (self.crf, self.qp, self.bitrate)) > 1:
             raise ConfigError("Give at most one of crf, qp and bitrate: they are alternative rate controls.")

@@ -14,10 +14,13 @@ import pytest
 
 import glrec
 from glrec.cli import main
+from glrec.colour import ColourSpec
 from glrec.devices import EglDevice, match_egl_device
 from glrec.encoders import available
 from glrec.encoders.cpu import CpuEncoder
+from glrec.encoders.cpu_limits import check_cpu_options
 from glrec.encoders.nvenc import NVENC_FORMATS, check_nvenc_options, explain_nvenc_error, nvenc_config
+from glrec.encoders.nvenc_probe import NvencCaps
 from glrec.frame import HostFrame
 from glrec.options import PipelineOptions, VideoOptions
 from glrec.pipeline import plan as select
@@ -70,7 +73,22 @@ def test_nvenc_status_codes_become_advice():
     code, why = explain_nvenc_error(RuntimeError("m_nvenc.nvEncOpenEncodeSessionEx(...) returned error 2"))
     assert code == 2 and "NV_ENC_ERR_UNSUPPORTED_DEVICE" in why and "nvjpeg" in why
     code, why = explain_nvenc_error(RuntimeError("NV_ENC_ERR_OUT_OF_MEMORY"))
-    assert code == 10 and "concurrent" in why
+    assert code == 10 and "consumer GPUs (GeForce)" in why and "concurrent" in why
+    # PyNvVideoCodec 2.2.4's own words for a session refused with status 10
+    code, why = explain_nvenc_error(
+        RuntimeError(
+            "PyNvEncoderCaps : \nError code : 10\nError Type : m_nvenc."
+            "nvEncOpenEncodeSessionEx(&p, &h) returned error 10\n"
+        )
+    )
+    assert code == 10 and why.startswith("NV_ENC_ERR_OUT_OF_MEMORY (10)")
+    # 801 is PyNvVideoCodec's own code, not an NVENCSTATUS: its "Error Type" line is the reason
+    code, why = explain_nvenc_error(
+        RuntimeError(
+            "ValidateGpuId : \nError code : 801\nError Type : GPU ordinal out of range. Should be within [0, 0]\n"
+        )
+    )
+    assert code is None and why == "GPU ordinal out of range. Should be within [0, 0]"
     code, why = explain_nvenc_error(RuntimeError("Current Driver Version does not support this NvEncodeAPI version"))
     assert code == 15 and "driver" in why
     assert explain_nvenc_error(RuntimeError("something else"))[0] is None
@@ -80,13 +98,23 @@ def test_nvenc_config_follows_documented_parameters():
     opts = VideoOptions.create((1280, 720), 60, codec="hevc", encoder="nvenc", preset="p6", gop=60, qp=20,
                                tuning="ull", rc="constqp")  # fmt: skip
     cfg = nvenc_config(opts, gpu=1, context=123, stream=456)
-    assert cfg == {"codec": "hevc", "gpuid": 1, "fps": 60, "preset": "P6", "tuning_info": "ultra_low_latency",
+    assert cfg == {"codec": "hevc", "gpu_id": 1, "fps": 60, "preset": "P6", "tuning_info": "ultra_low_latency",
                    "rc": "constqp", "constqp": 20, "gop": 60, "idrperiod": 60, "bf": 0, "repeatspspps": 1,
                    "cudacontext": 123, "cudastream": 456}  # fmt: skip
     vbr = nvenc_config(VideoOptions.create((64, 64), 30, encoder="nvenc", bitrate=8_000_000), gpu=0)
     assert vbr["rc"] == "vbr" and vbr["bitrate"] == 8_000_000 and vbr["maxbitrate"] == 16_000_000
-    abgr = nvenc_config(VideoOptions.create((64, 64), 30, encoder="nvenc", pix_fmt="rgba", matrix="bt601"), gpu=0)
-    assert abgr["colorspace"] == "bt601"
+    # colour is glrec's VUI writer's job: PyNvVideoCodec's colorspace would mark the stream full range
+    abgr = nvenc_config(VideoOptions.create((64, 64), 30, encoder="nvenc", pix_fmt="rgba"), gpu=0)
+    assert "colorspace" not in abgr and "gpuid" not in abgr
+    quality = nvenc_config(VideoOptions.create((64, 64), 30, encoder="nvenc"), gpu=0)
+    assert quality["rc"] == "vbr" and quality["cq"] == 20 and "bitrate" not in quality
+    assert nvenc_config(VideoOptions.create((64, 64), 30, encoder="nvenc", crf=30), gpu=0)["cq"] == 30
+    lossless = nvenc_config(VideoOptions.create((64, 64), 30, encoder="nvenc", tuning="lossless"), gpu=0)
+    assert (lossless["tuning_info"], lossless["rc"], lossless["constqp"]) == ("lossless", "constqp", 0)
+    assert nvenc_config(VideoOptions.create((64, 64), 30, codec="av1", encoder="nvenc", pix_fmt="nv12"),
+                        gpu=0)["use_ivf_container"] == 0  # fmt: skip
+    live = nvenc_config(VideoOptions.create((64, 64), 30, encoder="nvenc", live=True), gpu=0)
+    assert (live["tuning_info"], live["rc"], live["bf"], live["preset"]) == ("ultra_low_latency", "cbr", "0", "P2")
     assert NVENC_FORMATS == {"yuv420p": "YUV420", "nv12": "NV12", "yuv444p": "YUV444", "rgba": "ABGR"}
 
 
@@ -95,7 +123,11 @@ def test_nvenc_config_follows_documented_parameters():
     [
         ({"preset": "veryfast"}, False, "Unknown NVENC preset"),
         ({"tuning": "fast"}, False, "Unknown NVENC tuning"),
-        ({"crf": 20}, False, "NVENC has no crf"),
+        ({"rc": "cbr"}, False, "rc cbr needs a bitrate"),
+        ({"qp": 20, "rc": "vbr"}, False, "use rc constqp"),
+        ({"tuning": "lossless", "qp": 10}, False, "lossless is constant QP 0"),
+        ({"live": True, "preset": "p6"}, False, "P1, P2 or P3"),
+        ({"live": True, "qp": 20}, False, "Live NVENC is CBR"),
     ],
 )
 def test_nvenc_rejects_options_it_cannot_honour(kwargs, raw, words):
@@ -109,9 +141,28 @@ def test_nvenc_option_checks():
     with pytest.raises(glrec.ConfigError, match="B-frames are supported for raw"):
         check_nvenc_options(VideoOptions.create((64, 64), 30, encoder="nvenc", bframes=2), raw_output=False)
     check_nvenc_options(VideoOptions.create((64, 64), 30, encoder="nvenc", bframes=2), raw_output=True)
-    with pytest.raises(glrec.ConfigError, match="limited range only"):
-        check_nvenc_options(VideoOptions.create((64, 64), 30, encoder="nvenc", pix_fmt="rgba", colour_range="full"),
-                            raw_output=False)  # fmt: skip
+    # NVENC converts rgba itself: glrec tags it BT.601 limited and refuses to claim anything else
+    assert VideoOptions.create((64, 64), 30, encoder="nvenc", pix_fmt="rgba").colour == ColourSpec("bt601", "limited")
+    for colour in ({"colour_range": "full"}, {"matrix": "bt709"}):
+        with pytest.raises(glrec.ConfigError, match="NVENC converts rgba input to YUV itself"):
+            check_nvenc_options(VideoOptions.create((64, 64), 30, encoder="nvenc", pix_fmt="rgba", **colour),
+                                raw_output=False)  # fmt: skip
+    caps = NvencCaps("h264", (145, 49), (4096, 4096), 4, True, False)
+    with pytest.raises(glrec.ConfigError, match="below this GPU's NVENC h264 minimum of 145x49"):
+        check_nvenc_options(VideoOptions.create((144, 64), 30, encoder="nvenc"), raw_output=False, caps=caps)
+    with pytest.raises(glrec.ConfigError, match="no 4:4:4"):
+        check_nvenc_options(VideoOptions.create((160, 64), 30, encoder="nvenc", pix_fmt="yuv444p"), raw_output=False,
+                            caps=caps)  # fmt: skip
+    check_nvenc_options(VideoOptions.create((160, 64), 30, encoder="nvenc"), raw_output=False, caps=caps)
+
+
+@pytest.mark.parametrize("codec, pix_fmt", [("hevc", "nv12"), ("av1", "nv12"), ("av1", "rgba")])
+def test_formats_only_the_cpu_encoders_refuse_are_allowed_for_nvenc(codec, pix_fmt):
+    opts = VideoOptions.create((64, 64), 30, codec=codec, encoder="nvenc", pix_fmt=pix_fmt)
+    check_nvenc_options(opts, raw_output=False)
+    if pix_fmt == "nv12":  # the CPU encoders still refuse it, once the plan has chosen them
+        with pytest.raises(glrec.ConfigError, match="CPU encoder"):
+            check_cpu_options(VideoOptions.create((64, 64), 30, codec=codec, pix_fmt=pix_fmt))
 
 
 # -- backend choice without CUDA ------------------------------------------------------------------
@@ -181,6 +232,7 @@ def test_auto_with_cuda_prefers_gpu_encoders(monkeypatch, codec, nvenc, nvjpeg, 
     dev = _FakeDevice()
     monkeypatch.setattr(select, "_open_cuda", lambda ordinal: (dev, None))
     monkeypatch.setattr(available, "nvenc_problem", lambda c, d: nvenc)
+    monkeypatch.setattr(available, "nvenc_caps", lambda c, o: NvencCaps(c, (33, 17), (4096, 4096), 4, True, True))
     monkeypatch.setattr(available, "nvjpeg_problem", lambda: nvjpeg)
     plan = plan_backend(VideoOptions.create((64, 64), 30, codec=codec))
     assert plan.encoder == expect[0] and expect[1] in plan.reason and plan.handoff == "auto"

@@ -66,12 +66,12 @@ def cpu_live_options(encoder: str, options: VideoOptions) -> dict[str, str]:
 def nvenc_live_options(options: VideoOptions, preset: str = "P2") -> dict[str, str]:
     """PyNvVideoCodec ``CreateEncoder`` keywords for live mode (NVENC).
 
-    The design target for NVENC is render→packet ≤ 5 ms at 1080p; it is a target,
-    not a measurement: glrec's development GPU (H200) has no NVENC unit.
     P1-P3 are NVENC's fast presets (``preset`` picks one); ultra-low-latency tuning,
-    no B-frames and no lookahead emit every frame at once; CBR with a one-frame VBV
-    buffer keeps every frame inside its share of the channel; SPS/PPS are repeated
-    on every IDR so a late joiner can start.
+    no B-frames and no lookahead keep NVENC from holding frames; CBR with a one-frame
+    VBV buffer keeps every frame inside its share of the channel; SPS/PPS are repeated
+    on every IDR so a late joiner can start. PyNvVideoCodec itself still returns each
+    packet three ``Encode`` calls after its frame, whatever these settings (see
+    :mod:`glrec.encoders.nvenc`): three frame times of delay that no keyword removes.
     """
     if preset.upper() not in ("P1", "P2", "P3"):
         raise ConfigError(f"live NVENC preset {preset!r} should be P1, P2 or P3 (the low-latency presets).")

@@ -1,139 +1,139 @@
-"""NVENC encoder through PyNvVideoCodec, fed from CUDA device frames.
+"""NVENC encoder through PyNvVideoCodec (>= 2.1), fed from CUDA device frames.
 
-Written to PyNvVideoCodec's documented API (programming guide, "Encode API"):
+The calls follow PyNvVideoCodec 2.2.4 as it behaves (checked against the real
+module by ``tests/test_nvenc_contract.py``, with stand-in driver libraries):
 ``CreateEncoder(width, height, fmt, usecpuinputbuffer, **kwargs)`` with the
-documented optional parameters (``codec``, ``preset`` P1-P7, ``tuning_info``,
-``rc`` cbr/vbr/constqp, ``bitrate``, ``constqp``, ``fps``, ``gop``,
-``idrperiod``, ``bf``, ``repeatspspps``, ``colorspace``, ``gpuid``,
-``cudacontext``, ``cudastream``); ``Encode(frame)`` where ``frame.cuda()``
-returns one CUDA-array-interface object per plane; ``EndEncode()`` to flush.
-``Encode`` returns either a bytes-like bitstream (PyNvVideoCodec 1.x/2.0) or a
-list of ``{'data', 'timestamp', 'picture_type'}`` dicts (2.1+); both are handled.
+GPU in ``gpu_id`` (``gpuid`` is ``GetEncoderCaps``'s keyword and is ignored
+here), glrec's primary context in ``cudacontext`` and glrec's stream in
+``cudastream``; ``Encode(frame[, pic_flags])`` copies the frame into one of its
+own surfaces with an asynchronous copy on that stream and returns a list of
+``{'data', 'timestamp', 'picture_type'}`` dicts; ``EndEncode()`` flushes.
 
-NOT RUN on the hardware glrec was developed with: the H200 has no NVENC
-(opening a session returns status 2, NV_ENC_ERR_UNSUPPORTED_DEVICE). The tests
-run the full round trip where a session opens and skip with "no NVENC on this
-GPU" where it does not; ``glrec doctor`` does the same on a user's machine.
+What that means here:
 
-Inputs (``options.pix_fmt``): ``yuv420p`` -> "YUV420" (IYUV), ``nv12`` ->
-"NV12", ``yuv444p`` -> "YUV444", all converted by glrec's GL convert stage, so
-the container's colour tags are glrec's; ``rgba`` -> "ABGR" (R in the lowest
-byte, which is the RGBA8 texture's byte order), converted by NVENC itself
-with the ``colorspace`` matrix in limited range.
+- ``frame.cuda()`` returns one CUDA-array object for ABGR and a list (one per
+  plane) for NV12 / IYUV / YUV444: PyNvVideoCodec checks
+  ``__cuda_array_interface__`` on the returned object for packed formats.
+- Each packet comes out about three ``Encode`` calls after its frame (a fixed
+  output delay inside PyNvVideoCodec that no ``CreateEncoder`` keyword
+  changes), and its ``timestamp`` is PyNvVideoCodec's own input counter, not
+  the caller's. The pts is therefore taken from a FIFO of the frame indices
+  given to ``Encode`` (packets leave in input order without B-frames).
+- The frame's buffer may be reused only after that copy has run: an event is
+  recorded on the stream after ``Encode`` and the slot is handed out again
+  only once it completed.
+- Colour tags are written by :class:`~glrec.encoders.vui.VuiWriter`, not by
+  NVENC (see there). NVENC has no setting for its own RGB->YUV matrix; ABGR
+  input is tagged BT.601 limited, what FFmpeg's NVENC wrapper assumes, until
+  ``glrec doctor`` on an NVENC GPU measures otherwise.
+
+NOT RUN on NVENC hardware: glrec's GPU (an H200) has no NVENC unit.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
-import re
+import threading
 from typing import Any
 
+from ..colour import ColourSpec
 from ..errors import ConfigError, EncoderError, EncoderUnavailableError
 from ..frame import Packet
 from ..interop import Frame
 from ..interop.pool import DeviceFrame
 from ..options import VideoOptions
 from . import device_frame
+from .latency import nvenc_live_options
+from .nvenc_probe import (
+    INSTALL_HINT,
+    UNAVAILABLE_CODES,
+    NvencCaps,
+    explain_nvenc_error,
+    load_pynvvideocodec,
+)
+from .vui import VuiWriter
 
 log = logging.getLogger("glrec")
 
-INSTALL_HINT = "pip install glrec[nvenc] (PyNvVideoCodec) on a GPU with NVENC"
+__all__ = ["INSTALL_HINT", "NVENC_FORMATS", "NvencEncoder", "check_nvenc_options", "explain_nvenc_error",
+           "load_pynvvideocodec", "nvenc_config"]  # fmt: skip
 
 #: glrec pixel format -> PyNvVideoCodec surface format.
 NVENC_FORMATS: dict[str, str] = {"yuv420p": "YUV420", "nv12": "NV12", "yuv444p": "YUV444", "rgba": "ABGR"}
-#: Largest frame per codec, as PyNvVideoCodec documents for ``max_res``.
+#: Largest frame per codec when the encoder's caps are not known yet.
 MAX_SIZE: dict[str, int] = {"h264": 4096, "hevc": 8192, "av1": 8192}
 TUNINGS: dict[str, str] = {"hq": "high_quality", "ll": "low_latency", "ull": "ultra_low_latency",
                            "lossless": "lossless"}  # fmt: skip
 RATE_CONTROLS: tuple[str, ...] = ("cbr", "constqp", "vbr")
-
-# NVENCSTATUS codes that users meet, with what to do about them.
-_STATUS: dict[int, tuple[str, str]] = {
-    1: ("NV_ENC_ERR_NO_ENCODE_DEVICE", "no NVENC-capable device was found; check the driver (nvidia-smi)"),
-    2: (
-        "NV_ENC_ERR_UNSUPPORTED_DEVICE",
-        "no NVENC on this GPU (A100, H100 and H200 have no video encoder); "
-        "use --encoder nvjpeg for MJPEG or --encoder cpu",
-    ),
-    3: ("NV_ENC_ERR_INVALID_ENCODERDEVICE", "the CUDA context given to NVENC is invalid"),
-    8: (
-        "NV_ENC_ERR_INVALID_PARAM",
-        "NVENC rejected a parameter: check size (NVENC has a minimum and a maximum "
-        "per codec), preset, rate control and pixel format",
-    ),
-    10: (
-        "NV_ENC_ERR_OUT_OF_MEMORY",
-        "too many concurrent NVENC sessions (GeForce cards allow a few) or no GPU "
-        "memory; close other encoders or use a professional GPU",
-    ),
-    12: (
-        "NV_ENC_ERR_UNSUPPORTED_PARAM",
-        "this GPU's NVENC lacks a requested feature (codec, 4:4:4, B-frames, "
-        "lossless); pick another codec or pixel format",
-    ),
-    15: ("NV_ENC_ERR_INVALID_VERSION", "the NVIDIA driver is too old for this PyNvVideoCodec; update the driver"),
-}
+#: Constant-quality targets (NVENC ``cq``, VBR without a bitrate) when neither qp, bitrate nor crf is
+#: given: the CPU path's crf defaults. Not compared on NVENC hardware; ``glrec doctor`` reports both PSNRs.
+DEFAULT_CQ: dict[str, int] = {"h264": 20, "hevc": 24, "av1": 35}
+#: The colour NVENC gives ABGR input (see the module docstring).
+RGB_INPUT_COLOUR = ColourSpec("bt601", "limited")
+_IDR = 3  # NV_ENC_PIC_TYPE_IDR
 
 
-def explain_nvenc_error(exc: BaseException) -> tuple[int | None, str]:
-    """(NVENCSTATUS or None, a sentence saying what it means and what to do) for a PyNvVideoCodec error."""
-    text = str(exc)
-    for code, (name, advice) in _STATUS.items():
-        if name in text:
-            return code, f"{name} ({code}): {advice}"
-    if "does not support this NvEncodeAPI version" in text:
-        return 15, f"{_STATUS[15][0]} (15): {_STATUS[15][1]}"
-    if "NVENC library file is not found" in text or "libnvidia-encode" in text:
-        return None, ("the driver's NVENC library (libnvidia-encode.so) is missing; in a container start it "
-                      "with NVIDIA_DRIVER_CAPABILITIES=compute,utility,video")  # fmt: skip
-    match = re.search(r"(?:returned error|[Ee]rror code\s*:?)\s*\"?\s*(\d+)", text)
-    if match and int(match.group(1)) in _STATUS:
-        code = int(match.group(1))
-        name, advice = _STATUS[code]
-        return code, f"{name} ({code}): {advice}"
-    return None, text.strip() or type(exc).__name__
-
-
-def load_pynvvideocodec() -> Any:
-    try:
-        import PyNvVideoCodec as nvc
-    except ImportError as exc:
-        raise EncoderUnavailableError(f"PyNvVideoCodec is not installed ({exc}); {INSTALL_HINT}.") from None
-    return nvc
+def _rate_control(options: VideoOptions, tuning: str) -> dict[str, Any]:
+    rc = options.rc
+    if rc is not None and rc not in RATE_CONTROLS:
+        raise ConfigError(f"Unknown NVENC rate control {rc!r}. Valid: {', '.join(RATE_CONTROLS)}.")
+    if tuning == "lossless":
+        others = options.bitrate is not None or options.crf is not None or rc not in (None, "constqp")
+        if (options.qp or 0) != 0 or others:
+            raise ConfigError("NVENC tuning lossless is constant QP 0; leave qp, crf, bitrate and rc unset.")
+        return {"rc": "constqp", "constqp": 0}
+    if options.qp is not None:
+        if rc not in (None, "constqp"):
+            raise ConfigError(f"qp is constant QP; use rc constqp (or leave rc unset), not {rc}.")
+        return {"rc": "constqp", "constqp": int(options.qp)}
+    if options.bitrate is not None:
+        rc = rc or "vbr"
+        if rc == "constqp":
+            raise ConfigError("rc constqp takes qp, not bitrate; give qp, or rc vbr/cbr with the bitrate.")
+        out: dict[str, Any] = {"rc": rc, "bitrate": int(options.bitrate)}
+        if rc == "vbr":
+            out["maxbitrate"] = int(options.bitrate * 2)
+        return out
+    if rc == "cbr":
+        raise ConfigError("rc cbr needs a bitrate, e.g. bitrate=8000000.")
+    if rc == "constqp":
+        raise ConfigError("rc constqp needs qp, e.g. qp=23.")
+    # Constant quality: VBR with a quality target and no bitrate, so the quality does not depend on
+    # the driver preset's bitrate and the picture size.
+    cq = options.crf if options.crf is not None else DEFAULT_CQ[options.codec]
+    return {"rc": "vbr", "cq": round(cq)}
 
 
 def nvenc_config(options: VideoOptions, *, gpu: int, context: int = 0, stream: int = 0) -> dict[str, Any]:
-    """The documented ``CreateEncoder`` keyword arguments for ``options``."""
-    config: dict[str, Any] = {"codec": options.codec, "gpuid": gpu, "fps": max(1, round(options.fps))}
+    """The ``CreateEncoder`` keyword arguments for ``options`` (see the module docstring)."""
     preset = (options.preset or "p4").lower()
     if preset not in {f"p{i}" for i in range(1, 8)}:
         raise ConfigError(f"Unknown NVENC preset {options.preset!r}. Valid: p1 .. p7 (p1 fastest, p7 best).")
-    config["preset"] = preset.upper()
-    tuning = getattr(options, "tuning", None) or "hq"
+    tuning = options.tuning or "hq"
     if tuning not in TUNINGS:
         raise ConfigError(f"Unknown NVENC tuning {tuning!r}. Valid: {', '.join(sorted(TUNINGS))}.")
-    config["tuning_info"] = TUNINGS[tuning]
-    rc = getattr(options, "rc", None) or ("constqp" if options.qp is not None else "vbr")
-    if rc not in RATE_CONTROLS:
-        raise ConfigError(f"Unknown NVENC rate control {rc!r}. Valid: {', '.join(RATE_CONTROLS)}.")
-    config["rc"] = rc
-    if rc == "constqp":
-        config["constqp"] = int(options.qp if options.qp is not None else 23)
-    elif options.bitrate is not None:
-        config["bitrate"] = int(options.bitrate)
-        if rc == "vbr":
-            config["maxbitrate"] = int(options.bitrate * 2)
-    if options.crf is not None:
-        raise ConfigError("NVENC has no crf; use qp (constant QP, rc constqp) or bitrate (rc vbr/cbr).")
-    if options.gop is not None:
-        config["gop"] = options.gop
-        config["idrperiod"] = options.gop
-    # No B-frames unless asked: packets then come out in display order, one per frame,
-    # so their timestamps are the frame indices.
-    config["bf"] = int(options.bframes or 0)
-    config["repeatspspps"] = 1  # parameter sets before every IDR: raw files play from any keyframe
-    if options.pix_fmt == "rgba":
-        config["colorspace"] = options.colour.matrix  # NVENC converts ABGR itself with this matrix
+    config: dict[str, Any] = {"codec": options.codec, "gpu_id": gpu, "fps": max(1, round(options.fps)),
+                              "preset": preset.upper(), "tuning_info": TUNINGS[tuning]}  # fmt: skip
+    if options.live:
+        if options.tuning not in (None, "ull", "ll"):
+            raise ConfigError(f"Live mode uses NVENC's low-latency tunings (ull, ll), not {options.tuning}.")
+        if options.qp is not None or options.crf is not None or options.rc not in (None, "cbr"):
+            raise ConfigError("Live NVENC is CBR with a one-frame buffer; give bitrate (or nothing), not qp/crf/rc.")
+        live = nvenc_live_options(options, options.preset or "P2")
+        if options.tuning == "ll":
+            live["tuning_info"] = TUNINGS["ll"]
+        config.update(live)
+    else:
+        config.update(_rate_control(options, tuning))
+        if options.gop is not None:
+            config["gop"] = options.gop
+            config["idrperiod"] = options.gop
+        # No B-frames unless asked: packets then leave in display order, one per frame.
+        config["bf"] = int(options.bframes or 0)
+        config["repeatspspps"] = 1  # parameter sets before every IDR: raw files play from any keyframe
+    if options.codec == "av1":
+        config["use_ivf_container"] = 0  # raw OBUs: the .ivf sink writes the IVF framing itself
     if context:
         config["cudacontext"] = context
     if stream:
@@ -141,19 +141,36 @@ def nvenc_config(options: VideoOptions, *, gpu: int, context: int = 0, stream: i
     return config
 
 
-def check_nvenc_options(options: VideoOptions, *, raw_output: bool) -> None:
-    """Refuse options NVENC cannot honour, before any GPU work."""
+def check_nvenc_options(options: VideoOptions, *, raw_output: bool, caps: NvencCaps | None = None) -> None:
+    """Refuse options NVENC cannot honour, before any GPU work; ``caps`` adds the GPU's own size limits."""
     if options.codec not in MAX_SIZE:
         raise ConfigError(f"NVENC encodes h264, hevc and av1, not {options.codec}; use --encoder nvjpeg for mjpeg.")
     if options.pix_fmt not in NVENC_FORMATS:
         raise ConfigError(f"NVENC takes {', '.join(NVENC_FORMATS)}, not {options.pix_fmt}.")
+    if options.codec == "av1" and options.pix_fmt == "yuv444p":
+        raise ConfigError("NVENC's AV1 encoder takes 4:2:0 input: use pix_fmt nv12, yuv420p or rgba.")
     w, h = options.encoded_size
-    limit = MAX_SIZE[options.codec]
-    if w > limit or h > limit:
-        raise ConfigError(f"Size {w}x{h} exceeds NVENC's {options.codec} maximum of {limit}x{limit}.")
-    if options.pix_fmt == "rgba" and options.colour.range != "limited":
-        raise ConfigError("NVENC converts ABGR input to limited range only; use range 'limited' or pix_fmt yuv420p.")
-    if (options.bframes or 0) > 0 and not raw_output:
+    lo = caps.min_size if caps is not None else (1, 1)
+    hi = caps.max_size if caps is not None else (MAX_SIZE[options.codec],) * 2
+    if w > hi[0] or h > hi[1]:
+        raise ConfigError(f"Size {w}x{h} exceeds NVENC's {options.codec} maximum of {hi[0]}x{hi[1]}.")
+    if w < lo[0] or h < lo[1]:
+        raise ConfigError(f"Size {w}x{h} is below this GPU's NVENC {options.codec} minimum of {lo[0]}x{lo[1]}; "
+                          "use a larger size or --encoder cpu.")  # fmt: skip
+    if caps is not None and options.pix_fmt == "yuv444p" and not caps.yuv444:
+        raise ConfigError(f"This GPU's NVENC has no 4:4:4 {options.codec} encoding; use pix_fmt yuv420p or nv12.")
+    if caps is not None and options.tuning == "lossless" and not caps.lossless:
+        raise ConfigError(f"This GPU's NVENC has no lossless {options.codec} encoding; use qp or crf instead.")
+    if options.pix_fmt == "rgba" and options.colour != RGB_INPUT_COLOUR:
+        raise ConfigError(
+            f"NVENC converts rgba input to YUV itself, which glrec tags as {RGB_INPUT_COLOUR.matrix} "
+            f"{RGB_INPUT_COLOUR.range} (NVENC has no setting for it), not {options.colour.matrix} "
+            f"{options.colour.range}; for that colour use pix_fmt yuv420p or nv12 (glrec converts)."
+        )
+    bframes = options.bframes or 0
+    if caps is not None and bframes > caps.max_bframes:
+        raise ConfigError(f"bframes {bframes} exceeds this GPU's NVENC {options.codec} maximum of {caps.max_bframes}.")
+    if bframes > 0 and not raw_output:
         raise ConfigError(
             "NVENC B-frames are supported for raw .h264/.hevc outputs only: glrec does not yet recover their "
             "presentation order for containers. Use bframes 0 or a raw bitstream output."
@@ -161,13 +178,14 @@ def check_nvenc_options(options: VideoOptions, *, raw_output: bool) -> None:
 
 
 class _NvencInput:
-    """What ``Encode`` takes: an object whose ``cuda()`` returns one CUDA array per plane."""
+    """What ``Encode`` takes: ``cuda()`` gives one CUDA array for packed ABGR, one per plane otherwise."""
 
     def __init__(self, frame: DeviceFrame) -> None:
-        self._planes = frame.plane_views()
+        planes = frame.plane_views()
+        self._cuda: Any = planes[0] if frame.pix_fmt == "rgba" else planes
 
-    def cuda(self) -> list[Any]:
-        return self._planes
+    def cuda(self) -> Any:
+        return self._cuda
 
 
 class NvencEncoder:
@@ -177,6 +195,8 @@ class NvencEncoder:
     """
 
     name = "nvenc"
+    _open = 0  # sessions this process holds, for the session-limit message
+    _open_lock = threading.Lock()
 
     def __init__(self, options: VideoOptions, device: Any, *, raw_output: bool = False) -> None:
         check_nvenc_options(options, raw_output=raw_output)
@@ -189,66 +209,71 @@ class NvencEncoder:
         config = nvenc_config(options, gpu=device.ordinal, context=device.context_handle, stream=device.stream_handle)
         device.bind()
         try:
-            self._enc = nvc.CreateEncoder(w, h, NVENC_FORMATS[options.pix_fmt], False, **config)
+            self._enc: Any = nvc.CreateEncoder(w, h, NVENC_FORMATS[options.pix_fmt], False, **config)
         except Exception as exc:
             code, why = explain_nvenc_error(exc)
-            cls = EncoderUnavailableError if code in (1, 2, 10, 15) or code is None else EncoderError
-            raise cls(f"NVENC could not open a session ({why}). PyNvVideoCodec said: {exc}") from exc
-        self._parser: Any = None
-        self._keyframe_requested = False
-        flags = getattr(nvc, "NV_ENC_PIC_FLAGS", None)
-        self._force_idr = int(getattr(flags, "FORCEIDR", 0) if flags is not None else getattr(nvc, "FORCEIDR", 0))
-        self._out = 0  # packets emitted so far = pts of the next one (no B-frames reach containers)
+            if code == 10 and NvencEncoder._open:
+                why += f" ({NvencEncoder._open} of them held by this process)"
+            cls = EncoderUnavailableError if code in UNAVAILABLE_CODES or code is None else EncoderError
+            raise cls(f"NVENC could not open a session ({why}).") from exc
+        with NvencEncoder._open_lock:
+            NvencEncoder._open += 1
+        self._force_idr = int(nvc.NV_ENC_PIC_FLAGS.FORCEIDR)
+        self._keyframe = threading.Event()
+        # Frame indices given to Encode, in order: the pts of the packets as they leave (with B-frames, which
+        # only raw outputs take, packets leave in decode order and these are decode-order numbers).
+        self._pending: collections.deque[int] = collections.deque()
+        self._vui = VuiWriter(options.codec, options.colour)
         log.info("encoder: NVENC %s %dx%d %s %s", options.codec, w, h, NVENC_FORMATS[options.pix_fmt], config)
 
     def encode(self, frame: Frame) -> list[Packet]:
         frame = device_frame(frame, "NVENC")
+        stream = None
         try:
             frame.synchronize()
             self._device.bind()
-            if self._keyframe_requested:
-                # Encode(frame, pic_flags): PyNvVideoCodec's documented overload with NV_ENC_PIC_FLAGS.
-                self._keyframe_requested = False
-                result = self._enc.Encode(_NvencInput(frame), self._force_idr)
-            else:
-                result = self._enc.Encode(_NvencInput(frame))
+            stream = self._device.stream
+            idr = self._keyframe.is_set()
+            self._keyframe.clear()  # a request arriving during this Encode lands on the next frame
+            args = (_NvencInput(frame), self._force_idr) if idr else (_NvencInput(frame),)
+            result = self._enc.Encode(*args)
+            self._pending.append(frame.index)
         except Exception as exc:
             raise EncoderError(f"NVENC failed on frame {frame.index}: {explain_nvenc_error(exc)[1]}") from exc
         finally:
-            frame.release()  # Encode has copied the input into NVENC's own surface
+            # PyNvVideoCodec copied the frame with an asynchronous copy on glrec's stream: the slot is
+            # handed out again only after an event recorded behind that copy completed.
+            frame.release(after=stream)
         return self._packets(result)
 
     def request_keyframe(self) -> None:
-        """Make the next frame an IDR (with parameter sets, as ``repeatspspps`` is on); any thread."""
-        self._keyframe_requested = True
+        """Make the next frame given to :meth:`encode` an IDR (with parameter sets); any thread."""
+        self._keyframe.set()
 
     def flush(self) -> list[Packet]:
         try:
             self._device.bind()
-            return self._packets(self._enc.EndEncode())
+            packets = self._packets(self._enc.EndEncode())
         except Exception as exc:
             raise EncoderError(f"NVENC failed while flushing: {explain_nvenc_error(exc)[1]}") from exc
+        if self._pending:
+            raise EncoderError(f"NVENC returned no packet for frames {list(self._pending)} after flushing.")
+        return packets
 
     def _packets(self, result: Any) -> list[Packet]:
-        if not result:
-            return []
-        if isinstance(result, list) and result and isinstance(result[0], dict):
-            chunks = [(bytes(p["data"]), int(p.get("picture_type", -1)) in (2, 3)) for p in result if p.get("data")]
-        else:  # one bytes-like bitstream, possibly several access units: split with FFmpeg's parser
-            chunks = self._split(bytes(bytearray(result)))
         out = []
-        for data, key in chunks:
-            out.append(Packet(data, self._out, self._out, key))
-            self._out += 1
-        return out
-
-    def _split(self, data: bytes) -> list[tuple[bytes, bool]]:
-        import av
-
-        if self._parser is None:
-            self._parser = av.CodecContext.create({"av1": "av1"}.get(self.codec, self.codec), "r")
-        packets = self._parser.parse(data) + self._parser.parse(b"")
-        return [(bytes(p), bool(p.is_keyframe)) for p in packets]
+        for p in result or []:
+            data = bytes(p["data"])
+            if not data:
+                continue
+            if not self._pending:
+                raise EncoderError("NVENC returned more packets than frames it was given.")
+            pts = self._pending.popleft()
+            out.append(Packet(data, pts, pts, int(p.get("picture_type", -1)) == _IDR))
+        return self._vui.write(out)
 
     def close(self) -> None:
-        self._enc = None
+        enc, self._enc = self._enc, None
+        if enc is not None:
+            with NvencEncoder._open_lock:
+                NvencEncoder._open -= 1

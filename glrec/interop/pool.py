@@ -49,6 +49,7 @@ class DevicePool:
         # One event per slot, recorded after the copy that fills it: made once, reused.
         self.events = [device.event() for _ in range(count)]
         self._free = list(range(count))
+        self._reading: dict[int, Any] = {}  # slot -> event recorded after a consumer's asynchronous read
         self._cond = threading.Condition()
         self.count = count
 
@@ -73,11 +74,19 @@ class DevicePool:
                         "that were never released. Call frame.release() when done with each DeviceFrame."
                     )
                 self._cond.wait(min(left, 0.1))
-            return self._free.pop(0)
+            slot = self._free.pop(0)
+            reading = self._reading.pop(slot, None)
+        if reading is not None:  # a consumer's copy out of this slot may still be queued: let it finish
+            self.device.bind()
+            call("cuEventSynchronize", reading)
+        return slot
 
-    def give_back(self, slot: int) -> None:
+    def give_back(self, slot: int, *, reading: Any = None) -> None:
+        """Return ``slot``; ``reading`` is an event behind a copy that still reads it (waited for in acquire)."""
         with self._cond:
             if slot not in self._free:
+                if reading is not None:
+                    self._reading[slot] = reading
                 self._free.append(slot)
                 self._cond.notify()
 
@@ -203,15 +212,24 @@ class DeviceFrame:
         call("cuMemcpyDtoH", data.ctypes.data, self.ptr, self.layout.nbytes)
         return HostFrame(self.index, self.layout.pix_fmt, self.layout.width, self.layout.height, data)
 
-    def release(self) -> None:
-        """Return the buffer to the pool. Safe to call twice."""
+    def release(self, *, after: Any = None) -> None:
+        """Return the buffer to the pool. Safe to call twice.
+
+        ``after`` is a stream on which a copy out of this frame was queued and may still run
+        (PyNvVideoCodec's input copy): an event is recorded there, and the slot is refilled only
+        once it completed.
+        """
         slot, self.slot = self.slot, None
         if slot is not None:
             event, self._ready = self._ready, None
+            self.device.bind()
             if event is not None:
-                self.device.bind()
                 call("cuEventSynchronize", event)  # the slot may be refilled only after its copy ended
-            self.pool.give_back(slot)
+            reading = None
+            if after is not None:
+                reading = self.pool.events[slot]
+                call("cuEventRecord", reading, after)
+            self.pool.give_back(slot, reading=reading)
 
     def __repr__(self) -> str:
         state = "released" if self.slot is None else f"0x{self.ptr:x}"

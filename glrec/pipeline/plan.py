@@ -75,7 +75,13 @@ def _cpu(options: VideoOptions, handoff: str, reason: str, device: CudaDevice | 
 def _nvenc(options: VideoOptions, output: OutputKind, handoff: str, reason: str, device: CudaDevice) -> Plan:
     from ..encoders.nvenc import check_nvenc_options
 
-    check_nvenc_options(options, raw_output=output.raw)
+    try:  # the probe's caps add this GPU's own limits (minimum size, 4:4:4, B-frames, lossless)
+        check_nvenc_options(options, raw_output=output.raw, caps=available.nvenc_caps(options.codec, device.ordinal))
+    except ConfigError as exc:
+        if options.encoder == "nvenc" or options.pix_fmt == "rgba":
+            raise
+        return _cpu(options, handoff, f"NVENC cannot take these options ({exc}); CPU encoder fed from CUDA device "
+                    "frames", device)  # fmt: skip
     return Plan("nvenc", handoff, reason, device, convert="rgba" if options.pix_fmt == "rgba" else "yuv")
 
 

@@ -1,0 +1,87 @@
+"""GPU tier of the NVENC contract test, run inside ``nvenc_child.py`` with the real libcuda.
+
+Renders a scene, converts (or packs, for rgba) it on the GPU, hands each frame to
+NVENC through glrec's real CUDA handoff (``register`` or ``shared``) and writes,
+as the reference for frame ``i``, what ``glReadPixels`` reads from the planes the
+handoff copied (``inputs/frame_<i>.bin``, glrec's host layout).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import numpy as np
+
+
+def _read_pixels(ctx, tex, components: int) -> np.ndarray:
+    fbo = ctx.framebuffer(color_attachments=[tex])
+    try:
+        w, h = tex.size
+        return np.frombuffer(fbo.read(components=components, alignment=1), np.uint8).reshape(h, w, components)
+    finally:
+        fbo.release()
+
+
+def encode_through_handoff(job: dict, work: Path) -> dict:
+    from nvenc_child import error_json, packets_json
+
+    from glrec.context import create_cuda_context
+    from glrec.convert import Converter
+    from glrec.convert.pack import RgbPacker
+    from glrec.encoders.nvenc import NvencEncoder
+    from glrec.interop.cuda import CudaDevice
+    from glrec.interop.handoff import open_handoff
+    from glrec.options import VideoOptions
+    from glrec.scenes import load_scene
+    from glrec.target import RenderTarget
+
+    options = VideoOptions.create(**job["options"])
+    size, n = options.size, job.get("count", 7)
+    device = CudaDevice.open(0)
+    out: dict = {"calls": [], "flush": []}
+    with contextlib.ExitStack() as stack:
+        stack.callback(device.release)
+        gl = create_cuda_context(0, device.info.pci_bus_id)
+        stack.callback(gl.release)
+        ctx = gl.mgl
+        target = RenderTarget(ctx, size)
+        stack.callback(target.release)
+        scene = load_scene(job.get("scene", "cube"))
+        scene.setup(ctx, size)
+        stack.callback(scene.close)
+        if options.pix_fmt == "rgba":
+            source = RgbPacker(ctx, size, "rgba")
+        else:
+            source = Converter(ctx, size, options.encoded_size, options.pix_fmt, options.colour)
+        stack.callback(source.release)
+        handoff = open_handoff(job["handoff"], ctx, source, device, depth=3, consumer_slots=4)
+        stack.callback(handoff.release)
+        try:
+            enc = NvencEncoder(options, device)
+        except Exception as exc:
+            out["error"] = error_json(exc)
+            return out
+        stack.callback(enc.close)
+
+        def feed(frames) -> None:
+            for frame in frames:
+                out["calls"].append({"frame": frame.index, "packets": packets_json(enc.encode(frame))})
+
+        for i in range(n):
+            target.use()
+            scene.render(i / options.fps)
+            source.run(target.colour)
+            if options.pix_fmt == "rgba":
+                rgba = np.frombuffer(target.fbo.read(components=4, alignment=1), np.uint8).reshape(size[1], size[0], 4)
+                ref = rgba[::-1].copy()
+                ref[..., 3] = 255  # the pack stage writes opaque alpha
+                data = ref.tobytes()
+            else:
+                data = b"".join(_read_pixels(ctx, t, c).tobytes()
+                                for t, (_, _, c) in zip(source.planes, source.layout.planes, strict=True))  # fmt: skip
+            (work / "inputs" / f"frame_{i}.bin").write_bytes(data)
+            feed(handoff.submit(i))
+        feed(handoff.drain())
+        out["flush"] = packets_json(enc.flush())
+    return out

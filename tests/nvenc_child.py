@@ -1,0 +1,196 @@
+"""Child process of the NVENC contract test: glrec's real NVENC code against the real PyNvVideoCodec.
+
+Run with ``LD_LIBRARY_PATH`` at the stand-in driver libraries (see ``fake_drivers.py``);
+``argv``: a JSON job and a work directory, or ``--batch FILE`` with many (each with its own
+work directory and environment, run one after the other in this process, so the suite
+pays one interpreter start-up for them). Prints one ``result {json}`` line.
+
+Jobs (``kind``):
+
+- ``encode``: open ``NvencEncoder`` for ``options`` on CUDA device ``device``, fill a
+  ``DevicePool`` slot per frame index in ``frames`` with random planes (written to
+  ``inputs/frame_<index>.bin`` in glrec's host layout), hand each to the encoder as a
+  ``DeviceFrame`` the way a handoff does (fill, record the slot's event, pending), call
+  ``request_keyframe()`` before the indices in ``keyframe_before``, then flush.
+- ``probe``: :func:`nvenc_problem` once per step, each with its own environment changes.
+- ``plan``: :func:`plan_backend` for ``options``.
+- ``info``: ``glrec info``'s lines.
+- ``introspect``: ``CreateEncoder`` with ``gpu_id=99`` and with ``gpuid=99``.
+- ``gl_encode``: the GPU tier, through glrec's real GL -> CUDA handoffs (``gl_reference.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+
+def marker(data: bytes) -> dict | None:
+    """The stand-in's marker in a packet: picture number, frameIdx, timestamp, picture type, flags."""
+    match = re.search(rb"GLRECFAKE ([^;]*);", data)
+    if match is None:
+        return None
+    return {k: int(v) for k, v in (item.split("=") for item in match.group(1).decode().split())}
+
+
+def packets_json(packets) -> list[dict]:
+    return [{"pts": p.pts, "dts": p.dts, "keyframe": p.keyframe, "marker": marker(p.data), "head": p.data[:8].hex(),
+             "size": len(p.data)} for p in packets]  # fmt: skip
+
+
+def error_json(exc: BaseException) -> dict:
+    return {"type": type(exc).__name__, "message": str(exc), "mro": [c.__name__ for c in type(exc).__mro__]}
+
+
+def encode(job: dict, work: Path) -> dict:
+    from glrec.convert import PlaneLayout
+    from glrec.encoders.nvenc import NvencEncoder
+    from glrec.interop.cuda import CudaDevice, call
+    from glrec.interop.pool import DeviceFrame, DevicePool
+    from glrec.options import VideoOptions
+
+    device = CudaDevice.open(job.get("device", 0))
+    options = VideoOptions.create(**job["options"])
+    layout = PlaneLayout.for_format(options.pix_fmt, *options.encoded_size)
+    pool = DevicePool(device, layout.nbytes, job.get("slots", 3))
+    out: dict = {"context": device.context_handle, "stream": device.stream_handle, "slots": {}, "calls": []}
+    try:
+        enc = NvencEncoder(options, device, raw_output=job.get("raw_output", False))
+    except Exception as exc:
+        out["error"] = error_json(exc)
+        return out
+    rng = np.random.default_rng(job.get("seed", 1))
+    try:
+        for index in job["frames"]:
+            if index in job.get("keyframe_before", []):
+                enc.request_keyframe()
+            slot = pool.acquire(timeout=5)
+            data = rng.integers(0, 256, layout.nbytes, dtype=np.uint8)
+            (work / "inputs" / f"frame_{index}.bin").write_bytes(data.tobytes())
+            device.bind()
+            call("cuMemcpyHtoD", pool.address(slot), data.ctypes.data, layout.nbytes)
+            call("cuEventRecord", pool.events[slot], device.stream)
+            out["slots"][str(index)] = pool.address(slot)
+            frame = DeviceFrame(index, layout, pool, slot, pending=True)
+            out["calls"].append({"frame": index, "packets": packets_json(enc.encode(frame))})
+        out["flush"] = packets_json(enc.flush())
+    except Exception as exc:
+        out["error"] = error_json(exc)
+        out["traceback"] = traceback.format_exc()
+    finally:
+        enc.close()
+    out["free_slots"] = pool.free
+    pool.release()
+    device.release()
+    return out
+
+
+def probe(job: dict, work: Path) -> dict:
+    from glrec.encoders.available import nvenc_problem
+    from glrec.interop.cuda import CudaDevice
+
+    device = CudaDevice.open(job.get("device", 0))
+    results = []
+    for step in job["steps"]:
+        for k, v in step.get("env", {}).items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        results.append(nvenc_problem(step.get("codec", "h264"), device))
+    device.release()
+    return {"problems": results}
+
+
+def plan(job: dict, work: Path) -> dict:
+    from glrec.options import PipelineOptions, VideoOptions
+    from glrec.pipeline.plan import make_plan
+    from glrec.sinks.registry import output_kind
+
+    try:
+        video = VideoOptions.create(**job["options"])
+        ext = {"av1": ".ivf", "mjpeg": ".mkv"}.get(video.codec, ".h264" if job.get("raw_output") else ".mp4")
+        p = make_plan(video, PipelineOptions(handoff=job.get("handoff", "auto")), output_kind(f"out{ext}", video.codec))
+    except Exception as exc:
+        return {"error": error_json(exc)}
+    if p.device is not None:
+        p.device.release()
+    return {"encoder": p.encoder, "handoff": p.handoff, "describe": p.describe()}
+
+
+def introspect(job: dict, work: Path) -> dict:
+    """How the real module takes the GPU keyword: ``gpu_id`` is checked against the device count, ``gpuid`` is not."""
+    import PyNvVideoCodec as nvc
+
+    out = {}
+    for key in ("gpu_id", "gpuid"):
+        try:
+            nvc.CreateEncoder(64, 64, "NV12", True, codec="h264", **{key: 99})
+            out[key] = None
+        except Exception as exc:
+            out[key] = str(exc)
+    return out
+
+
+def gl_encode(job: dict, work: Path) -> dict:
+    """Render, convert and hand frames over GL -> CUDA (``handoff``) into NvencEncoder; references by glReadPixels."""
+    from gl_reference import encode_through_handoff
+
+    return encode_through_handoff(job, work)
+
+
+def info(job: dict, work: Path) -> dict:
+    from glrec.diagnostics import info_lines
+
+    return {"lines": info_lines()}
+
+
+KINDS = {"encode": encode, "probe": probe, "plan": plan, "info": info, "introspect": introspect,
+         "gl_encode": gl_encode}  # fmt: skip
+
+
+def run_one(job: dict, work: Path, env: dict[str, str | None]) -> dict:
+    """One job with its own records under ``work`` and its own environment, as if in a fresh process."""
+    (work / "surfaces").mkdir(parents=True, exist_ok=True)
+    (work / "inputs").mkdir(parents=True, exist_ok=True)
+    env = {"GLREC_FAKE_NVENC_LOG": str(work / "nvenc.jsonl"), "GLREC_FAKE_NVENC_DUMP": str(work / "surfaces"),
+           "GLREC_FAKE_CUDA_LOG": str(work / "cuda.jsonl"), **env}  # fmt: skip
+    saved = {k: os.environ.get(k) for k in env}
+    probe_module = sys.modules.get("glrec.encoders.nvenc_probe")
+    if probe_module is not None:
+        probe_module._cache.clear()  # a fresh process knows no caps yet
+    try:
+        for k, v in env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        return KINDS[job["kind"]](job, work)
+    except Exception:
+        return {"crash": traceback.format_exc()}
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def main() -> int:
+    if sys.argv[1] == "--batch":  # [{"name", "job", "work", "env"}, ...] in a file
+        entries = json.loads(Path(sys.argv[2]).read_text())
+        result = {e["name"]: run_one(e["job"], Path(e["work"]), e.get("env", {})) for e in entries}
+    else:
+        result = run_one(json.loads(sys.argv[1]), Path(sys.argv[2]), {})
+    print("result " + json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
