@@ -15,7 +15,8 @@ import logging
 from contextlib import ExitStack
 from dataclasses import dataclass
 
-from ..context import GLContext, borrow_current_context, create_context, create_cuda_context
+from ..borrowed import borrow_current_context
+from ..context import GLContext, create_context, create_cuda_context
 from ..convert import Converter, ConvertStage, RgbPacker
 from ..encoders import Encoder
 from ..encoders.nvjpeg import BATCH as NVJPEG_BATCH
