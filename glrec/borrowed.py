@@ -10,6 +10,7 @@ as moderngl sets a little state of its own on a new context.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import logging
 import os
 
@@ -33,8 +34,8 @@ def borrow_current_context(require: int = REQUIRED_GL) -> GLContext:
 
     binding = egl.Binding.current()
     if binding.api != egl.EGL_OPENGL_API:
-        lib = egl.lib()
-        lib.eglBindAPI(binding.api)
+        egl.lib().eglBindAPI(binding.api)  # the caller's API back; glrec binds OpenGL when it works
+        binding = dataclasses.replace(binding, api=egl.EGL_OPENGL_API)
     if not binding.context:
         raise ContextError(_no_context_message())
     if egl.current_context() != binding.context:  # pragma: no cover - EGL returned inconsistent answers

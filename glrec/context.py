@@ -220,7 +220,13 @@ class GLContext:
                 raise ContextError(self._lost_message(error))
             self._saved.append(previous)
         if self._guard is not None and len(self._saved) == 1:
-            self._state = self._guard.enter()
+            try:
+                self._state = self._guard.enter()
+            except BaseException:
+                saved = self._saved.pop()
+                if saved is not None:
+                    saved.make_current(release_on=self._binding.display)
+                raise
 
     def _deactivate(self, failing: bool) -> None:
         problem = None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -167,14 +168,15 @@ class _Functions:
         return tuple(self._bools[:n])
 
 
-_GL: _Functions | None = None
+_PER_THREAD = threading.local()
 
 
 def functions() -> _Functions:
-    global _GL
-    if _GL is None:
-        _GL = _Functions()
-    return _GL
+    """This thread's entry points (their scratch buffers are not shared between threads)."""
+    gl = getattr(_PER_THREAD, "gl", None)
+    if gl is None:
+        gl = _PER_THREAD.gl = _Functions()
+    return gl
 
 
 class _Item:

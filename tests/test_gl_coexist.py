@@ -348,3 +348,35 @@ else:
         {"MESA_GL_VERSION_OVERRIDE": "3.3"},
     )
     assert out["error"] and "is OpenGL 3.3; glrec needs 4.3" in out["error"], out
+
+
+def test_recorders_in_callers_contexts_on_two_threads_record_their_own_pictures(tmp_path) -> None:
+    """Each thread has its own context and recorder; the state guards work side by side."""
+    errors: list[BaseException] = []
+    pictures: dict[int, list[np.ndarray]] = {}
+    barrier = threading.Barrier(2, timeout=30)
+
+    def work(k: int) -> None:
+        try:
+            ctx = moderngl.create_standalone_context(backend="egl")
+            fbo = ctx.framebuffer(color_attachments=[ctx.texture((W, H), 4)])
+            barrier.wait()
+            with glrec.Recorder(tmp_path / f"{k}.mkv", size=(W, H), context="current", **LOSSLESS) as rec:
+                pictures[k] = []
+                for i in range(8):
+                    pictures[k].append(quadrants(ctx, fbo, (i + 4 * k) % 9))
+                    rec.capture(fbo)
+            ctx.release()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    for k in (0, 1):
+        video = decode_rgb(tmp_path / f"{k}.mkv")
+        assert len(video) == 8
+        assert all(psnr(v, p) >= 40 for v, p in zip(video, pictures[k], strict=True)), k
