@@ -40,6 +40,7 @@ def _pipeline(kind: str, frames: int, batch: int = 8, pix_fmt: str = "nv12") -> 
 
     dev = CudaDevice.open(0)
     gl = create_cuda_context(0, dev.info.pci_bus_id)
+    gl.active().__enter__()  # current for the whole run (glrec's contexts are current only while in use)
     ctx = gl.mgl
     target = RenderTarget(ctx, SIZE)
     scene = load_scene("plasma")
@@ -92,6 +93,7 @@ def _pipeline(kind: str, frames: int, batch: int = 8, pix_fmt: str = "nv12") -> 
     scene.close()
     target.release()
     gl.release()
+    gl.active().__exit__(None, None, None)
     dev.release()
     return per_frame
 

@@ -60,6 +60,11 @@ def slope(points: list[tuple[int, int]]) -> float:
     return sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else 0.0
 
 
+def _with_current(ctx, query):
+    with ctx:  # glrec's context is current only during glrec's calls; a GL query needs it current
+        return query(ctx)
+
+
 def run(frames: int, size: str, every: int, warmup: int, output: Path, scene: str) -> dict:
     import glrec
     from glrec.leaks import snapshot
@@ -79,7 +84,7 @@ def run(frames: int, size: str, every: int, warmup: int, output: Path, scene: st
                     "gl_objects": sum(snap.gl_objects.values()),
                     "fences": snap.fences,
                     "threads": snap.threads,
-                    "gpu_free_kb": gpu_free_kb(ctx),
+                    "gpu_free_kb": _with_current(ctx, gpu_free_kb),
                 }
                 samples.append(sample)
                 print(

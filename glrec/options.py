@@ -47,6 +47,7 @@ HandoffName = Literal["auto", "host", "register", "shared"]
 Tuning = Literal["hq", "ll", "ull", "lossless"]
 RateControl = Literal["vbr", "cbr", "constqp"]
 OddSize = Literal["error", "pad"]
+ContextMode = Literal["own", "current"]  # glrec's own EGL context, or the one current on the calling thread
 
 SUBSAMPLED: frozenset[str] = frozenset({"yuv420p", "nv12"})
 MIN_FPS, MAX_FPS = 0.01, 1000.0
@@ -290,6 +291,11 @@ class PipelineOptions(_Table):
     egl_device: int | None = option(
         None, "EGL device index (default: the one matching the CUDA device, else the first)",
         _number("egl_device", 0, 1024, integer=True, example="0"), flags=("--egl-device", "--device"),
+    )  # fmt: skip
+    context: ContextMode = option(
+        "own", "GL context: own (glrec's headless EGL context, current only during glrec's calls) or current "
+        "(the one current on the calling thread: MuJoCo's, pyrender's, yours; see Recorder.capture)",
+        _choice("context", ContextMode),
     )  # fmt: skip
     ring: int = option(
         3, "frames in flight on the GL side (readback ring depth)", _number("ring", 2, 64, integer=True, example="3")

@@ -13,6 +13,7 @@ from typing import Any
 
 import moderngl
 
+from .capture import Capture
 from .context import GLContext
 from .errors import ConfigError, GlrecError, SceneError
 from .lifecycle import deferred_signals, frame_gate, track, untrack
@@ -50,12 +51,23 @@ class Recorder:
     and hands each frame to it as soon as it is read back; ``sink`` writes to
     that sink (e.g. a network stream) instead of opening ``path``.
 
+    ``context`` is ``"own"`` (default: glrec's own headless EGL context, current
+    only during glrec's calls, so MuJoCo, pyrender and other recorders keep theirs)
+    or ``"current"``: record inside the GL context current on this thread (MuJoCo's,
+    pyrender's, yours), with :meth:`capture` reading what that library drew; glrec
+    saves and restores the GL state it touches there. Either way, GL work of your
+    own with :attr:`ctx` goes inside :meth:`frame` or ``with rec.ctx:``.
+
     >>> with Recorder("out.mp4", size=(640, 360), fps=30) as rec:  # doctest: +SKIP
     ...     for i in range(90):
     ...         rec.render("cube")          # scene at t = i / 30
     ...     # or draw yourself:
     ...     with rec.frame() as fbo:
     ...         rec.ctx.clear(1.0, 0.0, 0.0)
+    >>> renderer = mujoco.Renderer(model, 480, 640)  # doctest: +SKIP
+    >>> with Recorder("sim.mp4", size=(640, 480), context="current") as rec:  # doctest: +SKIP
+    ...     renderer.update_scene(data); renderer.render()
+    ...     rec.capture()                   # what MuJoCo just drew
     """
 
     _result: RecordResult  # set by close()
@@ -80,10 +92,13 @@ class Recorder:
         self._started = time.perf_counter()
         self._scenes: dict[int, Scene] = {}
         self._stack = ExitStack()
+        self._capture: Capture | None = None
         try:
             self._build(output)
         except BaseException:
-            self._stack.close()
+            gl = getattr(self, "_gl", None)
+            with gl.teardown() if gl is not None else contextlib.nullcontext():  # glrec-context
+                self._stack.close()
             raise
         track(self)  # finished at interpreter exit if nobody closes it
         frame_gate.acquire()
@@ -121,7 +136,11 @@ class Recorder:
     def ctx(self) -> moderngl.Context:
         """The moderngl context frames are rendered with (for your own GL objects).
 
-        Only the thread that made the recorder may use it (ContextThreadError otherwise).
+        glrec's context is current only during glrec's calls: use this inside
+        :meth:`frame`, or make it current for a block with ``with rec.ctx:`` (the
+        caller's context is current again after either; end the block before
+        :meth:`close`). Only the thread that made the recorder may use it
+        (ContextThreadError otherwise).
         """
         self._gl.check_thread()
         return self._gl.mgl
@@ -155,16 +174,42 @@ class Recorder:
         ``scene`` is a Scene or anything :func:`glrec.scenes.load_scene` takes; it is set up
         on first use and closed with the recorder. Returns the frame index.
         """
-        obj = self._scene(scene)
-        with self.frame() as _:
-            try:
-                obj.render(self.time if t is None else float(t))
-            except Exception as exc:
-                error = SceneError(
-                    f"Scene {type(obj).__name__} raised at frame {self.frames_submitted}: {type(exc).__name__}: {exc}"
-                )
-                self._stop_after(error)
-                raise error from exc
+        self._check_open()
+        with self._gl.active():  # glrec-context: scene setup and the frame in one activation
+            obj = self._scene(scene)
+            with self.frame() as _:
+                try:
+                    obj.render(self.time if t is None else float(t))
+                except Exception as exc:
+                    error = SceneError(
+                        f"Scene {type(obj).__name__} raised at frame {self.frames_submitted}: "
+                        f"{type(exc).__name__}: {exc}"
+                    )
+                    self._stop_after(error)
+                    raise error from exc
+        return self.frames_submitted - 1
+
+    def capture(self, fbo: Any = None, *, texture: Any = None) -> int:
+        """Record, as the next frame, what was drawn in the recorder's GL context; returns the frame index.
+
+        With no argument it reads the framebuffer bound for reading now (where
+        MuJoCo's ``Renderer.render()`` and pyrender leave their frame); ``fbo`` names
+        a framebuffer (GL name or moderngl Framebuffer, 0 for the default one) and
+        ``texture`` a 2-D colour texture (GL name or moderngl Texture). glrec records
+        its lower-left :attr:`size` pixels (what ``glReadPixels(0, 0, w, h)`` reads;
+        MuJoCo draws there in its larger offscreen buffer); GL's rows are bottom-up,
+        so the video is upright. Meant for ``context="current"``; with glrec's own
+        context it reads objects made with :attr:`ctx`. A bad source raises
+        ConfigError and records nothing.
+        """
+        self._check_open()
+        with self._gl.active():  # glrec-context
+            if self._capture is None:
+                self._capture = Capture(self.size, self._gl.version_code, self._gl.binding)
+                self._stack.callback(self._capture.release)
+            source = self._capture.resolve(fbo, texture)
+            with self.frame() as target:
+                self._capture.copy(source, target.glo)
         return self.frames_submitted - 1
 
     @contextlib.contextmanager
@@ -177,17 +222,18 @@ class Recorder:
         before it and closes, and the error is raised.
         """
         self._check_open()
-        target = self._target
-        target.use()
-        yield target.fbo
-        try:
-            # Handing the frame on moves earlier frames from the GPU to the queue; a Ctrl-C
-            # in the middle would drop them, so signals wait the few microseconds it takes.
-            with frame_gate:
-                self._submit(target.colour)
-        except BaseException as exc:
-            self._stop_after(exc)
-            raise
+        with self._gl.active():  # glrec-context: current for the block, the caller's context back after
+            target = self._target
+            target.use()
+            yield target.fbo
+            try:
+                # Handing the frame on moves earlier frames from the GPU to the queue; a Ctrl-C
+                # in the middle would drop them, so signals wait the few microseconds it takes.
+                with frame_gate:
+                    self._submit(target.colour)
+            except BaseException as exc:
+                self._stop_after(exc)
+                raise
 
     def _submit(self, colour: moderngl.Texture) -> None:
         self._convert.run(colour)
@@ -239,7 +285,8 @@ class Recorder:
             obj = load_scene(scene)
             self._check_open()
             try:
-                obj.setup(self._gl.mgl, self.options.size)
+                with self._gl.active():  # glrec-context
+                    obj.setup(self._gl.mgl, self.options.size)
             except Exception as exc:
                 # Release what the scene made before it failed, then stop like any failure.
                 with contextlib.suppress(Exception):
@@ -275,9 +322,10 @@ class Recorder:
         self._closed = True
         untrack(self)
         frame_gate.release()
-        with deferred_signals(f"finishing {self.path}"):
+        # glrec-context: a context gone (its owner closed first) loses only the frames still on the GPU.
+        with deferred_signals(f"finishing {self.path}"), self._gl.teardown() as usable:
             try:
-                if not self._worker.failed:  # a failed worker would only drop them
+                if usable and not self._worker.failed:  # a failed worker would only drop them
                     for done in self._handoff.drain():
                         self._worker.put(done)
             finally:

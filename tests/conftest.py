@@ -87,13 +87,11 @@ def gl():
     """A fresh GL context; the test fails if it leaves a GL error behind."""
     from glrec.context import create_context
 
-    ctx = create_context()
-    yield ctx
-    try:
+    # Current for the whole test (glrec's contexts are current only while in use), released after.
+    with create_context() as ctx:
+        yield ctx
         error = ctx.mgl.error
         assert error == "GL_NO_ERROR", f"test left a GL error: {error}"
-    finally:
-        ctx.release()
 
 
 @pytest.fixture

@@ -42,8 +42,7 @@ def encode_through_handoff(job: dict, work: Path) -> dict:
     out: dict = {"calls": [], "flush": []}
     with contextlib.ExitStack() as stack:
         stack.callback(device.release)
-        gl = create_cuda_context(0, device.info.pci_bus_id)
-        stack.callback(gl.release)
+        gl = stack.enter_context(create_cuda_context(0, device.info.pci_bus_id))  # current until released
         ctx = gl.mgl
         target = RenderTarget(ctx, size)
         stack.callback(target.release)

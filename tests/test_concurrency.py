@@ -97,6 +97,7 @@ def _on_other_thread(fn):
         pytest.param(lambda rec: rec.render("plasma"), id="render"),
         pytest.param(lambda rec: rec.frame().__enter__(), id="frame"),
         pytest.param(lambda rec: rec.ctx, id="ctx"),
+        pytest.param(lambda rec: rec.capture(), id="capture"),
         pytest.param(lambda rec: rec.close(), id="close"),
     ],
 )

@@ -41,9 +41,8 @@ def nvgl(cuda):
     """A GL context on the EGL device that is CUDA device 0."""
     from glrec.context import create_cuda_context
 
-    gl = create_cuda_context(0, cuda.info.pci_bus_id)
-    yield gl
-    gl.release()
+    with create_cuda_context(0, cuda.info.pci_bus_id) as gl:  # current for the test, released after
+        yield gl
 
 
 def _read_pixels(ctx, tex, components):

@@ -50,24 +50,25 @@ def _run(spec: RowSpec, profiled: bool) -> RowResult:
     )  # fmt: skip
     clock = StageClock()
     with rec:
-        scene = setup_scene(rec.ctx, spec)
-        gl = GLStageTimer(rec.ctx, clock, spec.gl_clock)  # type: ignore[arg-type]
-        if profiled:
-            instrument(rec, clock, gl)
-        meter = LoopMeter()
-        meter.start()
-        try:
-            for _ in range(spec.frames):
-                with rec.frame():
-                    if profiled:
-                        with gl.stage("render"):
+        with rec.ctx:  # glrec's context current for the bench's own GL objects (a block ends before close)
+            scene = setup_scene(rec.ctx, spec)
+            gl = GLStageTimer(rec.ctx, clock, spec.gl_clock)  # type: ignore[arg-type]
+            if profiled:
+                instrument(rec, clock, gl)
+            meter = LoopMeter()
+            meter.start()
+            try:
+                for _ in range(spec.frames):
+                    with rec.frame():
+                        if profiled:
+                            with gl.stage("render"):
+                                scene.render(rec.time)
+                        else:
                             scene.render(rec.time)
-                    else:
-                        scene.render(rec.time)
-        finally:
-            # GL objects go before the recorder releases the context.
-            gl.close()
-            scene.close()
+            finally:
+                # GL objects go before the recorder releases the context.
+                gl.close()
+                scene.close()
         result = rec.close()
         meter.stop()
     out = figures(spec, meter, clock if profiled else None, clock_kind=gl.mode if profiled else "none")

@@ -100,8 +100,13 @@ def handoff_alone(spec: RowSpec) -> RowResult:
     video_kw, pipeline_kw = split_options(spec.options)
     options = VideoOptions.create(spec.size, spec.fps, **video_kw)
     meter = LoopMeter()
+    with ExitStack() as built:
+        b = build_pipeline(built, options, PipelineOptions.parse(pipeline_kw), output_kind(spec.output, options.codec))
+        teardown = built.pop_all()
     with ExitStack() as stack:
-        b = build_pipeline(stack, options, PipelineOptions.parse(pipeline_kw), output_kind(spec.output, options.codec))
+        # glrec's context is current only around glrec's work: the loop and the teardown run inside it.
+        stack.enter_context(b.gl.active())
+        stack.push(teardown)
         scene = setup_scene(b.gl.mgl, spec)
         stack.callback(scene.close)
         target = b.target

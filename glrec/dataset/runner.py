@@ -81,7 +81,9 @@ class ShardWorker:
     def _image_renderer(self) -> SampleRenderer:
         if self._renderer is None:
             self._gl = create_context(self.device)
-            self._renderer = SampleRenderer(self.spec, self._gl.mgl, colour_encoder(self.spec.output), keep_rgb=False)
+            with self._gl.active():  # glrec's context is current only while glrec works
+                ctx = self._gl.mgl
+                self._renderer = SampleRenderer(self.spec, ctx, colour_encoder(self.spec.output), keep_rgb=False)
         return self._renderer
 
     def _clip(self, index: int) -> tuple[Sample, bytes, dict[str, Any]]:
@@ -94,7 +96,7 @@ class ShardWorker:
             with Recorder(
                 tmp, size=spec.size, fps=spec.fps, codec=spec.output.video_codec, crf=spec.output.video_crf,
                 egl_device=self.device,
-            ) as rec:  # fmt: skip
+            ) as rec, rec.ctx:  # fmt: skip
                 renderer = SampleRenderer(spec, rec.ctx, None, keep_rgb=False)
                 try:
 
@@ -116,7 +118,9 @@ class ShardWorker:
             sample, video, info = self._clip(index)
             return sample, sample_files(self.spec, sample, video), info
         renderer = self._image_renderer()
-        sample = renderer.render(index)
+        assert self._gl is not None
+        with self._gl.active():
+            sample = renderer.render(index)
         return sample, sample_files(self.spec, sample), self._render_info(renderer.ctx)
 
     def run(self, shard: int, progress: Progress | None = None) -> dict[str, Any]:
@@ -152,8 +156,9 @@ class ShardWorker:
     def close(self) -> None:
         renderer, self._renderer = self._renderer, None
         gl, self._gl = self._gl, None
-        if renderer is not None:
-            renderer.close()
+        if renderer is not None and gl is not None:
+            with gl.active():
+                renderer.close()
         if gl is not None:
             gl.release()
 

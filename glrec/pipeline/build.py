@@ -2,6 +2,11 @@
 
 The stack tears the stages down in reverse, so a half-built chain cleans
 itself up; the sink and the encode worker come after, in the recorder.
+
+The GL stages are built with the context current (``gl.active()``) and the
+caller's context current again afterwards; tearing them down needs the
+context current too, which the owner of ``stack`` arranges (the recorder's
+``close`` runs it inside ``gl.teardown()``).
 """
 
 from __future__ import annotations
@@ -10,11 +15,12 @@ import logging
 from contextlib import ExitStack
 from dataclasses import dataclass
 
+from ..borrowed import borrow_current_context
 from ..context import GLContext, create_context, create_cuda_context
 from ..convert import Converter, ConvertStage, RgbPacker
 from ..encoders import Encoder
 from ..encoders.nvjpeg import BATCH as NVJPEG_BATCH
-from ..errors import DeviceError
+from ..errors import ConfigError, DeviceError
 from ..interop import Handoff
 from ..interop.handoff import cuda_handoff_kind, open_handoff
 from ..options import PipelineOptions, VideoOptions
@@ -50,19 +56,24 @@ def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOpti
     if plan.device is not None:
         stack.callback(plan.device.release)  # registered first: released after every GL/CUDA object
     gl, plan = _open_context(stack, plan, pipeline, video)
-    ctx = gl.mgl
-    target = RenderTarget(ctx, video.size)
-    stack.callback(target.release)
-    convert = _open_convert(gl, plan, video)
-    stack.callback(convert.release)
-    kind = cuda_handoff_kind(plan.handoff, ctx) if plan.uses_cuda else "host"
-    plan = plan.with_(handoff=kind)
-    # Frames the consumer may hold: the queue, the one being encoded, and nvJPEG's batch.
-    held = pipeline.queue_size + 2 + (NVJPEG_BATCH if plan.encoder == "nvjpeg" else 0)
-    handoff = open_handoff(kind, ctx, convert, plan.device, depth=pipeline.ring, consumer_slots=held)
-    stack.callback(handoff.release)
-    encoder = _open_encoder(plan, video, output)
-    stack.callback(encoder.close)
+    # -- glrec-context: build under gl.active(); a stage that fails is released right here,
+    # with the context still current; on success the stages' teardown joins ``stack``.
+    with gl.active(), ExitStack() as build:
+        ctx = gl.mgl
+        target = RenderTarget(ctx, video.size)
+        build.callback(target.release)
+        convert = _open_convert(gl, plan, video)
+        build.callback(convert.release)
+        kind = cuda_handoff_kind(plan.handoff, ctx) if plan.uses_cuda else "host"
+        plan = plan.with_(handoff=kind)
+        # Frames the consumer may hold: the queue, the one being encoded, and nvJPEG's batch.
+        held = pipeline.queue_size + 2 + (NVJPEG_BATCH if plan.encoder == "nvjpeg" else 0)
+        handoff = open_handoff(kind, ctx, convert, plan.device, depth=pipeline.ring, consumer_slots=held)
+        build.callback(handoff.release)
+        encoder = _open_encoder(plan, video, output)
+        build.callback(encoder.close)
+        stack.push(build.pop_all())
+    # -- end glrec-context
     log.info("plan: %s", plan.describe())
     return Pipeline(gl, target, convert, handoff, encoder, plan)
 
@@ -70,17 +81,49 @@ def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOpti
 def _open_context(
     stack: ExitStack, plan: Plan, pipeline: PipelineOptions, video: VideoOptions
 ) -> tuple[GLContext, Plan]:
+    # -- glrec-context: the context is released last (made current for it), never left current.
+    if pipeline.context == "current":
+        return _borrow_context(stack, plan, pipeline, video)
     if not plan.uses_cuda or plan.device is None:
-        return stack.enter_context(create_context(pipeline.egl_device)), plan
+        gl = create_context(pipeline.egl_device)
+        stack.callback(gl.release)
+        return gl, plan
     info = plan.device.info
     try:
-        return stack.enter_context(create_cuda_context(info.ordinal, info.pci_bus_id, pipeline.egl_device)), plan
+        gl = create_cuda_context(info.ordinal, info.pci_bus_id, pipeline.egl_device)
     except DeviceError as exc:
         if video.encoder != "auto" or video.pix_fmt == "rgba":
             raise
         # auto: a GL that cannot share memory with this CUDA device still records, on the host path.
-        fallback = plan.with_(encoder="cpu", handoff="host", reason=f"no EGL device for CUDA: {exc}", convert="yuv")
-        return stack.enter_context(create_context(pipeline.egl_device)), fallback
+        plan = plan.with_(encoder="cpu", handoff="host", reason=f"no EGL device for CUDA: {exc}", convert="yuv")
+        gl = create_context(pipeline.egl_device)
+    stack.callback(gl.release)
+    return gl, plan
+
+
+def _borrow_context(
+    stack: ExitStack, plan: Plan, pipeline: PipelineOptions, video: VideoOptions
+) -> tuple[GLContext, Plan]:
+    """The caller's current context; for a CUDA plan it must run on the plan's CUDA device."""
+    if pipeline.egl_device is not None:
+        raise ConfigError("egl_device picks the EGL device of glrec's own context; drop it with context='current'.")
+    gl = borrow_current_context()
+    stack.callback(gl.release)
+    if plan.uses_cuda and plan.device is not None:
+        from ..devices import verify_gl_device
+
+        with gl.active():
+            on_device = verify_gl_device(plan.device.ordinal)
+        if on_device is False:
+            if video.encoder != "auto" or video.pix_fmt == "rgba":
+                raise DeviceError(
+                    f"The current GL context ({gl.info.renderer}) does not run on CUDA device "
+                    f"{plan.device.ordinal}; pass that device's cuda_device, or encoder='cpu'."
+                )
+            reason = "the current GL context is not on the CUDA device"
+            plan = plan.with_(encoder="cpu", handoff="host", reason=reason, convert="yuv")
+    return gl, plan
+    # -- end glrec-context
 
 
 def _open_convert(gl: GLContext, plan: Plan, video: VideoOptions) -> ConvertStage:

@@ -120,7 +120,8 @@ class LiveSession:
                         overshoot = slot - frames  # slots skipped past the end are not skips
                         break
                     rec.skip_to(slot)
-                    self.inputs.dispatch(self.scene)
+                    with rec.ctx:  # a scene's input handler may touch its GL objects
+                        self.inputs.dispatch(self.scene)
                     self.times.mark(slot)
                     rec.render(self.scene)
             finally:

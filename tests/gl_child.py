@@ -1,0 +1,82 @@
+"""Run GL code in a child process with its own environment (MUJOCO_GL, PYOPENGL_PLATFORM, ...).
+
+MuJoCo and PyOpenGL read their platform variables once, at import, so every
+test that sets them runs its body in a fresh interpreter. The child prints one
+JSON document as its last line of output; a failure shows the child's output.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Shared by the child programs: PSNR, decoding with PyAV, a full GL state snapshot.
+PRELUDE = """
+import json, sys
+import av
+import numpy as np
+
+def psnr(a, b):
+    mse = float(((np.asarray(a, np.float64) - np.asarray(b, np.float64)) ** 2).mean())
+    return 99.0 if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
+
+def decode(path):
+    with av.open(str(path)) as c:
+        return [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
+
+def done(**values):
+    print(json.dumps(values))
+
+# Near-lossless settings: x264 lossless in 4:4:4, so only the RGB<->YUV round trip remains.
+LOSSLESS = dict(codec="h264", crf=0, pix_fmt="yuv444p", preset="ultrafast")
+"""
+
+
+def need(*modules: str) -> None:
+    """Skip (or, in CI with GLREC_REQUIRE_GL=1, fail) when a library the test drives is missing."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if not missing:
+        return
+    what = f"needs {', '.join(missing)}: pip install '.[interop]' (see pyproject.toml)"
+    if os.environ.get("GLREC_REQUIRE_GL") == "1":
+        pytest.fail(what)
+    pytest.skip(what)
+
+
+def run_child(code: str, env: dict[str, str] | None = None, timeout: float = 120) -> dict[str, Any]:
+    """Run ``PRELUDE + code`` in a fresh interpreter; return the JSON it printed last."""
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    with tempfile.TemporaryDirectory() as cwd:  # MuJoCo writes MUJOCO_LOG.TXT where it runs
+        proc = subprocess.run(
+            [sys.executable, "-c", PRELUDE + textwrap.dedent(code)],
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=cwd,
+        )
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    if proc.returncode != 0 or not lines:
+        out, err = proc.stdout[-4000:], proc.stderr[-6000:]
+        raise AssertionError(f"child exited {proc.returncode}\n--- stdout ---\n{out}\n--- stderr ---\n{err}")
+    try:
+        return json.loads(lines[-1])
+    except json.JSONDecodeError as exc:
+        raise AssertionError(f"child printed no JSON last: {lines[-1]!r}\n{proc.stderr[-4000:]}") from exc
+
+
+def psnr(a: np.ndarray, b: np.ndarray) -> float:
+    mse = float(((a.astype(np.float64) - b.astype(np.float64)) ** 2).mean())
+    return 99.0 if mse == 0 else 10 * np.log10(255.0**2 / mse)

@@ -1,0 +1,133 @@
+"""glrec next to pyrender + trimesh (``PYOPENGL_PLATFORM=egl``) in one process and one thread.
+
+- pyrender's frames before, while and after a recorder exists are identical,
+  in both creation orders (the bug: ``GLError 1282 glGenVertexArrays``).
+- ``renderer.delete()`` terminates pyrender's EGL display; glrec's own context
+  lives on a display of its own and keeps recording.
+- ``context="current"`` inside pyrender's context records what it drew
+  (PSNR >= 40 dB at lossless settings, upright), pyrender's GL state unchanged.
+"""
+
+from __future__ import annotations
+
+import pytest
+from gl_child import need, run_child
+
+pytestmark = pytest.mark.gl
+
+PYRENDER_ENV = {"PYOPENGL_PLATFORM": "egl"}
+
+SETUP = """
+import numpy as np, trimesh, pyrender
+W, H = 96, 64
+
+def make_scene(shift=0.0):
+    scene = pyrender.Scene(bg_color=[0.1, 0.2, 0.3, 1.0], ambient_light=[0.2, 0.2, 0.2])
+    box = trimesh.creation.box(extents=(1, 1, 1))
+    box.visual.face_colors = [255, 40, 40, 255]
+    at = np.eye(4)
+    at[0, 3] = shift
+    scene.add(pyrender.Mesh.from_trimesh(box, smooth=False), pose=at)
+    ball = trimesh.creation.icosphere(radius=0.3)
+    ball.visual.face_colors = [40, 255, 40, 255]
+    at = np.eye(4)
+    at[:2, 3] = 1.1, 0.7  # up and to the right
+    scene.add(pyrender.Mesh.from_trimesh(ball, smooth=False), pose=at)
+    pose = np.eye(4); pose[2, 3] = 3.5
+    scene.add(pyrender.PerspectiveCamera(yfov=0.9), pose=pose)
+    scene.add(pyrender.DirectionalLight(intensity=3.0), pose=pose)
+    return scene
+
+scene = make_scene()
+
+def shot(renderer, s=None):
+    colour, _ = renderer.render(s or scene)
+    return colour.copy()
+"""
+
+
+def test_pyrender_frames_unchanged_by_a_recorder_in_both_orders(tmp_path) -> None:
+    need("pyrender", "trimesh")
+    out = run_child(
+        SETUP
+        + f"""
+import glrec
+results = {{}}
+for order in ("pyrender-first", "recorder-first"):
+    if order == "pyrender-first":
+        renderer = pyrender.OffscreenRenderer(W, H)
+        before = shot(renderer)
+        rec = glrec.Recorder(r"{tmp_path}/" + order + ".mp4", size=(64, 64))
+    else:
+        rec = glrec.Recorder(r"{tmp_path}/" + order + ".mp4", size=(64, 64))
+        renderer = pyrender.OffscreenRenderer(W, H)
+        before = shot(renderer)
+    during = []
+    for i in range(3):
+        rec.render("cube")
+        during.append(shot(renderer))
+    renderer.delete()  # terminates pyrender's EGL display; glrec's context is on its own
+    rec.render("cube")
+    renderer = pyrender.OffscreenRenderer(W, H)  # a new one after the old display went
+    rec.render("cube")
+    after = shot(renderer)
+    renderer.delete()
+    result = rec.close()
+    results[order] = dict(
+        mean=float(before.mean()),
+        same_during=all(bool((f == before).all()) for f in during),
+        same_after=bool((after == before).all()),
+        frames=result.frames,
+        decoded=len(decode(result.path)),
+    )
+done(**results)
+""",
+        PYRENDER_ENV,
+    )
+    for order, r in out.items():
+        assert r["mean"] > 20, f"{order}: pyrender's frame is black"
+        assert r["same_during"] and r["same_after"], f"{order}: {r}"
+        assert r["frames"] == r["decoded"] == 5, f"{order}: {r}"
+
+
+def test_recording_pyrenders_context_matches_its_frames(tmp_path) -> None:
+    need("pyrender", "trimesh")
+    out = run_child(
+        SETUP
+        + f"""
+import glrec
+from glrec.glstate import StateGuard
+renderer = pyrender.OffscreenRenderer(W, H)
+shot(renderer)  # pyrender's context is current from here on (it never releases it)
+full = StateGuard(full=True)
+before = full.capture()
+rec = glrec.Recorder(r"{tmp_path}/pr.mkv", size=(W, H), context="current", **LOSSLESS)
+changed = list(StateGuard.diff(before, full.capture()))
+frames = []
+for i in range(5):
+    frames.append(shot(renderer, make_scene(shift=-0.15 * i)))
+    state = full.capture()
+    rec.capture()  # pyrender leaves its resolved colour framebuffer bound for reading
+    changed += list(StateGuard.diff(state, full.capture()))
+state = full.capture()
+result = rec.close()
+changed += list(StateGuard.diff(state, full.capture()))
+video = decode(result.path)
+again = shot(renderer, make_scene(shift=-0.6))
+renderer.delete()
+done(
+    frames=result.frames, decoded=len(video), changed=changed,
+    psnr=[psnr(a, b) for a, b in zip(frames, video)],
+    psnr_flipped=psnr(frames[0], video[0][::-1]),
+    distinct=psnr(frames[0], frames[-1]),
+    pyrender_after=bool((again == frames[-1]).all()),
+)
+""",
+        PYRENDER_ENV,
+    )
+    assert out["frames"] == out["decoded"] == 5
+    assert out["changed"] == [], f"glrec changed pyrender's GL state: {out['changed']}"
+    assert min(out["psnr"]) >= 40, out["psnr"]
+    assert out["psnr_flipped"] < 25, "the video is upside down"
+    assert out["distinct"] < 40, "the frames do not differ, so the comparison proves little"
+    assert out["pyrender_after"]
