@@ -127,20 +127,13 @@ def complete_mkv_prefix(data: bytes) -> int:
     return good
 
 
-def complete_ts_prefix(data: bytes) -> int:
-    """The bytes of an MPEG-TS file up to its last whole 188-byte transport packet."""
-    return len(data) - len(data) % 188
-
-
 def trim_to_complete_fragments(path: Path) -> int:
-    """Truncate an MP4/MOV/MKV/TS file after its last complete fragment (TS: packet); return the bytes removed."""
+    """Truncate an MP4/MOV/MKV file after its last complete fragment; return the bytes removed."""
     kind = path.suffix.lower()
     if kind in (".mp4", ".mov"):
         prefix = complete_mp4_prefix
     elif kind == ".mkv":
         prefix = complete_mkv_prefix
-    elif kind == ".ts":
-        prefix = complete_ts_prefix
     else:
         return 0
     if not path.is_file():  # a device (/dev/full) or a pipe: nothing to cut, and reading may never end
