@@ -1,4 +1,4 @@
-"""Building the chain on an ExitStack: context -> target -> convert -> handoff -> encoder.
+"""Building the chain on an ExitStack: context -> target -> process -> convert -> handoff -> encoder.
 
 The stack tears the stages down in reverse, so a half-built chain cleans
 itself up; the sink and the encode worker come after, in the recorder.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..context import GLContext, create_context, create_cuda_context
 from ..convert import Converter, ConvertStage, RgbPacker
@@ -21,6 +22,9 @@ from ..options import PipelineOptions, VideoOptions
 from ..sinks.registry import OutputKind
 from ..target import RenderTarget
 from .plan import Plan, make_plan
+
+if TYPE_CHECKING:
+    from ..process.stage import ProcessStage
 
 log = logging.getLogger("glrec")
 
@@ -35,6 +39,9 @@ class Pipeline:
     handoff: Handoff
     encoder: Encoder
     plan: Plan
+    #: The options of the encoded stream: the recorder's, at the processing stage's output size if it has one.
+    video: VideoOptions
+    process: ProcessStage | None = None
 
     @property
     def name(self) -> str:
@@ -45,15 +52,28 @@ class Pipeline:
 
 
 def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOptions, output: OutputKind) -> Pipeline:
-    """Plan, then build every stage on ``stack`` (see the module docstring)."""
-    plan = make_plan(video, pipeline, output)
+    """Plan, then build every stage on ``stack`` (see the module docstring).
+
+    ``video.size`` is the render size; a processing stage that declares another output
+    size makes the stream (convert, encoder, sink: :attr:`Pipeline.video`) that size.
+    """
+    spec = pipeline.process
+    stream = video.with_size(spec.size) if spec is not None and spec.size is not None else video
+    plan = make_plan(stream, pipeline, output)
     if plan.device is not None:
         stack.callback(plan.device.release)  # registered first: released after every GL/CUDA object
     gl, plan = _open_context(stack, plan, pipeline, video)
     ctx = gl.mgl
     target = RenderTarget(ctx, video.size)
     stack.callback(target.release)
-    convert = _open_convert(gl, plan, video)
+    process = None
+    if spec is not None:
+        from ..process.stage import open_process
+
+        device = plan.device if plan.uses_cuda else None
+        process = open_process(ctx, spec, video.size, device, live=video.live)
+        stack.callback(process.release)
+    convert = _open_convert(gl, plan, stream)
     stack.callback(convert.release)
     kind = cuda_handoff_kind(plan.handoff, ctx) if plan.uses_cuda else "host"
     plan = plan.with_(handoff=kind)
@@ -61,10 +81,10 @@ def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOpti
     held = pipeline.queue_size + 2 + (NVJPEG_BATCH if plan.encoder == "nvjpeg" else 0)
     handoff = open_handoff(kind, ctx, convert, plan.device, depth=pipeline.ring, consumer_slots=held)
     stack.callback(handoff.release)
-    encoder = _open_encoder(plan, video, output)
+    encoder = _open_encoder(plan, stream, output)
     stack.callback(encoder.close)
     log.info("plan: %s", plan.describe())
-    return Pipeline(gl, target, convert, handoff, encoder, plan)
+    return Pipeline(gl, target, convert, handoff, encoder, plan, stream, process)
 
 
 def _open_context(
