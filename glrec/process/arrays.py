@@ -88,8 +88,9 @@ class HostArrays:
         return contextlib.nullcontext()
 
     def _host_view(self, value: Any, shape: tuple[int, ...], role: str) -> np.ndarray:
-        if _on_cuda(value):
-            fix = f"This {role} is on the host path; return a host array (numpy, or tensor.cpu())."
+        off_host = _on_cuda(value) or getattr(getattr(value, "device", None), "type", "cpu") != "cpu"
+        if off_host:
+            fix = f"This {role} is in host memory here; return a host array (numpy, or tensor.cpu())."
             raise bad_frame(self.label, value, shape, "in host memory", fix)
         if self._torch is not None and isinstance(value, self._torch.Tensor):
             value = value.detach().numpy()

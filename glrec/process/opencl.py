@@ -224,8 +224,10 @@ class ExternalRunner:
         self.whole.release()
 
 
-def open_opencl(spec: OpenCLKernel, label: str, memory: HostMemory | CudaMemory) -> FunctionRunner | ExternalRunner:
-    """Build ``spec`` and pick how it reaches the frames (see the module docstring for the order)."""
+def open_opencl(
+    spec: OpenCLKernel, label: str, memory: HostMemory | CudaMemory, *, host: bool = False
+) -> FunctionRunner | ExternalRunner:
+    """Build ``spec`` and pick how it reaches the frames (see the module docstring); ``host`` forces the copy."""
     cl = import_pyopencl()
     cuda = memory.device if isinstance(memory, CudaMemory) else None
     device = choose_device(cl, cuda.info.uuid if cuda is not None else None)
@@ -234,7 +236,9 @@ def open_opencl(spec: OpenCLKernel, label: str, memory: HostMemory | CudaMemory)
     kernel = build_kernel(cl, ctx, device, spec, len(spec.args))
     where = f"{device.name.strip()} ({device.platform.name.strip()})"
     layout = memory.layout
-    if isinstance(memory, CudaMemory):
+    if isinstance(memory, CudaMemory) and host:
+        reason = "Process(memory='host') asked for it"
+    elif isinstance(memory, CudaMemory):
         if _uuid(device) != cuda.info.uuid:  # type: ignore[union-attr]
             reason = f"the OpenCL device {where} is not CUDA device {cuda.ordinal}"  # type: ignore[union-attr]
         elif EXTERNAL_EXTENSION not in device.extensions:
@@ -250,5 +254,7 @@ def open_opencl(spec: OpenCLKernel, label: str, memory: HostMemory | CudaMemory)
     else:
         reason = "the pipeline's frames are in GL memory (no CUDA), which OpenCL cannot import"
     host_fn = _HostKernel(cl, ctx, queue, kernel, spec, layout.src, layout.dst)
-    log.info("%s on %s: copying each frame through host memory (%s)", label, where, reason)
+    # On the CUDA path the copy is a fallback the user should hear about; on the host path it is the only way.
+    level = logging.WARNING if isinstance(memory, CudaMemory) and not host else logging.INFO
+    log.log(level, "%s on %s: copying each frame through host memory (%s)", label, where, reason)
     return FunctionRunner(host_fn, label, memory, array="numpy", host=True, writes_out=True)

@@ -242,7 +242,7 @@ def open_process(
         if isinstance(spec.fn, OpenCLKernel):
             from .opencl import open_opencl
 
-            runner = open_opencl(spec.fn, spec.label, memory)
+            runner = open_opencl(spec.fn, spec.label, memory, host=spec.memory == "host")
         else:
             runner = FunctionRunner(spec.fn, spec.label, memory, array=spec.array, host=spec.memory == "host")
             log.info("processing stage: %s", runner.description)
