@@ -26,7 +26,7 @@ import ctypes
 import functools
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from ..errors import KernelBuildError, ProcessError, ProcessUnavailableError
 from .memory import CudaMemory, HostMemory
 from .runner import FunctionRunner, Processed
 from .spec import OpenCLKernel
+
+if TYPE_CHECKING:
+    from ..interop.cuda import DeviceInfo
 
 log = logging.getLogger("glrec")
 
@@ -81,7 +84,22 @@ def _uuid(device: Any) -> str | None:
     return bytes(out).hex()
 
 
-def choose_device(cl: Any, cuda_uuid: str | None) -> Any:
+def is_cuda_device(cl: Any, device: Any, info: DeviceInfo) -> bool:
+    """Whether OpenCL ``device`` is the CUDA device ``info``: by UUID, else by PCI bus (NVIDIA's attribute query)."""
+    uuid = _uuid(device)
+    if uuid is not None:
+        return uuid == info.uuid
+    if "cl_nv_device_attribute_query" not in device.extensions:
+        return False
+    domain, bus, _ = info.pci_bus_id.split(":")
+    try:
+        same_domain = device.get_info(cl.device_info.PCI_DOMAIN_ID_NV) == int(domain, 16)
+    except cl.Error:
+        same_domain = True  # older drivers answer the bus only
+    return same_domain and device.get_info(cl.device_info.PCI_BUS_ID_NV) == int(bus, 16)
+
+
+def choose_device(cl: Any, cuda: DeviceInfo | None) -> Any:
     """The CUDA device's own OpenCL device when there is one, else ``PYOPENCL_CTX``, a GPU, or the first device."""
     try:
         devices = [d for p in cl.get_platforms() for d in p.get_devices()]
@@ -89,9 +107,9 @@ def choose_device(cl: Any, cuda_uuid: str | None) -> Any:
         raise ProcessUnavailableError(f"No OpenCL platform is installed ({exc}); {OPENCL_HINT}.") from None
     if not devices:
         raise ProcessUnavailableError(f"The OpenCL platforms here have no device; {OPENCL_HINT}.")
-    if cuda_uuid is not None:
+    if cuda is not None:
         for d in devices:
-            if _uuid(d) == cuda_uuid:
+            if is_cuda_device(cl, d, cuda):
                 return d
     if os.environ.get("PYOPENCL_CTX"):
         return cl.create_some_context(interactive=False).devices[0]
@@ -230,7 +248,7 @@ def open_opencl(
     """Build ``spec`` and pick how it reaches the frames (see the module docstring); ``host`` forces the copy."""
     cl = import_pyopencl()
     cuda = memory.device if isinstance(memory, CudaMemory) else None
-    device = choose_device(cl, cuda.info.uuid if cuda is not None else None)
+    device = choose_device(cl, cuda.info if cuda is not None else None)
     ctx = cl.Context([device])
     queue = cl.CommandQueue(ctx, device)
     kernel = build_kernel(cl, ctx, device, spec, len(spec.args))
@@ -239,7 +257,7 @@ def open_opencl(
     if isinstance(memory, CudaMemory) and host:
         reason = "Process(memory='host') asked for it"
     elif isinstance(memory, CudaMemory):
-        if _uuid(device) != cuda.info.uuid:  # type: ignore[union-attr]
+        if not is_cuda_device(cl, device, cuda.info):  # type: ignore[union-attr]
             reason = f"the OpenCL device {where} is not CUDA device {cuda.ordinal}"  # type: ignore[union-attr]
         elif EXTERNAL_EXTENSION not in device.extensions:
             reason = f"{where} lacks {EXTERNAL_EXTENSION}"

@@ -10,7 +10,7 @@ cull, depth and scissor tests) is put back as it was after each frame.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import moderngl
@@ -115,7 +115,7 @@ def line_vertices(shape: Lines) -> np.ndarray:
     return _quads(np.stack([a - n, b - n, b + n, a + n], 1), _rgba(shape.colour, "Lines"))
 
 
-_BUILDERS = {Boxes: box_vertices, Points: point_vertices, Lines: line_vertices}
+_BUILDERS: dict[type, Callable[[Any], np.ndarray]] = {Boxes: box_vertices, Points: point_vertices, Lines: line_vertices}
 
 
 class OverlayRenderer:
@@ -125,11 +125,11 @@ class OverlayRenderer:
         self.ctx = ctx
         self.size = size
         self._prog = glsl.program(ctx, glsl.source("overlay.vert"), glsl.source("overlay.frag"), origin="overlay")
-        self._prog["size"].value = size  # type: ignore[index]
+        self._prog["size"].value = size  # type: ignore[union-attr]
         self._mask = glsl.program(
             ctx, glsl.source("fullscreen.vert"), glsl.source("overlay_mask.frag"), origin="overlay mask"
         )
-        self._mask["size"].value = size  # type: ignore[index]
+        self._mask["size"].value = size  # type: ignore[union-attr]
         self._capacity = 6 * 4 * 64  # vertices; grown (never shrunk) when a frame has more
         self._vbo = ctx.buffer(reserve=self._capacity * VERTEX.itemsize)
         self._vao = ctx.vertex_array(self._prog, [(self._vbo, "2f 2f 4f", "pos", "local", "colour")])
@@ -155,15 +155,15 @@ class OverlayRenderer:
         w, h = self.size
         buffer.bind_to_storage_buffer(0, offset=offset, size=(w * h + 3) // 4 * 4)
         prog = self._mask
-        prog["scale"].value = scale  # type: ignore[index]
+        prog["scale"].value = scale  # type: ignore[union-attr]
         if mask.palette is None:
-            prog["palette_size"].value = 0  # type: ignore[index]
-            prog["colour"].value = _rgba(mask.colour, "Mask")  # type: ignore[index]
+            prog["palette_size"].value = 0  # type: ignore[union-attr]
+            prog["colour"].value = _rgba(mask.colour, "Mask")  # type: ignore[union-attr]
         else:
             colours = [_rgba(c, "Mask palette") for c in mask.palette]
             if not 1 <= len(colours) <= 255:
                 raise ProcessOutputError(f"Mask palette has {len(colours)} colours; give 1 to 255.")
-            prog["palette_size"].value = len(colours)  # type: ignore[index]
+            prog["palette_size"].value = len(colours)  # type: ignore[union-attr]
             table = np.zeros((255, 4), np.float32)  # the uniform array's full length
             table[: len(colours)] = colours
             prog["palette"].write(table.tobytes())  # type: ignore[union-attr]
