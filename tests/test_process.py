@@ -301,3 +301,24 @@ def test_the_log_says_where_the_function_runs(gl, tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="glrec"):
         record(tmp_path / "l.mkv", lambda f: None, n=1)
     assert any("on numpy arrays in host memory" in r.getMessage() for r in caplog.records)
+
+
+def test_the_torch_example_runs_and_draws_its_result(gl, tmp_path):
+    require("torch", "pip install torch==2.13.0 (CPU build)")
+    import os
+    import subprocess
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "process_torch.py"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(example.parent.parent), os.environ.get("PYTHONPATH", "")])}
+    out = tmp_path / "detect.mp4"
+    proc = subprocess.run([sys.executable, str(example), str(out), "--size", "160x90", "--frames", "6"],
+                          capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "process function Detect" in proc.stderr  # the log line saying where the model ran
+    with av.open(str(out)) as c:
+        frames = [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
+    assert len(frames) == 6
+    # The box is drawn in pure green (0, 1, 0) by GL; the cube scene has no such colour.
+    green = (frames[-1][..., 1] > 200) & (frames[-1][..., 0] < 60) & (frames[-1][..., 2] < 60)
+    assert green.sum() > 50

@@ -106,8 +106,8 @@ class HostArrays:
         target = dst.numpy() if self._torch is not None else dst
         np.copyto(target, self._host_view(value, shape, "frame"))
 
-    def store_mask(self, flat: np.ndarray, values: Any, shape: tuple[int, ...], palette: bool) -> float:
-        """Write a Mask's values as bytes into ``flat``; returns the shader's scale (255 for 0/1 bytes)."""
+    def store_mask(self, dst: Any, values: Any, shape: tuple[int, ...], palette: bool) -> float:
+        """Write a Mask's values as bytes into the slot's mask view; returns the shader's scale (255 for 0/1)."""
         if self._torch is not None and isinstance(values, self._torch.Tensor) and not _on_cuda(values):
             values = values.detach().numpy()
         if _on_cuda(values):
@@ -116,7 +116,7 @@ class HostArrays:
         if a.shape != shape:
             raise ProcessOutputError(f"{self.label}: Mask of shape {a.shape}; expected the frame's {shape}.")
         data, scale = mask_bytes_numpy(a, palette, self.label)
-        flat.reshape(shape)[...] = data
+        (dst.numpy() if self._torch is not None else dst)[...] = data
         return scale
 
 
