@@ -46,6 +46,10 @@ class Recorder:
     matched to it). NVENC also takes ``tuning`` (hq, ll, ull, lossless) and
     ``rc`` (cbr, vbr, constqp).
 
+    ``process=fn`` runs a processing stage on every frame before it is converted
+    (torch/CuPy on the frame's CUDA memory on NVIDIA, numpy elsewhere, or an
+    OpenCL kernel; it may return shapes for GL to draw): see :mod:`glrec.process`.
+
     ``live=True`` tunes the encoder for latency (:mod:`glrec.encoders.latency`)
     and hands each frame to it as soon as it is read back; ``sink`` writes to
     that sink (e.g. a network stream) instead of opening ``path``.

@@ -322,3 +322,15 @@ def test_the_torch_example_runs_and_draws_its_result(gl, tmp_path):
     # The box is drawn in pure green (0, 1, 0) by GL; the cube scene has no such colour.
     green = (frames[-1][..., 1] > 200) & (frames[-1][..., 0] < 60) & (frames[-1][..., 2] < 60)
     assert green.sum() > 50
+
+
+@pytest.mark.parametrize("live", [False, True])
+def test_frames_in_flight_are_bounded_and_live_mode_has_no_lag(gl, tmp_path, live):
+    """The function sees frame i while i + 1 renders (one frame behind), or at once in live mode."""
+    when = []
+    with glrec.Recorder(tmp_path / "f.mkv", size=SIZE, fps=FPS, **LOSSLESS, live=live,
+                        process=lambda frame: when.append(rec.frames_submitted)) as rec:  # fmt: skip
+        for _ in range(5):
+            rec.render("bars")
+    assert when == ([0, 1, 2, 3, 4] if live else [1, 2, 3, 4, 5])
+    assert len(decoded_444(tmp_path / "f.mkv")) == 5

@@ -57,8 +57,10 @@ def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOpti
     ``video.size`` is the render size; a processing stage that declares another output
     size makes the stream (convert, encoder, sink: :attr:`Pipeline.video`) that size.
     """
+    from ..process.spec import stream_options
+
     spec = pipeline.process
-    stream = video.with_size(spec.size) if spec is not None and spec.size is not None else video
+    stream = stream_options(video, spec)
     plan = make_plan(stream, pipeline, output)
     if plan.device is not None:
         stack.callback(plan.device.release)  # registered first: released after every GL/CUDA object

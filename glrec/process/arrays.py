@@ -20,7 +20,7 @@ from ..errors import ProcessOutputError, ProcessUnavailableError
 if TYPE_CHECKING:
     from ..interop.cuda import CudaDevice
 
-TORCH_HINT = "pip install glrec[torch] (a CPU build), or a CUDA build of PyTorch for the CUDA path"
+TORCH_HINT = "pip install glrec[torch] (on the CUDA path it must be a CUDA build of PyTorch)"
 CUPY_HINT = "pip install cupy-cuda12x (or cupy-cuda13x, matching the driver's CUDA)"
 
 

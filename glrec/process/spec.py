@@ -18,6 +18,7 @@ from ..errors import ConfigError, ProcessError
 from ..values import parse_size
 
 if TYPE_CHECKING:
+    from ..options import VideoOptions
     from .draw import OverlayScene
 
 ArrayKind = Literal["auto", "numpy", "torch", "cupy"]
@@ -121,6 +122,14 @@ def parse_process(value: object) -> Process:
     return Process(value)  # type: ignore[arg-type]  # Process checks it is callable or a kernel
 
 
+def stream_options(video: VideoOptions, process: object) -> VideoOptions:
+    """The options of the encoded stream: ``video`` at the output size ``process`` declares (if any)."""
+    if process is None:
+        return video
+    spec = parse_process(process)
+    return video.with_size(spec.size) if spec.size is not None else video
+
+
 def load_process(spec: str) -> Process:
     """``my.py:fn`` (a function, a callable class, a Process or an OpenCLKernel there; default name ``process``)
     or ``my.cl[:kernel]``."""
@@ -150,7 +159,10 @@ def _usable(value: object) -> bool:
 
 
 def _import(path: Path) -> Any:
+    """Import ``path`` once per process, as Python imports modules (naming it twice runs it once)."""
     module_name = f"glrec_user_process_{abs(hash(str(path.resolve())))}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ConfigError(f"Cannot import {str(path)!r} as Python.")
@@ -159,5 +171,6 @@ def _import(path: Path) -> Any:
     try:
         spec.loader.exec_module(module)
     except Exception as exc:
+        del sys.modules[module_name]
         raise ProcessError(f"Importing process file {str(path)!r} failed: {type(exc).__name__}: {exc}") from exc
     return module
