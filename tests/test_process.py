@@ -334,3 +334,66 @@ def test_frames_in_flight_are_bounded_and_live_mode_has_no_lag(gl, tmp_path, liv
             rec.render("bars")
     assert when == ([0, 1, 2, 3, 4] if live else [1, 2, 3, 4, 5])
     assert len(decoded_444(tmp_path / "f.mkv")) == 5
+
+
+class Highlight:
+    """Your own GL drawing on the processed frame: a scissored clear where fn says."""
+
+    def setup(self, ctx, size):
+        self.ctx, self.size = ctx, size
+        self.closed = False
+
+    def draw(self, data):
+        x, y, w, h = data  # top-left origin, as fn sees the frame; GL's scissor counts from the bottom
+        self.ctx.scissor = (x, self.size[1] - y - h, w, h)
+        self.ctx.clear(1.0, 1.0, 0.0, 1.0)
+        self.ctx.scissor = None
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_custom_overlay_draws_what_fn_returns_as_data(gl, tmp_path):
+    overlay = Highlight()
+
+    def fn(frame):
+        frame[...] = (0, 0, 0, 255)
+        return Overlay(data=(4, 2, 10, 6))
+
+    record(tmp_path / "c.mkv", Process(fn, overlay=overlay), n=2)
+    want = np.zeros((48, 64, 4), np.uint8)
+    want[..., 3] = 255
+    want[2:8, 4:14] = (255, 255, 0, 255)
+    assert_planes_equal(tmp_path / "c.mkv", converted([want, want]))
+    assert overlay.closed
+
+
+def test_drawing_the_overlay_puts_the_gl_state_back(gl):
+    import ctypes
+
+    import moderngl
+
+    from glrec._gl import gl_function
+    from glrec.process.overlay import OverlayRenderer
+
+    ctx = gl.mgl
+    is_enabled = gl_function("glIsEnabled", ctypes.c_ubyte, ctypes.c_uint)
+    get = gl_function("glGetIntegerv", None, ctypes.c_uint, ctypes.POINTER(ctypes.c_int))
+
+    def state():
+        value = ctypes.c_int(0)
+        funcs = [get(p, ctypes.byref(value)) or value.value for p in (0x80C9, 0x80C8, 0x80CB, 0x80CA)]
+        return [bool(is_enabled(c)) for c in (0x0BE2, 0x0B44, 0x0B71)], funcs
+
+    tex = ctx.texture((32, 24), 4)
+    fbo = ctx.framebuffer(color_attachments=[tex])
+    renderer = OverlayRenderer(ctx, (32, 24))
+    for flags in (moderngl.NOTHING, moderngl.BLEND | moderngl.CULL_FACE | moderngl.DEPTH_TEST):
+        ctx.enable_only(flags)
+        ctx.blend_func = moderngl.ONE, moderngl.ONE
+        before = state()
+        renderer.draw(fbo, [Boxes([[2, 2, 20, 20]]), Points([[8, 8]])], None)
+        assert state() == before
+    renderer.release()
+    fbo.release()
+    tex.release()

@@ -39,13 +39,16 @@ def _array_library(array: str, memory_kind: str) -> str:
         return array
     if memory_kind == "host":
         return "numpy"
-    for name, load in (("torch", import_torch), ("cupy", import_cupy)):
-        try:
-            load()
-            return name
-        except ImportError:
-            continue
-    return "cuda"
+    try:
+        if import_torch().cuda.is_available():  # a CPU-only build cannot take CUDA memory
+            return "torch"
+    except ImportError:
+        pass
+    try:
+        import_cupy()
+        return "cupy"
+    except ImportError:
+        return "cuda"
 
 
 class FunctionRunner:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 ArrayKind = Literal["auto", "numpy", "torch", "cupy"]
 MemoryKind = Literal["auto", "host", "cuda"]
 KERNEL_SUFFIXES = (".cl",)
+_MODULE_PREFIX = "glrec_user_process_"
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,8 @@ class Process:
             return self.fn.label
         name = getattr(self.fn, "__qualname__", None) or type(self.fn).__name__
         module = getattr(self.fn, "__module__", None)
+        if module and module.startswith(_MODULE_PREFIX):  # loaded from FILE.py: name the file
+            module = Path(getattr(sys.modules.get(module), "__file__", None) or module).name
         return f"process function {name}" + (f" ({module})" if module and module != "__main__" else "")
 
 
@@ -160,7 +163,7 @@ def _usable(value: object) -> bool:
 
 def _import(path: Path) -> Any:
     """Import ``path`` once per process, as Python imports modules (naming it twice runs it once)."""
-    module_name = f"glrec_user_process_{abs(hash(str(path.resolve())))}"
+    module_name = f"{_MODULE_PREFIX}{abs(hash(str(path.resolve())))}"
     if module_name in sys.modules:
         return sys.modules[module_name]
     spec = importlib.util.spec_from_file_location(module_name, path)

@@ -77,7 +77,11 @@ class ProcessStage:
         self._processed: deque[tuple[int, int, Processed]] = deque()
         self.failed = False
         if spec.overlay is not None:
-            spec.overlay.setup(ctx, self.dst)
+            try:
+                spec.overlay.setup(ctx, self.dst)
+            except BaseException:
+                self._release_objects()
+                raise
             self._user_overlay = spec.overlay
 
     def _make_objects(self) -> None:
