@@ -397,3 +397,22 @@ def test_drawing_the_overlay_puts_the_gl_state_back(gl):
     renderer.release()
     fbo.release()
     tex.release()
+
+
+def test_closing_releases_every_gl_object_the_stage_made(gl, tmp_path):
+    import moderngl
+
+    from glrec.leaks import live_fences, live_gl_objects
+
+    def fn(frame):
+        return Overlay(Boxes([[1, 1, 9, 9]]), Mask(np.ones((24, 32), bool)), frame=frame[::2, ::2])
+
+    fences = live_fences()
+    with glrec.Recorder(tmp_path / "l.mkv", size=SIZE, process=Process(fn, size=(32, 24), overlay=Highlight())) as rec:
+        for _ in range(3):
+            rec.render("bars")
+        held = live_gl_objects(rec.ctx)  # references kept: a wrapper that was not released stays valid
+        kinds = {type(o).__name__ for o in held}
+    assert {"ComputeShader", "Program", "Buffer", "Texture", "Framebuffer", "VertexArray"} <= kinds
+    assert [o for o in held if not isinstance(o.mglo, moderngl.InvalidObject)] == []
+    assert live_fences() == fences

@@ -155,6 +155,8 @@ class ProcessStage:
             buffer, offset = self.memory.gl(slot, done.region)
             buffer.bind_to_storage_buffer(0, offset=offset, size=self.memory.layout.nbytes(done.region))
             self.output.bind_to_image(0, read=False, write=True)
+            # The previous frame's convert read this texture: its reads end before these writes start.
+            self.ctx.memory_barrier(moderngl.SHADER_IMAGE_ACCESS_BARRIER_BIT | moderngl.TEXTURE_FETCH_BARRIER_BIT)
             self._dispatch(self._unpack, self.dst)
             self.ctx.memory_barrier(moderngl.TEXTURE_FETCH_BARRIER_BIT | moderngl.FRAMEBUFFER_BARRIER_BIT)
             if shapes or done.mask is not None:
