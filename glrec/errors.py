@@ -19,8 +19,12 @@ __all__ = [
     "EncoderError",
     "EncoderUnavailableError",
     "GlrecError",
+    "KernelBuildError",
     "OutputError",
     "OutputExistsError",
+    "ProcessError",
+    "ProcessOutputError",
+    "ProcessUnavailableError",
     "SceneError",
     "ShaderError",
 ]
@@ -88,3 +92,19 @@ class CudaError(GlrecError, RuntimeError):
 
 class DatasetError(GlrecError, RuntimeError):
     """A dataset shard failed (after its retries); finished shards are kept for ``--resume``."""
+
+
+class ProcessError(GlrecError, RuntimeError):
+    """A processing stage (``Recorder(process=...)``) could not be set up or run."""
+
+
+class ProcessOutputError(ProcessError, ValueError):
+    """A process function returned something glrec cannot encode (wrong type, shape, dtype or device)."""
+
+
+class ProcessUnavailableError(ProcessError, ImportError):
+    """A processing stage needs a library that is not installed (the message names the extra)."""
+
+
+class KernelBuildError(ProcessError):
+    """An OpenCL kernel failed to build; the message holds the compiler's log."""

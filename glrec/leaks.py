@@ -51,7 +51,8 @@ def live_gl_objects(ctx: moderngl.Context | None = None) -> list[Any]:
 
 def live_fences() -> int:
     """GL fence syncs made by glrec and not yet deleted."""
-    return sum(1 for obj in gc.get_objects() if isinstance(obj, Fence) and obj._sync is not None)
+    # type() rather than isinstance(): the latter asks some objects (torch's deprecated aliases) and they warn.
+    return sum(1 for obj in gc.get_objects() if type(obj) is Fence and obj._sync is not None)
 
 
 def glrec_threads() -> list[threading.Thread]:

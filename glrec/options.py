@@ -57,6 +57,12 @@ DEFAULT_SECONDS = 5.0  # the length of a recording given neither seconds nor fra
 T = TypeVar("T")
 
 
+def _process(value: object) -> Any:
+    from .process.spec import parse_process  # the stage's own declaration of what it accepts
+
+    return parse_process(value)
+
+
 def parse_fps(value: object) -> float:
     try:
         if isinstance(value, bool):
@@ -258,6 +264,10 @@ class VideoOptions(_Table):
             )
         return replace(self, matrix=matrix, colour_range=colour_range)
 
+    def with_size(self, size: tuple[int, int]) -> VideoOptions:
+        """The same options for pictures of ``size``, checked again (a processing stage's output size)."""
+        return replace(self, size=size)._checked()
+
     @property
     def colour(self) -> ColourSpec:
         return ColourSpec(self.matrix or "bt709", self.colour_range or "limited")
@@ -303,6 +313,11 @@ class PipelineOptions(_Table):
     queue_size: int = option(
         8, "frames queued for the encode thread", _number("queue_size", 1, 1024, integer=True, example="8")
     )
+    process: Any = option(
+        None, "run FILE.py:FUNCTION (or an OpenCL FILE.cl:KERNEL) on every frame before it is encoded; in Python "
+        "also a function, glrec.process.Process or OpenCLKernel (see README, Processing stages)",
+        _process, flags=_flag("process"), metavar="FILE.py:FN",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

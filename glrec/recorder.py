@@ -1,4 +1,4 @@
-"""The Recorder: owns the chain context -> target -> convert -> handoff -> encoder -> sink."""
+"""The Recorder: owns the chain context -> target -> process -> convert -> handoff -> encoder -> sink."""
 
 from __future__ import annotations
 
@@ -46,6 +46,10 @@ class Recorder:
     ``cuda_device`` is the CUDA ordinal the GPU path uses (the EGL device is
     matched to it). NVENC also takes ``tuning`` (hq, ll, ull, lossless) and
     ``rc`` (cbr, vbr, constqp).
+
+    ``process=fn`` runs a processing stage on every frame before it is converted
+    (torch/CuPy on the frame's CUDA memory on NVIDIA, numpy elsewhere, or an
+    OpenCL kernel; it may return shapes for GL to draw): see :mod:`glrec.process`.
 
     ``live=True`` tunes the encoder for latency (:mod:`glrec.encoders.latency`)
     and hands each frame to it as soon as it is read back; ``sink`` writes to
@@ -108,12 +112,14 @@ class Recorder:
         pipeline = build_pipeline(stack, opts, self.pipeline_options, output)
         self._gl: GLContext = pipeline.gl
         self._target = pipeline.target
+        self._process = pipeline.process  # None without process=
         self._convert = pipeline.convert
         self._handoff = pipeline.handoff
         self.plan = pipeline.plan
         self._encoder = pipeline.encoder
         self.encoder_name = pipeline.name
-        sink = self._sink if self._sink is not None else open_sink(self.path, opts)
+        # The stream's options: the processing stage may encode another size than is rendered.
+        sink = self._sink if self._sink is not None else open_sink(self.path, pipeline.video)
         self._worker = EncodeWorker(pipeline.encoder, sink, self.pipeline_options.queue_size)
         stack.callback(self._worker.finish)
         log.info("recording %s: %dx%d @ %g fps, %s via %s", self.path, *opts.size, opts.fps, opts.codec,
@@ -236,13 +242,33 @@ class Recorder:
                 raise
 
     def _submit(self, colour: moderngl.Texture) -> None:
-        self._convert.run(colour)
-        done = list(self._handoff.submit(self.frames_submitted))
+        if self._process is None:
+            self._hand_on(self.frames_submitted, colour)
+        else:  # the stage hands frames on as they come out of it, each with its own index
+            self._process.submit(colour, self.frames_submitted, self._hand_on)
         if self.options.live:  # latency over throughput: hand this frame on now, not N frames later
-            done += list(self._handoff.drain())
-        for frame in done:
-            self._worker.put(frame)
+            for frame in self._handoff.drain():
+                self._worker.put(frame)
         self.frames_submitted += 1
+
+    def _hand_on(self, index: int, texture: moderngl.Texture) -> None:
+        """Convert frame ``index`` from ``texture`` and queue what the handoff completes for the encoder."""
+        self._convert.run(texture)
+        for frame in self._handoff.submit(index):
+            self._worker.put(frame)
+
+    def _drain(self) -> None:
+        """Hand on every frame still in the stages; a processing stage's failure is raised after the rest."""
+        error: BaseException | None = None
+        if self._process is not None:
+            try:
+                self._process.drain(self._hand_on)
+            except BaseException as exc:
+                error = exc
+        for done in self._handoff.drain():
+            self._worker.put(done)
+        if error is not None:
+            raise error
 
     def _stop_after(self, error: BaseException) -> None:
         """A stage failed: finish the file and release everything; the caller raises ``error``.
@@ -326,8 +352,7 @@ class Recorder:
         with deferred_signals(f"finishing {self.path}"), self._gl.teardown() as usable:
             try:
                 if usable and not self._worker.failed:  # a failed worker would only drop them
-                    for done in self._handoff.drain():
-                        self._worker.put(done)
+                    self._drain()
             finally:
                 try:
                     self._stack.close()

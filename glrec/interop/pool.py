@@ -106,6 +106,29 @@ class DevicePool:
                 call("cuMemFree", base)
 
 
+class HostPool:
+    """``count`` host buffers of ``nbytes`` each, allocated once (the host-memory side of a stage's slots).
+
+    One contiguous allocation, slot ``k`` at ``k * stride``; :meth:`array` views a
+    slot as uint8. Who uses which slot is the owner's bookkeeping (one thread).
+    """
+
+    def __init__(self, nbytes: int, count: int, *, stride: int | None = None) -> None:
+        self.nbytes = nbytes
+        self.count = count
+        self.stride = stride or _round_up(nbytes, 512)
+        self._memory: np.ndarray | None = np.zeros(self.stride * count, np.uint8)
+
+    def array(self, slot: int, offset: int = 0, nbytes: int | None = None) -> np.ndarray:
+        """Slot ``slot`` (from ``offset``, ``nbytes`` long; default: the rest of the slot) as a flat uint8 view."""
+        assert self._memory is not None, "released"
+        start = slot * self.stride + offset
+        return self._memory[start : start + (self.nbytes - offset if nbytes is None else nbytes)]
+
+    def release(self) -> None:
+        self._memory = None
+
+
 def _round_up(n: int, to: int) -> int:
     return (n + to - 1) // to * to
 

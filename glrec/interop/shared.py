@@ -1,12 +1,11 @@
 """CUDA handoff, *shared* path: GL buffers whose storage is CUDA memory, no per-frame map.
 
-CUDA allocates the pool with its virtual memory API (``cuMemCreate``) as memory
-that can be exported as a POSIX file descriptor; GL imports that descriptor
-(``GL_EXT_memory_object_fd``) and makes one buffer whose storage *is* that
-memory. After converting a frame, a compute shader writes the planes into the
-frame's slot of that buffer (``shaders/planes_to_buffer.comp``; measured much
-cheaper on NVIDIA than ``glGetTexImage`` into a pixel-pack buffer) and a fence is
-placed; once the fence has signalled, CUDA reads the slot at its own address.
+The pool is a :class:`~glrec.interop.vmm.SharedBuffer`: CUDA memory that GL
+uses as the storage of one buffer. After converting a frame, a compute shader
+writes the planes into the frame's slot of that buffer
+(``shaders/planes_to_buffer.comp``; measured much cheaper on NVIDIA than
+``glGetTexImage`` into a pixel-pack buffer) and a fence is placed; once the
+fence has signalled, CUDA reads the slot at its own address.
 There is no ``cuGraphicsMapResources``/``Unmap`` at all, which is what the
 register path spends most of its time on.
 
@@ -17,7 +16,6 @@ register path where it is missing.
 
 from __future__ import annotations
 
-import ctypes
 import logging
 from collections import deque
 from typing import Any
@@ -25,27 +23,16 @@ from typing import Any
 import moderngl
 
 from .. import glsl
-from .._gl import Fence, gl_function
+from .._gl import Fence
 from ..convert import PlaneLayout
 from ..errors import ContextError
-from .cuda import CudaDevice, call, driver
+from .cuda import CudaDevice
 from .pool import DeviceFrame, DevicePool
+from .vmm import EXTENSION, SharedBuffer
 
 log = logging.getLogger("glrec")
 
-GL_DEDICATED_MEMORY_OBJECT_EXT = 0x9581
-GL_HANDLE_TYPE_OPAQUE_FD_EXT = 0x9586
-EXTENSION = "GL_EXT_memory_object_fd"
-
-
-def _gl(name: str, restype: Any, *args: Any) -> Any:
-    return gl_function(name, restype, *args)
-
-
-def _gl_error(what: str) -> None:
-    err = _gl("glGetError", ctypes.c_uint)()
-    if err:
-        raise ContextError(f"{what} failed with GL error 0x{err:04x}; the shared handoff needs {EXTENSION}.")
+__all__ = ["EXTENSION", "PlaneWriter", "SharedHandoff"]
 
 
 class PlaneWriter:
@@ -109,88 +96,28 @@ class SharedHandoff:
         self.layout: PlaneLayout = source.layout
         self.depth = max(1, depth)
         count = slots or self.depth + 6
-        self._memory_object: int | None = None
-        self._buffer: moderngl.Buffer | None = None
-        self._vmm: tuple[Any, int, int] | None = None  # (allocation handle, address, size)
+        self._shared: SharedBuffer | None = None
         self._writer: PlaneWriter | None = None
         self.pool: DevicePool | None = None
         self._pending: deque[tuple[int, int, Fence]] = deque()
         try:
             stride = (self.layout.nbytes + 255) // 256 * 256
-            address, size = self._allocate(stride * count)
-            self._import(ctx, size)
-            self.pool = DevicePool(device, self.layout.nbytes, count, base=address, stride=stride)
+            self._shared = SharedBuffer(ctx, device, stride * count)
+            self.pool = DevicePool(device, self.layout.nbytes, count, base=self._shared.address, stride=stride)
             self._writer = PlaneWriter(ctx, source)
         except BaseException:
             self.release()
             raise
 
-    def _allocate(self, nbytes: int) -> tuple[int, int]:
-        cu = driver()
-        self.device.bind()
-        prop = cu.CUmemAllocationProp()
-        prop.type = cu.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
-        prop.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
-        prop.location.id = self.device.ordinal
-        prop.requestedHandleTypes = cu.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
-        gran = call("cuMemGetAllocationGranularity", prop,
-                    cu.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)  # fmt: skip
-        size = (nbytes + gran - 1) // gran * gran
-        handle = call("cuMemCreate", size, prop, 0)
-        try:
-            address = call("cuMemAddressReserve", size, 0, 0, 0)
-        except BaseException:
-            call("cuMemRelease", handle)
-            raise
-        self._vmm = (handle, int(address), size)
-        call("cuMemMap", address, size, 0, handle, 0)
-        access = cu.CUmemAccessDesc()
-        access.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
-        access.location.id = self.device.ordinal
-        access.flags = cu.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
-        call("cuMemSetAccess", address, size, [access], 1)
-        return int(address), size
-
-    def _import(self, ctx: moderngl.Context, size: int) -> None:
-        assert self._vmm is not None
-        handle = self._vmm[0]
-        fd = call("cuMemExportToShareableHandle", handle,
-                  driver().CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)  # fmt: skip
-        mo = ctypes.c_uint(0)
-        _gl("glCreateMemoryObjectsEXT", None, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(1, ctypes.byref(mo))
-        self._memory_object = mo.value
-        dedicated = ctypes.c_int(1)
-        _gl("glMemoryObjectParameterivEXT", None, ctypes.c_uint, ctypes.c_uint, ctypes.POINTER(ctypes.c_int))(
-            mo.value, GL_DEDICATED_MEMORY_OBJECT_EXT, ctypes.byref(dedicated)
-        )
-        # On success GL owns the descriptor (and closes it); on failure it is still ours.
-        _gl("glImportMemoryFdEXT", None, ctypes.c_uint, ctypes.c_uint64, ctypes.c_uint, ctypes.c_int)(
-            mo.value, size, GL_HANDLE_TYPE_OPAQUE_FD_EXT, int(fd)
-        )
-        try:
-            _gl_error("glImportMemoryFdEXT")
-        except ContextError:
-            import os
-
-            os.close(int(fd))
-            raise
-        name = ctypes.c_uint(0)
-        _gl("glCreateBuffers", None, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(1, ctypes.byref(name))
-        _gl("glNamedBufferStorageMemEXT", None, ctypes.c_uint, ctypes.c_int64, ctypes.c_uint, ctypes.c_uint64)(
-            name.value, size, mo.value, 0
-        )
-        _gl_error("glNamedBufferStorageMemEXT")
-        self._buffer = ctx.external_buffer(name.value, size)
-
     def submit(self, index: int) -> list[DeviceFrame]:
         """Copy the source's planes into a free slot (on the GPU) as frame ``index``; return completed frames."""
-        assert self.pool is not None and self._buffer is not None
+        assert self.pool is not None and self._shared is not None and self._shared.buffer is not None
         done = []
         if len(self._pending) >= self.depth:
             done.append(self._collect())
         slot = self.pool.acquire()
         assert self._writer is not None
-        self._writer.run(self._buffer, self.pool.address(slot) - self.pool.base)
+        self._writer.run(self._shared.buffer, self.pool.address(slot) - self.pool.base)
         self._pending.append((index, slot, Fence()))
         return done
 
@@ -210,26 +137,9 @@ class SharedHandoff:
         writer, self._writer = self._writer, None
         if writer is not None:
             writer.release()
-        buffer, self._buffer = self._buffer, None
-        if buffer is not None:
-            # moderngl's wrapper of an external buffer does not own the GL name: delete it here.
-            _gl("glDeleteBuffers", None, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(
-                1, ctypes.byref(ctypes.c_uint(buffer.glo))
-            )
-        mo, self._memory_object = self._memory_object, None
-        if mo is not None:
-            _gl("glDeleteMemoryObjectsEXT", None, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(
-                1, ctypes.byref(ctypes.c_uint(mo))
-            )
         pool, self.pool = self.pool, None
         if pool is not None:
             pool.release()
-        vmm, self._vmm = self._vmm, None
-        if vmm is not None:
-            handle, address, size = vmm
-            self.device.bind()
-            try:
-                call("cuMemUnmap", address, size)
-            finally:
-                call("cuMemAddressFree", address, size)
-                call("cuMemRelease", handle)
+        shared, self._shared = self._shared, None
+        if shared is not None:
+            shared.release()

@@ -1,4 +1,4 @@
-"""Building the chain on an ExitStack: context -> target -> convert -> handoff -> encoder.
+"""Building the chain on an ExitStack: context -> target -> process -> convert -> handoff -> encoder.
 
 The stack tears the stages down in reverse, so a half-built chain cleans
 itself up; the sink and the encode worker come after, in the recorder.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..borrowed import borrow_current_context
 from ..context import GLContext, create_context, create_cuda_context
@@ -28,6 +29,9 @@ from ..sinks.registry import OutputKind
 from ..target import RenderTarget
 from .plan import Plan, make_plan
 
+if TYPE_CHECKING:
+    from ..process.stage import ProcessStage
+
 log = logging.getLogger("glrec")
 
 
@@ -41,6 +45,9 @@ class Pipeline:
     handoff: Handoff
     encoder: Encoder
     plan: Plan
+    #: The options of the encoded stream: the recorder's, at the processing stage's output size if it has one.
+    video: VideoOptions
+    process: ProcessStage | None = None
 
     @property
     def name(self) -> str:
@@ -51,8 +58,16 @@ class Pipeline:
 
 
 def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOptions, output: OutputKind) -> Pipeline:
-    """Plan, then build every stage on ``stack`` (see the module docstring)."""
-    plan = make_plan(video, pipeline, output)
+    """Plan, then build every stage on ``stack`` (see the module docstring).
+
+    ``video.size`` is the render size; a processing stage that declares another output
+    size makes the stream (convert, encoder, sink: :attr:`Pipeline.video`) that size.
+    """
+    from ..process.spec import stream_options
+
+    spec = pipeline.process
+    stream = stream_options(video, spec)
+    plan = make_plan(stream, pipeline, output)
     if plan.device is not None:
         stack.callback(plan.device.release)  # registered first: released after every GL/CUDA object
     gl, plan = _open_context(stack, plan, pipeline, video)
@@ -62,7 +77,14 @@ def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOpti
         ctx = gl.mgl
         target = RenderTarget(ctx, video.size)
         build.callback(target.release)
-        convert = _open_convert(gl, plan, video)
+        process = None
+        if spec is not None:
+            from ..process.stage import open_process
+
+            device = plan.device if plan.uses_cuda else None
+            process = open_process(ctx, spec, video.size, device, live=video.live)
+            build.callback(process.release)
+        convert = _open_convert(gl, plan, stream)
         build.callback(convert.release)
         kind = cuda_handoff_kind(plan.handoff, ctx) if plan.uses_cuda else "host"
         plan = plan.with_(handoff=kind)
@@ -70,12 +92,12 @@ def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOpti
         held = pipeline.queue_size + 2 + (NVJPEG_BATCH if plan.encoder == "nvjpeg" else 0)
         handoff = open_handoff(kind, ctx, convert, plan.device, depth=pipeline.ring, consumer_slots=held)
         build.callback(handoff.release)
-        encoder = _open_encoder(plan, video, output)
+        encoder = _open_encoder(plan, stream, output)
         build.callback(encoder.close)
         stack.push(build.pop_all())
     # -- end glrec-context
     log.info("plan: %s", plan.describe())
-    return Pipeline(gl, target, convert, handoff, encoder, plan)
+    return Pipeline(gl, target, convert, handoff, encoder, plan, stream, process)
 
 
 def _open_context(

@@ -79,8 +79,12 @@ def _length(args: argparse.Namespace) -> dict[str, Any]:
 
 def _video(args: argparse.Namespace) -> VideoOptions:
     """The video options of a live run, validated as the recorder will (live=True)."""
-    opts = {k: v for k, v in recording_options(args).items() if k in VideoOptions.names()}
-    return VideoOptions.create(live=True, **opts)
+    from ..process.spec import stream_options
+
+    given = recording_options(args)
+    opts = {k: v for k, v in given.items() if k in VideoOptions.names()}
+    # A processing stage may encode another size than is rendered: the sink and viewer get the stream's.
+    return stream_options(VideoOptions.create(live=True, **opts), given.get("process"))
 
 
 def _report(args: argparse.Namespace, result: Any, extra: dict[str, Any] | None = None) -> None:
