@@ -19,10 +19,11 @@ uniform vec3 yuv_offset;
 uniform vec3 yuv_scale;
 uniform mat2 orient;       // display rotation of the picture (identity for most streams)
 uniform vec2 plane_scale[4]; // picture coordinates -> texture i's, where chroma of an odd size overhangs
+uniform int top_down;      // 1: write the top row first (a Shadertoy channel with vflip off)
 
 void main() {
     // Picture coordinates: y down from the top row, as the planes are stored.
-    vec2 p = orient * (vec2(uv.x, 1.0 - uv.y) - 0.5) + 0.5;
+    vec2 p = orient * (vec2(uv.x, top_down == 1 ? uv.y : 1.0 - uv.y) - 0.5) + 0.5;
     vec4 raw = pick[0] * texture(plane0, p * plane_scale[0]) + pick[1] * texture(plane1, p * plane_scale[1])
              + pick[2] * texture(plane2, p * plane_scale[2]) + pick[3] * texture(plane3, p * plane_scale[3]);
     raw = raw * value_scale + fixed_value;

@@ -1,8 +1,9 @@
 """Scenes: the Scene protocol, the built-ins, and loading user scenes.
 
 A scene is named by a built-in name (``glrec.scenes.BUILTINS``), a Python file
-with a class (``my_scene.py:MyScene``), or a GLSL file with a Shadertoy-style
-``mainImage`` (``my_shader.glsl``).
+with a class (``my_scene.py:MyScene``), or a Shadertoy program: a GLSL file
+with ``mainImage`` (``my_shader.glsl``), a folder of passes (``image.glsl``,
+``buffer_a.glsl``, ...) or Shadertoy's JSON export (``shader.json``).
 """
 
 from __future__ import annotations
@@ -52,14 +53,19 @@ def load_scene(spec: str | Scene) -> Scene:
         return BUILTINS[spec][0]()
     path_text, _, name = spec.partition(":")
     path = Path(path_text)
-    if path.suffix.lower() in _SHADER_SUFFIXES:
+    if path.suffix.lower() in (*_SHADER_SUFFIXES, ".json") or (path.is_dir() and _has_image_pass(path)):
         return ShadertoyScene(path)
     if path.suffix.lower() == ".py":
         return _load_python_scene(path, name or None)
     raise SceneError(
         f"Unknown scene {spec!r}. Use a built-in ({', '.join(sorted(BUILTINS))}), a Python file "
-        "with a class (my_scene.py:MyScene), or a shader file (my_shader.glsl)."
+        "with a class (my_scene.py:MyScene), or a Shadertoy shader (my_shader.glsl, a folder with image.glsl, "
+        "or an export .json)."
     )
+
+
+def _has_image_pass(folder: Path) -> bool:
+    return any((folder / f"{stem}{suffix}").is_file() for stem in ("image", "Image") for suffix in _SHADER_SUFFIXES)
 
 
 def _load_python_scene(path: Path, name: str | None) -> Scene:

@@ -42,6 +42,7 @@ class Picture:
     time: float  # seconds since the input's first picture
     index: int  # pictures decoded before this one
     duration: float | None  # seconds, when the stream says
+    position: float = -1.0  # seconds into the input (time within the current loop); set by the source
 
 
 class DecodeWorker:

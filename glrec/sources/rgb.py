@@ -21,22 +21,29 @@ from .formats import PlaneFormat, yuv_to_rgb
 
 log = logging.getLogger("glrec")
 
+GL_SRGB8_ALPHA8 = 0x8C43
+
 
 class RgbPass:
     """Owns the RGBA output texture (``texture``) and the program that fills it from plane textures.
 
     ``mipmaps=True`` rebuilds the mipmap chain after every picture (for
-    ``textureLod`` and minifying samplers).
+    ``textureLod`` and minifying samplers). ``top_down=True`` stores the top
+    row first (Shadertoy's ``vflip`` off). ``srgb=True`` makes the texture
+    sRGB-encoded, so sampling it returns linear values (Shadertoy's ``srgb``).
     """
 
-    def __init__(self, ctx: moderngl.Context, *, mipmaps: bool = False) -> None:
+    def __init__(self, ctx: moderngl.Context, *, mipmaps: bool = False, top_down: bool = False,
+                 srgb: bool = False) -> None:  # fmt: skip
         self.ctx = ctx
         self.mipmaps = mipmaps
+        self.srgb = srgb
         self._prog = glsl.program(
             ctx, glsl.source("fullscreen.vert"), glsl.source("yuv_to_rgb.frag"), origin="yuv_to_rgb.frag"
         )
         for unit in range(4):
             self._prog[f"plane{unit}"].value = unit  # type: ignore[union-attr]
+        self._prog["top_down"].value = int(top_down)  # type: ignore[union-attr]
         self._vao = ctx.vertex_array(self._prog, [])
         self._blank = ctx.texture((1, 1), 4, b"\0\0\0\0")  # bound to the units a format leaves unused
         self.texture: moderngl.Texture | None = None
@@ -76,7 +83,10 @@ class RgbPass:
         shown = (size[1], size[0]) if rotation % 180 else size
         if self.texture is None or self.texture.size != shown:
             self._release_output()
-            self.texture = self.ctx.texture(shown, 4, dtype="f1")
+            # The pass writes encoded values either way: an sRGB target is written without conversion
+            # (GL_FRAMEBUFFER_SRGB stays off) and decoded to linear when sampled.
+            fmt_args = {"internal_format": GL_SRGB8_ALPHA8} if self.srgb else {}
+            self.texture = self.ctx.texture(shown, 4, dtype="f1", **fmt_args)
             self.texture.filter = (moderngl.LINEAR, moderngl.LINEAR)
             self._fbo = self.ctx.framebuffer(color_attachments=[self.texture])
         log.debug("source pass: %s %dx%d, %s, rotation %d", fmt.name, *size, self.colour_name, rotation)

@@ -50,7 +50,9 @@ class VideoSource:
     or ``auto`` (``cpu``; NVDEC is chosen explicitly). ``mipmaps`` keeps a
     mipmap chain for minified sampling. ``chroma_filter`` ``nearest`` (default)
     keeps subsampled chroma exactly as coded, so a transcode through glrec
-    does not soften it; ``linear`` interpolates it.
+    does not soften it; ``linear`` interpolates it. ``vflip=False`` stores the
+    top row first and ``srgb=True`` samples as linear light (Shadertoy's
+    sampler flags of the same names).
 
     The input is opened and its first picture decoded here, so a bad input
     fails before anything else is made.
@@ -79,6 +81,8 @@ class VideoSource:
         cuda_device: int = 0,
         mipmaps: bool = False,
         chroma_filter: Literal["nearest", "linear"] = "nearest",
+        vflip: bool = True,
+        srgb: bool = False,
         audio: bool = False,
     ) -> None:
         self.spec: InputSpec = classify(source, options=options, format=format, fps=fps, timeout=timeout)
@@ -88,6 +92,7 @@ class VideoSource:
         if chroma_filter not in ("nearest", "linear"):
             raise ConfigError(f"Unknown chroma_filter {chroma_filter!r}. Valid: linear, nearest.")
         self.chroma_filter = chroma_filter
+        self.vflip, self.srgb = vflip, srgb
         self._matrix = _check_matrix(matrix)
         self._full = _check_range(range)
         if decoder not in ("auto", "cpu", "nvdec"):
@@ -130,7 +135,8 @@ class VideoSource:
         self.picture_size = (frame.width, frame.height)
         self.rotation = int(getattr(frame, "rotation", 0) or 0) % 360 if self.decoder == "cpu" else 0
         self.size: tuple[int, int] = self.picture_size[::-1] if self.rotation % 180 else self.picture_size  # type: ignore[assignment]
-        self.still = self.spec.kind == "image"
+        # An image is a still (shown for ever) unless it turns out to be animated (GIF, WebP, APNG).
+        self.still = self.spec.kind == "image" and self._peek() is None
         log.info("input %s: %s %dx%d, %s fps, %s", self.spec.label, self.codec, *self.size,
                  f"{float(self.rate):.3f}" if self.rate else "unknown", "live" if self.live else "file")  # fmt: skip
 
@@ -149,6 +155,7 @@ class VideoSource:
     def _take(self, timeout: float | None = None) -> Picture | None:
         pic = self._worker.get(timeout=timeout)
         if pic is not None:
+            pic.position = pic.time
             pic.time += self._offset
         return pic
 
@@ -250,6 +257,11 @@ class VideoSource:
         return self._current.time if self._current is not None else 0.0
 
     @property
+    def position(self) -> float:
+        """How far into the input the shown picture is (restarts at 0 on every loop)."""
+        return self._current.position if self._current is not None else 0.0
+
+    @property
     def dropped(self) -> int:
         """Live inputs: pictures dropped because the consumer was behind."""
         return self._worker.dropped if self._worker is not None else 0
@@ -259,10 +271,19 @@ class VideoSource:
         """The YUV -> RGB conversion in use, e.g. ``'bt709 limited'``."""
         return self._rgb.colour_name if self._rgb is not None else ""
 
+    def enable_mipmaps(self) -> None:
+        """Keep a mipmap chain from now on (a sampler filters with mipmaps, or a shader uses ``textureLod``)."""
+        self.mipmaps = True
+        if self._rgb is not None:
+            self._rgb.mipmaps = True
+            self._uploaded = None  # build the chain for the current picture too
+
     # -- Scene protocol: draw the picture over the whole viewport -----------------------------------
 
     def setup(self, ctx: moderngl.Context, size: tuple[int, int] | None = None) -> None:
-        """Make the GL objects (any thread may have decoded; GL calls happen on this one)."""
+        """Make the GL objects (any thread may have decoded; GL calls happen on this one). Idempotent."""
+        if self.ctx is ctx and self._rgb is not None:
+            return
         self.ctx = ctx
         from .rgb import RgbPass
 
@@ -272,7 +293,7 @@ class VideoSource:
             from .upload import PboUploader
 
             self._uploader = PboUploader(ctx, chroma_filter=self.chroma_filter)
-        self._rgb = RgbPass(ctx, mipmaps=self.mipmaps)
+        self._rgb = RgbPass(ctx, mipmaps=self.mipmaps, top_down=not self.vflip, srgb=self.srgb)
 
     def render(self, t: float) -> None:
         """Draw the picture shown at ``t`` over the current viewport (the last one again after the end)."""
