@@ -144,7 +144,9 @@ class ShadertoyScene:
         keep_alpha = p.name != "Image"  # Shadertoy shows the Image pass opaque; buffers keep alpha
         main = "" if legacy else _MAIN % ("c" if keep_alpha else "vec4(c.rgb, 1.0)")
         text = glsl.source("shadertoy.frag")
-        return text.replace("//__COMMON__", self.program.common).replace("//__USER__", p.code).replace("//__MAIN__", main)
+        return (
+            text.replace("//__COMMON__", self.program.common).replace("//__USER__", p.code).replace("//__MAIN__", main)
+        )
 
     def _check_sampled(self, p: Pass, prog: moderngl.Program) -> None:
         for i in range(4):
@@ -215,8 +217,12 @@ class ShadertoyScene:
             "iTimeDelta": dt_s,
             "iFrameRate": 1.0 / dt_s if dt_s > 0 else 60.0,
             "iFrame": self._frame,
-            "iMouse": (self._mouse[0], self._mouse[1], self._click[0] if self._down else -abs(self._click[0]),
-                       self._click[1] if self._clicked else -abs(self._click[1])),  # fmt: skip
+            "iMouse": (
+                self._mouse[0],
+                self._mouse[1],
+                self._click[0] if self._down else -abs(self._click[0]),
+                self._click[1] if self._clicked else -abs(self._click[1]),
+            ),
             "iDate": (float(now.year), float(now.month - 1), float(now.day), (now - midnight).total_seconds()),
             "iSampleRate": SAMPLE_RATE,
             "iChannelResolution": res,

@@ -124,7 +124,9 @@ def channel_from(value: Any, where: str, base: Path) -> Channel:
     elif hasattr(value, "update") and hasattr(value, "texture"):  # a VideoSource made by the caller
         kind, source = ("live" if getattr(value, "live", False) else "video"), value
     else:
-        raise SceneError(f"{where}: cannot bind {value!r}; use a file, URL, camera, buffer_a..buffer_d or a VideoSource.")
+        raise SceneError(
+            f"{where}: cannot bind {value!r}; use a file, URL, camera, buffer_a..buffer_d or a VideoSource."
+        )
     # Shadertoy's defaults: textures are mipmapped and repeat, videos and buffers are linear and clamp.
     default_filter, default_wrap = ("mipmap", "repeat") if kind == "texture" else ("linear", "clamp")
     filt = str(settings.get("filter", default_filter))

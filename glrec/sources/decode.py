@@ -112,8 +112,9 @@ class DecodeWorker:
                 self._raise_error()
                 return None
             self.dropped += len(self._queue) - 1
-            pic = self._queue[-1]
-            self._queue.clear()
+            pic = self._queue.pop()
+            while self._queue:
+                self._discard(self._queue.popleft())
             self._cond.notify_all()
             return pic
 
@@ -132,13 +133,26 @@ class DecodeWorker:
         """Stop decoding and close the input. Safe twice; waits for the thread."""
         with self._cond:
             self._stop = True
-            self._queue.clear()
+            while self._queue:
+                self._discard(self._queue.popleft())
             self._cond.notify_all()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=max(5.0, self.spec.timeout + 1.0))
+        if self._thread.is_alive():
+            # Still inside FFmpeg (a read that has not timed out yet): it owns the container and
+            # whatever decoding holds until it returns; a daemon thread does not keep Python alive.
+            log.warning("%s: the decode thread did not stop in time; leaving it to end on its own", self.spec.label)
+            return
         container, self._container = self._container, None
-        if container is not None and not self._thread.is_alive():
+        if container is not None:
             container.close()
+        self._closed()
+
+    def _discard(self, pic: Picture) -> None:
+        """A queued picture will never be shown (dropped or stopped): subclasses free what it holds."""
+
+    def _closed(self) -> None:
+        """The thread has ended: subclasses release what decoding used."""
 
     # -- producer side (worker thread) ------------------------------------------------------------
 
@@ -195,28 +209,39 @@ class DecodeWorker:
                 log.info("%s: converting %s to %s on the CPU (no GPU layout for it)", self.spec.label,
                          frame.format.name, target)  # fmt: skip
             frame = frame.reformat(format=target)
-        t = self._time_of(frame)
-        pic = Picture(frame, t, self.decoded, self._last_duration)
-        self.decoded += 1
+        tb = frame.time_base
+        seconds = float(frame.pts * tb) if frame.pts is not None and tb is not None else None
+        self._put(frame, seconds, float(frame.duration * tb) if frame.duration and tb is not None else None)
+
+    def _wait_for_room(self) -> bool:
+        """Files: wait while ``depth`` pictures are queued. False when stopping."""
         with self._cond:
             while not self.live and len(self._queue) >= self.depth and not self._stop:
                 self._cond.wait()
+            return not self._stop
+
+    def _put(self, payload: Any, seconds: float | None, duration: float | None) -> None:
+        """Queue ``payload`` as the next picture, stamped ``seconds`` (its pts; None if it has none)."""
+        if not self._wait_for_room():
+            return
+        pic = Picture(payload, self._time_of(seconds, duration), self.decoded, duration)
+        self.decoded += 1
+        with self._cond:
             if self._stop:
+                self._discard(pic)
                 return
             self._queue.append(pic)
             if self.live and len(self._queue) > self.depth:
-                self._queue.popleft()
+                self._discard(self._queue.popleft())
                 self.dropped += 1
             self._cond.notify_all()
 
-    def _time_of(self, frame: Any) -> float:
-        duration = float(frame.duration * frame.time_base) if frame.duration and frame.time_base else None
-        if frame.pts is None or frame.time_base is None:
+    def _time_of(self, seconds: float | None, duration: float | None) -> float:
+        if seconds is None:
             # No timestamp (some raw streams): one frame after the previous one.
             step = self._last_duration or 1.0 / float(self._rate() or 25)
             t = self._last_time + step if self.decoded else 0.0
         else:
-            seconds = float(frame.pts * frame.time_base)
             if self._origin is None:
                 self._origin = seconds - (self._last_time if self.decoded else 0.0)
             t = seconds - self._origin

@@ -47,6 +47,36 @@ def row_layout(stride: int, pixel_bytes: int) -> tuple[int, int] | None:
     return None
 
 
+def unpack(buffer: int, textures: list[moderngl.Texture], planes: list[Any], offsets: list[int],
+           fmt: PlaneFormat) -> None:  # fmt: skip
+    """Fill ``textures`` from the GL buffer named ``buffer``: plane i at ``offsets[i]``, rows ``line_size`` apart.
+
+    ``planes`` have ``width``, ``height`` (in texels) and ``line_size`` (bytes per row), like PyAV's planes.
+    """
+    bind = gl_function("glBindBuffer", None, ctypes.c_uint, ctypes.c_uint)
+    store = gl_function("glPixelStorei", None, ctypes.c_uint, ctypes.c_int)
+    sub = gl_function("glTextureSubImage2D", None, ctypes.c_uint, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p)  # fmt: skip
+    # Leave the pixel-store state as it was found: moderngl (and a host application) rely on it.
+    saved = (_get_int(GL_PIXEL_UNPACK_BUFFER_BINDING), _get_int(GL_UNPACK_ROW_LENGTH), _get_int(GL_UNPACK_ALIGNMENT))
+    bind(GL_PIXEL_UNPACK_BUFFER, buffer)
+    try:
+        for tex, plane, offset, (comps, nbytes, _, _) in zip(textures, planes, offsets, fmt.textures, strict=True):
+            layout = row_layout(plane.line_size, comps * nbytes)
+            if layout is None:
+                raise ConfigError(
+                    f"A decoded {fmt.name} plane has a row stride of {plane.line_size} bytes, which GL cannot "
+                    "step through; please report this input."
+                )
+            store(GL_UNPACK_ROW_LENGTH, layout[0])
+            store(GL_UNPACK_ALIGNMENT, layout[1])
+            sub(tex.glo, 0, 0, 0, plane.width, plane.height, _GL_FORMAT[comps], _GL_TYPE[nbytes], offset)
+    finally:
+        bind(GL_PIXEL_UNPACK_BUFFER, saved[0])
+        store(GL_UNPACK_ROW_LENGTH, saved[1])
+        store(GL_UNPACK_ALIGNMENT, saved[2])
+
+
 class PlaneTextures:
     """The textures one picture geometry needs (made again when the format or size changes)."""
 
@@ -121,33 +151,9 @@ class PboUploader:
             pbo.write(memoryview(p), offset=at)
             offsets.append(at)
             at += p.buffer_size
-        self._transfer(pbo, planes, offsets, fmt)
+        unpack(pbo.glo, self.planes, planes, offsets, fmt)
         self._fences[slot] = Fence()
         return fmt
-
-    def _transfer(self, pbo: moderngl.Buffer, planes: list[Any], offsets: list[int], fmt: PlaneFormat) -> None:
-        bind = gl_function("glBindBuffer", None, ctypes.c_uint, ctypes.c_uint)
-        store = gl_function("glPixelStorei", None, ctypes.c_uint, ctypes.c_int)
-        sub = gl_function("glTextureSubImage2D", None, ctypes.c_uint, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                          ctypes.c_int, ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p)  # fmt: skip
-        # Leave the pixel-store state as it was found: moderngl (and a host application) rely on it.
-        saved = (_get_int(GL_PIXEL_UNPACK_BUFFER_BINDING), _get_int(GL_UNPACK_ROW_LENGTH), _get_int(GL_UNPACK_ALIGNMENT))
-        bind(GL_PIXEL_UNPACK_BUFFER, pbo.glo)
-        try:
-            for tex, plane, offset, (comps, nbytes, _, _) in zip(self.planes, planes, offsets, fmt.textures, strict=True):
-                layout = row_layout(plane.line_size, comps * nbytes)
-                if layout is None:
-                    raise ConfigError(
-                        f"A decoded {fmt.name} plane has a row stride of {plane.line_size} bytes, which GL cannot "
-                        "step through; please report this input."
-                    )
-                store(GL_UNPACK_ROW_LENGTH, layout[0])
-                store(GL_UNPACK_ALIGNMENT, layout[1])
-                sub(tex.glo, 0, 0, 0, plane.width, plane.height, _GL_FORMAT[comps], _GL_TYPE[nbytes], offset)
-        finally:
-            bind(GL_PIXEL_UNPACK_BUFFER, saved[0])
-            store(GL_UNPACK_ROW_LENGTH, saved[1])
-            store(GL_UNPACK_ALIGNMENT, saved[2])
 
     def release(self) -> None:
         """Release the PBOs and plane textures. Safe twice."""

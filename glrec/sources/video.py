@@ -143,6 +143,8 @@ class VideoSource:
     # -- decoding -------------------------------------------------------------------------------
 
     def _start(self, container: Any) -> None:
+        """Start a worker on ``container``, replacing (and stopping) the one before, if any."""
+        self._stop_worker()
         if self.decoder == "nvdec":
             from .nvdec import NvdecWorker
 
@@ -151,6 +153,17 @@ class VideoSource:
         else:
             self._worker = DecodeWorker(self.spec, container, depth=self._depth, retries=self._retries)
         self._worker.start()
+        if self.ctx is not None and self.decoder == "nvdec":
+            self._uploader = self._worker.uploader(self.ctx)
+
+    def _stop_worker(self) -> None:
+        # NVDEC: GL lets go of the worker's CUDA memory before the worker frees it.
+        if self.decoder == "nvdec" and self._uploader is not None:
+            self._uploader.release()
+            self._uploader = None
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.stop()
 
     def _take(self, timeout: float | None = None) -> Picture | None:
         pic = self._worker.get(timeout=timeout)
@@ -170,7 +183,7 @@ class VideoSource:
     def _restart_loop(self) -> None:
         assert self._current is not None
         end = self._current.time + self._frame_span(self._current)
-        self._worker.stop()
+        self._stop_worker()
         self._offset = end
         self._start(open_container(self.spec))
 
@@ -215,7 +228,7 @@ class VideoSource:
     def _rewind(self) -> None:
         """Go back to the start (a scene asked for an earlier time than the picture shown)."""
         log.info("%s: time went backwards; decoding again from the start", self.spec.label)
-        self._worker.stop()
+        self._stop_worker()
         self._offset, self._next = 0.0, None
         self._start(open_container(self.spec))
         self._current = self._take()
@@ -312,9 +325,7 @@ class VideoSource:
 
     def close(self) -> None:
         """Stop decoding and release GL objects (on the GL thread). Safe twice."""
-        worker, self._worker = self._worker, None
-        if worker is not None:
-            worker.stop()
+        self._stop_worker()
         for name in ("_blit_vao", "_blit", "_rgb", "_uploader"):
             obj = getattr(self, name, None)
             if obj is not None:
