@@ -113,6 +113,10 @@ def classify(
         base.update(_LIVE_OPTIONS)
         if text.lower().startswith(("rtsp://", "rtsps://")):
             base["rtsp_transport"] = "tcp"  # UDP transport loses packets on busy hosts; TCP is the safe default
+            if "listen" in user.get("rtsp_flags", ""):
+                # Listening for a sender to push: wait ``timeout`` for it. (FFmpeg 8 fails at once with
+                # "Numerical result out of range" when listen_timeout is left at its default.)
+                base["listen_timeout"] = str(max(1, round(timeout)))
         if text.lower().startswith(("http://", "https://", "hls://")):
             base.update({"reconnect": "1", "reconnect_streamed": "1"})
     elif _CAMERA.match(text) or format in ("video4linux2", "v4l2"):
