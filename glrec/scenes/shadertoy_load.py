@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -206,10 +207,10 @@ def _from_folder(folder: Path) -> Program:
 
 
 def _apply_manifest(program: Program, manifest: Path, base: Path) -> None:
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:  # pragma: no cover - Python 3.10 has the backport (a dependency there)
+        import tomli as tomllib
     try:
         table = tomllib.loads(manifest.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -50,7 +50,9 @@ class DecodeWorker:
 
     ``container`` is an already opened input (so opening errors happen on the
     caller's thread); ``on_packet`` receives every packet of ``extra`` streams
-    (audio passthrough), on the worker thread, in demux order.
+    (audio passthrough), on the worker thread, in demux order. ``live`` (default:
+    the input is a stream or camera) drops to the newest picture instead of
+    waiting; a stream or camera is reconnected after errors either way.
     """
 
     def __init__(
@@ -62,12 +64,13 @@ class DecodeWorker:
         retries: int = 3,
         extra: list[Any] | None = None,
         on_packet: Callable[[Any], None] | None = None,
+        live: bool | None = None,
     ) -> None:
         self.spec = spec
-        self.live = spec.live
+        self.live = spec.live if live is None else live
         self.depth = max(1, depth)
         self.retries = retries
-        self._container = container
+        self._container: av.container.InputContainer | None = container
         self._extra = list(extra or [])
         self._on_packet = on_packet
         self._queue: deque[Picture] = deque()
@@ -119,6 +122,11 @@ class DecodeWorker:
             return pic
 
     @property
+    def origin(self) -> float | None:
+        """The input time (seconds) of the first picture: time 0 of everything decoded from it."""
+        return self._origin
+
+    @property
     def ended(self) -> bool:
         """True once the input has ended and every queued picture was taken."""
         with self._cond:
@@ -166,7 +174,7 @@ class DecodeWorker:
                 except (av.FFmpegError, OSError) as exc:
                     if self._stop:
                         break
-                    if self.live and attempts < self.retries:
+                    if self.spec.live and attempts < self.retries:
                         attempts += 1
                         self._reconnect(exc, attempts)
                         continue

@@ -25,6 +25,7 @@ import moderngl
 
 from .. import glsl
 from ..errors import ConfigError, UnsupportedInputError
+from .audio import AudioPassthrough
 from .decode import DecodeWorker, Picture
 from .formats import FORMATS, MATRIX_NAMES
 from .inputs import InputSpec, classify, open_container, video_stream
@@ -86,6 +87,7 @@ class VideoSource:
         audio: bool = False,
     ) -> None:
         self.spec: InputSpec = classify(source, options=options, format=format, fps=fps, timeout=timeout)
+        # live: show the newest picture (streams and cameras by default); otherwise every picture in order.
         self.live = self.spec.live if live is None else bool(live)
         self.loop = loop and not self.live
         self.mipmaps = mipmaps
@@ -101,6 +103,8 @@ class VideoSource:
         self.cuda_device = cuda_device
         self._depth, self._retries = depth, retries
         self._worker: Any = None
+        self.audio: AudioPassthrough | None = None
+        self._audio_tapped = False
         self._offset = 0.0  # loops so far, in seconds of input
         self._current: Picture | None = None
         self._next: Picture | None = None
@@ -119,18 +123,23 @@ class VideoSource:
             rate = stream.average_rate or stream.guessed_rate
             self.rate: Fraction | None = Fraction(rate) if rate and 0 < float(rate) <= 1000 else None
             self.duration = _duration(container, stream)
-            self.audio_streams = [s for s in container.streams.audio] if audio else []
+            self.audio_streams = list(container.streams.audio)
+            #: Copies the input's audio (``audio=True``): hand it to the output's sink.
+            self.audio = AudioPassthrough(self.audio_streams) if audio and self.audio_streams else None
             others = [s for s in container.streams if s.type not in ("video", "audio")]
             self.other_streams = [f"{s.type} #{s.index}" for s in others]
         except BaseException:
             container.close()
             raise
-        self._start(container)
+        worker = self._start(container)
         first = self._take(timeout=self.spec.timeout if self.live else max(self.spec.timeout, 30.0))
         if first is None:
             self.close()
             raise UnsupportedInputError(f"{self.spec.label!r} has a video stream but no picture could be decoded.")
         self._current = first
+        tap = self.audio
+        if tap is not None:
+            tap.origin = worker.origin
         frame = first.frame
         self.picture_size = (frame.width, frame.height)
         self.rotation = int(getattr(frame, "rotation", 0) or 0) % 360 if self.decoder == "cpu" else 0
@@ -142,19 +151,24 @@ class VideoSource:
 
     # -- decoding -------------------------------------------------------------------------------
 
-    def _start(self, container: Any) -> None:
+    def _start(self, container: Any) -> DecodeWorker:
         """Start a worker on ``container``, replacing (and stopping) the one before, if any."""
         self._stop_worker()
+        # Audio is copied from the first pass through the input only (not from loops or rewinds).
+        audio, self._audio_tapped = (None if self._audio_tapped else self.audio), True
+        streams = [s for s in container.streams.audio if audio and s.index in {a.index for a in audio.streams}]
+        kw: dict[str, Any] = {"depth": self._depth, "retries": self._retries, "live": self.live, "extra": streams,
+                              "on_packet": audio.put if audio is not None else None}  # fmt: skip
         if self.decoder == "nvdec":
             from .nvdec import NvdecWorker
 
-            self._worker = NvdecWorker(self.spec, container, depth=self._depth, retries=self._retries,
-                                       cuda_device=self.cuda_device)  # fmt: skip
+            self._worker = NvdecWorker(self.spec, container, cuda_device=self.cuda_device, **kw)
         else:
-            self._worker = DecodeWorker(self.spec, container, depth=self._depth, retries=self._retries)
+            self._worker = DecodeWorker(self.spec, container, **kw)
         self._worker.start()
         if self.ctx is not None and self.decoder == "nvdec":
             self._uploader = self._worker.uploader(self.ctx)
+        return self._worker
 
     def _stop_worker(self) -> None:
         # NVDEC: GL lets go of the worker's CUDA memory before the worker frees it.

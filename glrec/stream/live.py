@@ -124,6 +124,8 @@ class LiveSession:
                         self.inputs.dispatch(self.scene)
                     self.times.mark(slot)
                     rec.render(self.scene)
+                    if getattr(self.scene, "finished", False):
+                        break  # a video input that has ended (glrec.transcode.VideoScene)
             finally:
                 self._recorder = None
         result = rec.close()
