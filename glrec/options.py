@@ -382,6 +382,10 @@ class InputOptions(_Table):
         10.0, "seconds to wait for a network input or camera (to open, and between packets)",
         _number("input_timeout", 0.1, 3600, example="10"), flags=_flag("input-timeout"),
     )  # fmt: skip
+    input_retries: int = option(
+        3, "times a broken network input or camera is reopened before it counts as ended",
+        _number("input_retries", 0, 1000, integer=True, example="3"), flags=_flag("input-retries"),
+    )  # fmt: skip
     loop: bool = option(False, "play a file input again from the start when it ends", _boolean("loop"),
                         flags=_flag("loop"), boolean=True)  # fmt: skip
 

@@ -128,7 +128,8 @@ def open_input(spec: str | os.PathLike[str] | VideoSource, inputs: InputOptions,
     if isinstance(spec, VideoSource):
         return spec
     return VideoSource(
-        spec, live=live, loop=inputs.loop, timeout=inputs.input_timeout, options=dict(inputs.input_options),
+        spec, live=live, loop=inputs.loop, timeout=inputs.input_timeout, retries=inputs.input_retries,
+        options=dict(inputs.input_options),
         format=inputs.input_format, decoder=inputs.decoder, audio=audio,
     )  # fmt: skip
 

@@ -27,8 +27,10 @@ def make_clip(path: Path, *codec: str, size: str = "64x48", rate: int = 10, fram
     """``frames`` of lavfi ``source`` (optionally with a sine tone) encoded with ``codec`` arguments."""
     inputs = ["-f", "lavfi", "-i", f"{source}=size={size}:rate={rate}"]
     if audio:
-        inputs += ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-shortest"]
-    ffmpeg(*inputs, "-frames:v", str(frames), *codec, str(path))
+        inputs += ["-f", "lavfi", "-i", f"sine=frequency=440:sample_rate=48000:duration={frames / rate}"]
+    # With audio, -frames:v would end the file before the audio encoder's packets are muxed (ffmpeg 5.1).
+    length = ["-t", f"{frames / rate}"] if audio else ["-frames:v", str(frames)]
+    ffmpeg(*inputs, *length, *codec, str(path))
     return path
 
 

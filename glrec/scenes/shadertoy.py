@@ -232,7 +232,12 @@ class ShadertoyScene:
             values[f"iChannel{i}"] = i
         for name, value in values.items():
             if name in prog:
-                prog[name].value = value  # type: ignore[union-attr]
+                uniform = prog[name]
+                if isinstance(value, list):
+                    # Drivers drop unused trailing array elements: set as many as are active.
+                    n = uniform.array_length  # type: ignore[union-attr]
+                    value = value[:n] if n > 1 else value[0]
+                uniform.value = value  # type: ignore[union-attr]
 
     def on_input(self, event: Any) -> None:
         """Pointer events from ``glrec serve`` (x, y in 0..1 from the top-left) drive ``iMouse``."""

@@ -122,8 +122,8 @@ def channel_from(value: Any, where: str, base: Path) -> Channel:
             path = Path(text) if Path(text).is_absolute() else base / text
             kind = "texture" if path.suffix.lower() in IMAGE_SUFFIXES else "video"
             source = str(path)
-    elif hasattr(value, "update") and hasattr(value, "texture"):  # a VideoSource made by the caller
-        kind, source = ("live" if getattr(value, "live", False) else "video"), value
+    elif _is_video_source(value):  # a VideoSource made by the caller
+        kind, source = ("live" if value.live else "video"), value
     else:
         raise SceneError(
             f"{where}: cannot bind {value!r}; use a file, URL, camera, buffer_a..buffer_d or a VideoSource."
@@ -137,6 +137,12 @@ def channel_from(value: Any, where: str, base: Path) -> Channel:
     if wrap not in WRAPS:
         raise SceneError(f"{where}: unknown wrap {wrap!r}. Valid: {', '.join(WRAPS)}.")
     return Channel(source, kind, filt, wrap, _flag(settings.get("vflip", True)), _flag(settings.get("srgb", False)))
+
+
+def _is_video_source(value: Any) -> bool:
+    from ..sources import VideoSource
+
+    return isinstance(value, VideoSource)
 
 
 def _flag(value: Any) -> bool:

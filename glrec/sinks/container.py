@@ -129,7 +129,7 @@ class ContainerSink:
             raise self._fail(exc) from exc
         if not self.packets and self._local:
             self.path.unlink(missing_ok=True)
-        elif self._finalize:
+        elif self._finalize and self.packets:  # no packets: nothing to rewrite (there may be no file at all)
             self._rewrite_unfragmented()
 
     @property

@@ -165,15 +165,20 @@ class DecodeWorker:
     # -- producer side (worker thread) ------------------------------------------------------------
 
     def _run(self) -> None:
-        attempts = 0
+        attempts, decoded_at_failure = 0, 0
         try:
             while not self._stop:
                 try:
+                    if self._container is None:  # reconnecting
+                        self._container = open_container(self.spec)
                     self._decode_all()
                     break  # the input ended normally
                 except (av.FFmpegError, OSError) as exc:
                     if self._stop:
                         break
+                    if self.decoded > decoded_at_failure:
+                        attempts = 0  # it ran again since the last break: a fresh set of retries
+                    decoded_at_failure = self.decoded
                     if self.spec.live and attempts < self.retries:
                         attempts += 1
                         self._reconnect(exc, attempts)
@@ -182,6 +187,8 @@ class DecodeWorker:
                         # A file cut short or a stream that broke for good: what was decoded stands.
                         log.warning("%s stopped after %d pictures: %s", self.spec.label, self.decoded, exc)
                         break
+                    if isinstance(exc, InputError):
+                        raise
                     raise open_error(self.spec, exc) from exc
         except BaseException as exc:
             self._error = exc
@@ -275,9 +282,7 @@ class DecodeWorker:
         gone = time.monotonic()
         while time.monotonic() - gone < wait and not self._stop:
             time.sleep(0.05)
-        if self._stop:
-            return
-        self._container = open_container(self.spec)
-        # The new connection's timestamps start anywhere: continue from the last picture, plus the time away.
+        # The loop in _run opens it again. The new connection's timestamps start anywhere: continue from
+        # the last picture, plus the time away.
         self._origin = None
         self._last_time += time.monotonic() - gone
