@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -39,12 +40,14 @@ BUILTINS: dict[str, tuple[Callable[[], Scene], str]] = {
 _SHADER_SUFFIXES = (".glsl", ".frag", ".fs")
 
 
-def load_scene(spec: str | Scene) -> Scene:
+def load_scene(spec: str | os.PathLike[str] | Scene) -> Scene:
     """Return a Scene for a built-in name, ``file.py[:Name]``, a shader file, or a Scene object.
 
     >>> load_scene("cube")  # doctest: +ELLIPSIS
     <glrec.scenes.cube.Cube object at ...>
     """
+    if isinstance(spec, os.PathLike):
+        spec = os.fspath(spec)
     if not isinstance(spec, str):
         if not isinstance(spec, Scene):
             raise SceneError(f"{spec!r} is not a scene: a scene has setup(ctx, size), render(t) and close() methods.")
