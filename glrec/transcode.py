@@ -91,7 +91,8 @@ class VideoScene:
     def render(self, t: float) -> None:
         if self.source.picture_at(t) is None:
             self.finished = True
-        self.source.render(t)
+        if not isinstance(self.overlay, ShadertoyScene):  # a Shadertoy overlay writes every pixel itself
+            self.source.render(t)
         if self.overlay is not None:
             hook = getattr(self.overlay, "on_video_frame", None)
             if callable(hook):

@@ -38,14 +38,11 @@ class RgbPass:
         self.ctx = ctx
         self.mipmaps = mipmaps
         self.srgb = srgb
-        self._prog = glsl.program(
-            ctx, glsl.source("fullscreen.vert"), glsl.source("yuv_to_rgb.frag"), origin="yuv_to_rgb.frag"
-        )
-        for unit in range(4):
-            self._prog[f"plane{unit}"].value = unit  # type: ignore[union-attr]
-        self._prog["top_down"].value = int(top_down)  # type: ignore[union-attr]
-        self._vao = ctx.vertex_array(self._prog, [])
-        self._blank = ctx.texture((1, 1), 4, b"\0\0\0\0")  # bound to the units a format leaves unused
+        self.top_down = top_down
+        # One program per plane count (made when a format first needs it), so no fetch is wasted.
+        self._programs: dict[int, tuple[moderngl.Program, moderngl.VertexArray]] = {}
+        self._prog: moderngl.Program | None = None
+        self._vao: moderngl.VertexArray | None = None
         self.texture: moderngl.Texture | None = None
         self._fbo: moderngl.Framebuffer | None = None
         self._key: tuple[object, ...] | None = None
@@ -62,6 +59,7 @@ class RgbPass:
         if key == self._key:
             return
         self._key = key
+        self._prog, self._vao = self._program(len(fmt.textures))
         sel = fmt.selection()
         conv = yuv_to_rgb(colorspace, full_range, fmt.bits)
         neutral = (float(conv.offset[1]), float(conv.offset[2]))
@@ -78,7 +76,11 @@ class RgbPass:
         }
         for name, value in values.items():
             if name in self._prog:
-                self._prog[name].value = value  # type: ignore[union-attr]
+                uniform = self._prog[name]
+                n = getattr(uniform, "array_length", 1)
+                if isinstance(value, list) and n < len(value):  # unused trailing elements are dropped
+                    value = value[:n] if n > 1 else value[0]
+                uniform.value = value  # type: ignore[union-attr]
         self.colour_name = "rgb" if fmt.rgb else conv.name
         shown = (size[1], size[0]) if rotation % 180 else size
         if self.texture is None or self.texture.size != shown:
@@ -91,22 +93,37 @@ class RgbPass:
             self._fbo = self.ctx.framebuffer(color_attachments=[self.texture])
         log.debug("source pass: %s %dx%d, %s, rotation %d", fmt.name, *size, self.colour_name, rotation)
 
+    def _program(self, planes: int) -> tuple[moderngl.Program, moderngl.VertexArray]:
+        if planes not in self._programs:
+            fragment = glsl.source("yuv_to_rgb.frag", {"PLANES": planes})
+            prog = glsl.program(self.ctx, glsl.source("fullscreen.vert"), fragment, origin="yuv_to_rgb.frag")
+            for unit in range(planes):
+                prog[f"plane{unit}"].value = unit  # type: ignore[union-attr]
+            prog["top_down"].value = int(self.top_down)  # type: ignore[union-attr]
+            self._programs[planes] = (prog, self.ctx.vertex_array(prog, []))
+        return self._programs[planes]
+
     def run(self, planes: list[moderngl.Texture]) -> None:
         """Convert ``planes`` into :attr:`texture` (queued on the GPU); the caller's framebuffer stays bound."""
         assert self._fbo is not None and self.texture is not None, "configure() first"
         previous = self.ctx.fbo
         viewport = previous.viewport if previous is not None else None
-        for unit in range(4):
-            (planes[unit] if unit < len(planes) else self._blank).use(unit)
         self._fbo.use()
         self._fbo.viewport = (0, 0, *self.texture.size)
-        self._vao.render(moderngl.TRIANGLES, vertices=3)
+        self.draw(planes)
         if previous is not None:
             previous.use()
             if viewport is not None:
                 previous.viewport = viewport
         if self.mipmaps:
             self.texture.build_mipmaps()
+
+    def draw(self, planes: list[moderngl.Texture]) -> None:
+        """Convert ``planes`` straight into the bound framebuffer's viewport (no texture in between)."""
+        assert self._vao is not None, "configure() first"
+        for unit, tex in enumerate(planes):
+            tex.use(unit)
+        self._vao.render(moderngl.TRIANGLES, vertices=3)
 
     def _release_output(self) -> None:
         fbo, self._fbo = self._fbo, None
@@ -121,11 +138,11 @@ class RgbPass:
     def release(self) -> None:
         """Release the output texture and the program. Safe twice."""
         self._release_output()
-        for name in ("_vao", "_prog", "_blank"):
-            obj = getattr(self, name, None)
-            if obj is not None:
-                obj.release()
-                setattr(self, name, None)
+        programs, self._programs = self._programs, {}
+        for prog, vao in programs.values():
+            vao.release()
+            prog.release()
+        self._prog = self._vao = None
 
 
 def _plane_scales(

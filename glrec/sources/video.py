@@ -110,6 +110,7 @@ class VideoSource:
         self._next: Picture | None = None
         self._shown_index = -1
         self._uploaded: Picture | None = None
+        self._fresh = False  # whether the RGB texture holds the uploaded picture
         self._uploader: Any = None
         self._rgb: Any = None
         self._blit: moderngl.Program | None = None
@@ -249,10 +250,21 @@ class VideoSource:
 
     def update(self, t: float) -> Picture | None:
         """Show the picture for ``t`` in :attr:`texture` (uploading it if it changed); None after the end."""
+        pic = self._prepare(t)
+        self._refresh()
+        return pic
+
+    def _prepare(self, t: float) -> Picture | None:
+        """The picture for ``t``, its planes uploaded (the RGB texture is made when something needs it)."""
         pic = self.picture_at(t)
         if pic is not None and pic is not self._uploaded:
             self._upload(pic)
         return pic
+
+    def _refresh(self) -> None:
+        if self._uploaded is not None and not self._fresh:
+            self._rgb.run(self._uploader.planes)
+            self._fresh = True
 
     def _upload(self, pic: Picture) -> None:
         if self._uploader is None:
@@ -261,8 +273,7 @@ class VideoSource:
         colorspace, full = self._colour(pic.frame, fmt)
         size = (pic.frame.width, pic.frame.height)
         self._rgb.configure(fmt, colorspace, full, size, self.rotation, self._uploader.sizes)
-        self._rgb.run(self._uploader.planes)
-        self._uploaded = pic
+        self._uploaded, self._fresh = pic, False
 
     def _colour(self, frame: Any, fmt: Any) -> tuple[int, bool]:
         colorspace = self._matrix if self._matrix is not None else int(getattr(frame, "colorspace", 2) or 2)
@@ -273,9 +284,10 @@ class VideoSource:
 
     @property
     def texture(self) -> moderngl.Texture:
-        """The current picture, RGBA8, rows bottom-up, :attr:`size` pixels."""
+        """The picture of the last :meth:`update` or :meth:`render`: RGBA8, rows bottom-up, :attr:`size` pixels."""
         if self._rgb is None or self._rgb.texture is None:
             raise ConfigError("The source has no texture yet: call setup(ctx) and update(t) first.")
+        self._refresh()  # render() may have drawn straight into the framebuffer without filling it
         return self._rgb.texture
 
     @property
@@ -303,7 +315,7 @@ class VideoSource:
         self.mipmaps = True
         if self._rgb is not None:
             self._rgb.mipmaps = True
-            self._uploaded = None  # build the chain for the current picture too
+            self._fresh = False  # build the chain for the current picture too
 
     # -- Scene protocol: draw the picture over the whole viewport -----------------------------------
 
@@ -323,9 +335,18 @@ class VideoSource:
         self._rgb = RgbPass(ctx, mipmaps=self.mipmaps, top_down=not self.vflip, srgb=self.srgb)
 
     def render(self, t: float) -> None:
-        """Draw the picture shown at ``t`` over the current viewport (the last one again after the end)."""
-        self.update(t)
+        """Draw the picture shown at ``t`` over the current viewport (the last one again after the end).
+
+        At the picture's own size the planes are converted straight into the framebuffer (one pass);
+        at another size the RGB texture is drawn scaled, with bilinear filtering.
+        """
+        self._prepare(t)
         if self._uploaded is None:
+            return
+        assert self.ctx is not None and self._rgb is not None
+        viewport = self.ctx.fbo.viewport if self.ctx.fbo is not None else None
+        if viewport is not None and tuple(viewport[2:]) == tuple(self.size) and self.vflip:
+            self._rgb.draw(self._uploader.planes)
             return
         if self._blit is None:
             assert self.ctx is not None
