@@ -1,9 +1,9 @@
 #version 330 core
 // Source stage: a decoded picture's planes (rows top-down, as decoders write them)
 // become one RGBA texture with rows bottom-up, as GL and glrec's render targets store them.
-// Which plane component feeds which channel is a uniform (glrec/sources/formats.py), so one
-// shader serves planar, semi-planar, packed and grey formats at any bit depth. PLANES (1-4, a
-// define) is how many textures the format has: on software GL every texture fetch counts.
+// Which plane component feeds which channel (glrec/sources/formats.py) is written into the
+// shader per format by glrec/sources/rgb.py (fetch_code): one fetch per plane texture and
+// plain swizzles (a uniform selection matrix per texture cost as much again on software GL).
 in vec2 uv;
 out vec4 colour;
 
@@ -11,7 +11,6 @@ uniform sampler2D plane0;
 uniform sampler2D plane1;
 uniform sampler2D plane2;
 uniform sampler2D plane3;
-uniform mat4 pick[4];      // texture i's components -> channels (Y/R, Cb/G, Cr/B, A)
 uniform vec4 fixed_value;  // channels no texture feeds (grey chroma, opaque alpha)
 uniform float value_scale; // normalised texture value -> code value / (2^bits - 1)
 uniform int is_rgb;
@@ -25,16 +24,8 @@ uniform int top_down;      // 1: write the top row first (a Shadertoy channel wi
 void main() {
     // Picture coordinates: y down from the top row, as the planes are stored.
     vec2 p = orient * (vec2(uv.x, top_down == 1 ? uv.y : 1.0 - uv.y) - 0.5) + 0.5;
-    vec4 raw = pick[0] * texture(plane0, p * plane_scale[0]);
-#if PLANES > 1
-    raw += pick[1] * texture(plane1, p * plane_scale[1]);
-#endif
-#if PLANES > 2
-    raw += pick[2] * texture(plane2, p * plane_scale[2]);
-#endif
-#if PLANES > 3
-    raw += pick[3] * texture(plane3, p * plane_scale[3]);
-#endif
+    vec4 raw;
+//__FETCH__
     raw = raw * value_scale + fixed_value;
     vec3 rgb = is_rgb == 1 ? raw.rgb : yuv_matrix * ((raw.xyz - yuv_offset) / yuv_scale);
     colour = vec4(clamp(rgb, 0.0, 1.0), clamp(raw.a, 0.0, 1.0));

@@ -325,3 +325,22 @@ def test_live_rtsp_listen_receives_what_ffmpeg_pushes(gl):
         for p in procs:
             p.kill()
             p.wait()
+
+
+def test_pbo_ring_and_direct_uploads_give_the_same_planes(gl, media):
+    """The PBO ring (hardware GL's path) and direct uploads (software GL's) fill the planes identically."""
+    from glrec.sources.upload import PboUploader
+
+    path = make_clip(media / "up.mkv", "-c:v", "ffv1", "-pix_fmt", "yuv420p", size="33x17", source="testsrc")
+    frames = _decoded(path)
+    for use_pbo in (True, False):
+        up = PboUploader(gl.mgl, pbo=use_pbo)
+        try:
+            for frame in frames:  # more pictures than PBOs: every slot is reused behind its fence
+                up.upload(frame)
+                for tex, p in zip(up.planes, frame.planes, strict=True):
+                    got = np.frombuffer(tex.read(alignment=1), np.uint8).reshape(p.height, p.width)
+                    want = np.frombuffer(memoryview(p), np.uint8).reshape(p.height, -1)[:, : p.width]
+                    assert np.array_equal(got, want), (use_pbo, p.width)
+        finally:
+            up.release()

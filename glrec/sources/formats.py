@@ -59,14 +59,6 @@ class PlaneFormat:
     msb: bool = False
     full_range: bool = False  # the format implies full range (yuvj*)
 
-    def selection(self) -> np.ndarray:
-        """Four texture-to-channel matrices for the shader: ``[texture][channel][component]``."""
-        sel = np.zeros((4, 4, 4), np.float32)
-        for channel, pick in enumerate(self.picks):
-            if pick is not None:
-                sel[pick[0], channel, pick[1]] = 1.0
-        return sel
-
     def constants(self, neutral: tuple[float, float]) -> np.ndarray:
         """Values of the channels no texture feeds: ``neutral`` chroma (grey) and opaque alpha."""
         const = np.zeros(4, np.float32)

@@ -39,8 +39,8 @@ class RgbPass:
         self.mipmaps = mipmaps
         self.srgb = srgb
         self.top_down = top_down
-        # One program per plane count (made when a format first needs it), so no fetch is wasted.
-        self._programs: dict[int, tuple[moderngl.Program, moderngl.VertexArray]] = {}
+        # One program per plane layout (made when a format first needs it): fetches and swizzles written in.
+        self._programs: dict[tuple[object, ...], tuple[moderngl.Program, moderngl.VertexArray]] = {}
         self._prog: moderngl.Program | None = None
         self._vao: moderngl.VertexArray | None = None
         self.texture: moderngl.Texture | None = None
@@ -59,12 +59,10 @@ class RgbPass:
         if key == self._key:
             return
         self._key = key
-        self._prog, self._vao = self._program(len(fmt.textures))
-        sel = fmt.selection()
+        self._prog, self._vao = self._program(fmt)
         conv = yuv_to_rgb(colorspace, full_range, fmt.bits)
         neutral = (float(conv.offset[1]), float(conv.offset[2]))
         values = {
-            "pick": [tuple(float(v) for v in sel[t].T.reshape(-1)) for t in range(4)],
             "fixed_value": tuple(float(v) for v in fmt.constants(neutral)),
             "value_scale": fmt.value_scale(),
             "is_rgb": int(fmt.rgb),
@@ -93,15 +91,16 @@ class RgbPass:
             self._fbo = self.ctx.framebuffer(color_attachments=[self.texture])
         log.debug("source pass: %s %dx%d, %s, rotation %d", fmt.name, *size, self.colour_name, rotation)
 
-    def _program(self, planes: int) -> tuple[moderngl.Program, moderngl.VertexArray]:
-        if planes not in self._programs:
-            fragment = glsl.source("yuv_to_rgb.frag", {"PLANES": planes})
+    def _program(self, fmt: PlaneFormat) -> tuple[moderngl.Program, moderngl.VertexArray]:
+        key = (len(fmt.textures), fmt.picks)
+        if key not in self._programs:
+            fragment = glsl.source("yuv_to_rgb.frag").replace("//__FETCH__", fetch_code(fmt))
             prog = glsl.program(self.ctx, glsl.source("fullscreen.vert"), fragment, origin="yuv_to_rgb.frag")
-            for unit in range(planes):
+            for unit in range(len(fmt.textures)):
                 prog[f"plane{unit}"].value = unit  # type: ignore[union-attr]
             prog["top_down"].value = int(self.top_down)  # type: ignore[union-attr]
-            self._programs[planes] = (prog, self.ctx.vertex_array(prog, []))
-        return self._programs[planes]
+            self._programs[key] = (prog, self.ctx.vertex_array(prog, []))
+        return self._programs[key]
 
     def run(self, planes: list[moderngl.Texture]) -> None:
         """Convert ``planes`` into :attr:`texture` (queued on the GPU); the caller's framebuffer stays bound."""
@@ -143,6 +142,14 @@ class RgbPass:
             vao.release()
             prog.release()
         self._prog = self._vao = None
+
+
+def fetch_code(fmt: PlaneFormat) -> str:
+    """GLSL that samples each plane texture once and assigns ``raw``'s channels from the components."""
+    lines = [f"    vec4 s{i} = texture(plane{i}, p * plane_scale[{i}]);" for i in range(len(fmt.textures))]
+    parts = [f"s{pick[0]}.{'rgba'[pick[1]]}" if pick is not None else "0.0" for pick in fmt.picks]
+    lines.append(f"    raw = vec4({', '.join(parts)});")
+    return "\n".join(lines)
 
 
 def _plane_scales(
