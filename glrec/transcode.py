@@ -184,7 +184,7 @@ def transcode(
     one, ``on_start`` with the Recorder once it exists. Returns the recording's
     :class:`~glrec.RecordResult`.
 
-    >>> glrec.transcode("in.mp4", "out.mp4", overlay="examples/vignette.glsl")  # doctest: +SKIP
+    >>> transcode("in.mp4", "out.mp4", overlay="examples/grade_overlay.glsl")  # doctest: +SKIP
     """
     input_names = set(InputOptions.names())
     inputs = InputOptions.parse({k: v for k, v in options.items() if k in input_names})

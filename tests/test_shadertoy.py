@@ -264,3 +264,29 @@ def test_recording_a_pasted_shader_with_a_channel(gl, tmp_path):
     with av_open(str(image)) as c:
         want = next(c.decode(video=0)).to_ndarray(format="rgb24").astype(int)
     assert all(np.abs(g - want).max() <= 3 for g in got)
+
+
+def test_viewer_pointer_reaches_a_shadertoy_overlay_through_the_input_queue(gl, tmp_path):
+    """glrec serve's path: validated viewer messages -> InputQueue -> VideoScene -> the overlay's iMouse."""
+    from glrec.inputs import InputQueue, parse_message
+    from glrec.sources import VideoSource
+    from glrec.transcode import VideoScene, make_overlay
+
+    clip = make_clip(tmp_path / "v.mkv", "-c:v", "ffv1", size="32x24", frames=2)
+    shader = tmp_path / "m.glsl"
+    shader.write_text("void mainImage(out vec4 c, in vec2 p) { c = vec4(iMouse.zw / 255.0, 0.0, 1.0); }\n")
+    source = VideoSource(clip)
+    scene = VideoScene(source, make_overlay(str(shader), source))
+    queue = InputQueue()
+    queue.put(parse_message('{"type": "pointer", "action": "down", "x": 0.5, "y": 0.25, "buttons": 1}'))
+    target = RenderTarget(gl.mgl, SIZE)
+    scene.setup(gl.mgl, SIZE)
+    try:
+        assert queue.dispatch(scene) == 1
+        target.use()
+        scene.render(0.0)
+        px = np.frombuffer(target.fbo.read(components=4), np.uint8).reshape(SIZE[1], SIZE[0], 4)[0, 0]
+        assert tuple(px[:2]) == (16, 18)  # the click, in Shadertoy's pixels from the bottom-left
+    finally:
+        scene.close()
+        target.release()

@@ -142,6 +142,9 @@ class VideoSource:
         if tap is not None:
             tap.origin = worker.origin
         frame = first.frame
+        if int(getattr(frame, "color_trc", 0) or 0) in (16, 18):  # SMPTE 2084 (PQ), ARIB STD-B67 (HLG)
+            log.warning("%s is HDR (%s); it is shown without tone mapping, so it looks washed out.",
+                        self.spec.label, "PQ" if frame.color_trc == 16 else "HLG")  # fmt: skip
         self.picture_size = (frame.width, frame.height)
         self.rotation = int(getattr(frame, "rotation", 0) or 0) % 360 if self.decoder == "cpu" else 0
         self.size: tuple[int, int] = self.picture_size[::-1] if self.rotation % 180 else self.picture_size  # type: ignore[assignment]
