@@ -73,24 +73,24 @@ def scene_with_channels(spec: Scene | str, channels: dict[Any, Any] | None) -> S
 class VideoScene:
     """Draw the picture ``source`` shows at ``t``, then ``overlay`` over it (see the module docstring).
 
-    ``finished`` becomes True once a file input has ended before the time asked for (the last
-    picture is drawn again). Viewer input (``glrec serve``) goes to the overlay.
+    ``done(t)`` is True once a file input has ended before ``t`` (rendering then draws the last
+    picture again). Viewer input (``glrec serve``) goes to the overlay.
     """
 
     def __init__(self, source: VideoSource, overlay: Scene | None = None, *, own_source: bool = True) -> None:
         self.source = source
         self.overlay = overlay
         self.own_source = own_source
-        self.finished = False
 
     def setup(self, ctx: moderngl.Context, size: tuple[int, int]) -> None:
         self.source.setup(ctx, size)
         if self.overlay is not None:
             self.overlay.setup(ctx, size)
 
+    def done(self, t: float) -> bool:
+        return self.source.picture_at(t) is None
+
     def render(self, t: float) -> None:
-        if self.source.picture_at(t) is None:
-            self.finished = True
         if not isinstance(self.overlay, ShadertoyScene):  # a Shadertoy overlay writes every pixel itself
             self.source.render(t)
         if self.overlay is not None:
@@ -216,7 +216,7 @@ def transcode(
                 on_start(rec)
             rec.prepare(scene)
             while n is None or rec.frames_submitted < n:
-                if src.picture_at(rec.time) is None:
+                if scene.done(rec.time):
                     break  # the input has ended
                 rec.render(scene)
                 if progress is not None:
