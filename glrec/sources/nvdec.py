@@ -116,6 +116,8 @@ class NvdecWorker(DecodeWorker):
         self.bits = max((c.bits for c in ctx.format.components), default=8) if ctx.format else 8
         self.colorspace, self.color_range = int(ctx.colorspace or 2), int(ctx.color_range or 0)
         self.device = CudaDevice.open(cuda_device)
+        self._counted = False
+        self._packets_in = 0
         self._memory: Any = None
         self.pool: Any = None
         try:
@@ -195,7 +197,10 @@ class NvdecWorker(DecodeWorker):
         if packet is not None:
             data.bsl_data = int(packet.buffer_ptr)  # the packet stays alive (referenced here) through Decode
             data.bsl = int(packet.buffer_size)
-            data.pts = int(packet.pts) if packet.pts is not None else 0
+            if packet.pts is None:
+                self._counted = True  # a stream without timestamps: pictures are timed by the frame rate
+            data.pts = int(packet.pts) if packet.pts is not None else self._packets_in
+            self._packets_in += 1
         else:
             data.bsl_data, data.bsl = 0, 0
             data.decode_flag = self.nvc.VideoPacketFlag.ENDOFSTREAM
@@ -216,6 +221,10 @@ class NvdecWorker(DecodeWorker):
             return
         cu = driver()
         base = self.pool.address(slot)
+        # The decoder finishes each picture (surface copy, post-processing) on its own stream events:
+        # order glrec's stream after them before copying (the API PyNvVideoCodec offers for this).
+        if hasattr(self.decoder, "WaitOnCUStream"):
+            self.decoder.WaitOnCUStream(self.device.stream_handle)
         offsets, planes, at = [], [], 0
         try:
             for src, pitch, (texels, rows), (comps, nbytes, _, _) in zip(
@@ -242,7 +251,7 @@ class NvdecWorker(DecodeWorker):
         width, height = planes[0].width, planes[0].height
         pic = NvPicture(slot, fmt, planes, offsets, width, height, self.colorspace, self.color_range)
         pts = frame.getPTS()
-        self._put(pic, float(pts * tb) if tb is not None else None, None)
+        self._put(pic, float(pts * tb) if tb is not None and not self._counted else None, None)
 
     def _plane_sources(self, frame: Any, fmt: PlaneFormat) -> tuple[list[int], list[int], list[tuple[int, int]]]:
         """(device pointer, row pitch in bytes, (texels, rows)) of each plane of a decoded frame."""
