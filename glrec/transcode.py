@@ -107,6 +107,8 @@ class VideoScene:
     def close(self) -> None:
         if self.overlay is not None:
             self.overlay.close()
+        # GL objects go with the context they were made in (the recorder's, released after its scenes).
+        self.source.release_gl()
         if self.own_source:
             self.source.close()
 
@@ -216,8 +218,9 @@ def transcode(
                 on_start(rec)
             rec.prepare(scene)
             while n is None or rec.frames_submitted < n:
-                if scene.done(rec.time):
-                    break  # the input has ended
+                with rec.ctx:  # a looped or rewound NVDEC input swaps its GL buffer here
+                    if scene.done(rec.time):
+                        break  # the input has ended
                 rec.render(scene)
                 if progress is not None:
                     progress(rec.frames_submitted)

@@ -94,6 +94,13 @@ def test_audio_is_copied_bit_exact_or_dropped_on_request(gl, media):
         end = max(float((p.pts + p.duration) * p.time_base) for p in c.demux(c.streams.audio[0]) if p.size)
     assert 0.95 <= end <= 1.1  # 10 frames at 10 fps: one second of sound, not two
     assert _audio_packets(short) == _audio_packets(pcm)[: len(_audio_packets(short))]
+    # The same cut from MP4 (AAC, interleaved by ffmpeg): the audio reaches the end of the video too.
+    cut = media / "cut-av.mp4"
+    transcode(src, cut, frames=10, overwrite=True)
+    with av.open(str(cut)) as c:
+        end = max(float((p.pts + p.duration) * p.time_base) for p in c.demux(c.streams.audio[0]) if p.size)
+    assert 0.95 <= end <= 1.1
+    assert _audio_packets(cut) == _audio_packets(src)[: len(_audio_packets(cut))]
 
 
 def test_outputs_without_audio_and_other_streams_say_so(gl, media, caplog):

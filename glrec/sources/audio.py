@@ -1,24 +1,29 @@
 """Audio of a video input, copied into the output unchanged (no decode, no re-encode).
 
-The decode worker hands every audio packet of the input to an
-:class:`AudioPassthrough` as it demuxes them; the output's sink adds one
-stream per input audio stream before its first packet and muxes the queued
-audio as the video advances, so the file stays interleaved. Timestamps move
-by the same amount as the video's (the input's first picture is time 0), so
-sound and picture stay in step; audio past the end of the recorded video is
-left out, so a shortened recording does not carry a tail of sound.
+The audio is read by a demuxer of its own (a second reader of the same file),
+on the output's thread, as far as the video has got: the output's sink adds
+one stream per input audio stream before its first packet and, after each
+video packet, muxes the audio up to that frame's time, so the file stays
+interleaved. Being separate from the video's decoder, it neither waits for
+pictures nor makes them wait, and it always reaches the end of the recorded
+video, however the file interleaves its streams. Timestamps move by the same
+amount as the video's (the input's first picture is time 0), so sound and
+picture stay in step; audio past the end of the recorded video is left out.
+
+Network inputs and cameras cannot be read twice, so their audio is not copied.
 """
 
 from __future__ import annotations
 
 import io
 import logging
-import threading
-from collections import deque
+from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
 import av
+
+from .inputs import InputSpec, open_container
 
 log = logging.getLogger("glrec")
 
@@ -35,52 +40,55 @@ def muxer_takes(muxer: str, stream: Any) -> bool:
 
 
 class AudioPassthrough:
-    """Queued audio packets of ``streams`` (input streams of one container) on their way to an output."""
+    """The audio streams (``streams``, of the video's container) of ``spec``, on their way to an output."""
 
-    def __init__(self, streams: list[Any]) -> None:
-        self.streams = list(streams)
-        self._queue: deque[Any] = deque()
-        self._lock = threading.Lock()
+    def __init__(self, spec: InputSpec, streams: list[Any]) -> None:
+        self.spec = spec
+        self.streams = list(streams)  # the video's container's streams: for templates and checks
         self.origin: float | None = None  # seconds: the input time that is 0 in the output
-        self._out: dict[int, Any] = {}  # input stream index -> output stream
         self.packets = 0
-
-    # -- decode thread ---------------------------------------------------------------------------
-
-    def put(self, packet: Any) -> None:
-        with self._lock:
-            self._queue.append(packet)
-
-    # -- sink (encode thread) --------------------------------------------------------------------
+        self._reader: Any = None
+        self._packets: Iterator[Any] | None = None
+        self._pending: Any = None  # the packet read past the time muxed up to
+        self._out: dict[int, Any] = {}  # input stream index -> output stream
 
     def add_streams(self, container: Any) -> None:
         """Add an output stream per input audio stream (before the container's first packet)."""
         for s in self.streams:
             self._out[s.index] = container.add_stream_from_template(s)
 
+    def _next(self) -> Any:
+        if self._packets is None:
+            self._reader = open_container(self.spec)
+            wanted = [s for s in self._reader.streams.audio if s.index in self._out]
+            self._packets = iter(self._reader.demux(wanted))
+        for packet in self._packets:
+            if packet.dts is not None and packet.size:
+                return packet
+        return None
+
     def mux_until(self, container: Any, t: float | None) -> None:
-        """Mux the queued packets that start before ``t`` seconds of output (all with None)."""
+        """Mux the input's audio packets that start before ``t`` seconds of output (all of them with None)."""
         if self.origin is None or not self._out:
             return
         while True:
-            with self._lock:
-                if not self._queue:
-                    return
-                packet = self._queue[0]
-                start = self._time(packet)
-                if t is not None and start >= t:
-                    return
-                self._queue.popleft()
+            packet = self._pending if self._pending is not None else self._next()
+            self._pending = None
+            if packet is None:
+                return
+            if t is not None and self._time(packet) >= t:
+                self._pending = packet
+                return
             self._mux(container, packet)
 
     def finish(self, container: Any, end: float) -> None:
-        """Mux what belongs before ``end`` (the video's end, seconds) and drop the rest."""
-        self.mux_until(container, end)
-        with self._lock:
-            dropped = len(self._queue)
-            self._queue.clear()
-        if dropped:
-            log.info("audio: left out %d packets past the end of the video (%.3f s)", dropped, end)
+        """Mux what belongs before ``end`` (the video's end, seconds) and close the audio reader."""
+        try:
+            self.mux_until(container, end)
+        finally:
+            reader, self._reader = self._reader, None
+            if reader is not None:
+                reader.close()
 
     def _time(self, packet: Any) -> float:
         tb = packet.time_base or Fraction(1, 1)

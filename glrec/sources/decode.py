@@ -19,7 +19,6 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,8 +48,7 @@ class DecodeWorker:
     """Decode ``spec`` on a thread into a queue of :class:`Picture`.
 
     ``container`` is an already opened input (so opening errors happen on the
-    caller's thread); ``on_packet`` receives every packet of ``extra`` streams
-    (audio passthrough), on the worker thread, in demux order. ``live`` (default:
+    caller's thread). ``live`` (default:
     the input is a stream or camera) drops to the newest picture instead of
     waiting; a stream or camera is reconnected after errors either way.
     """
@@ -62,8 +60,6 @@ class DecodeWorker:
         *,
         depth: int = 4,
         retries: int = 3,
-        extra: list[Any] | None = None,
-        on_packet: Callable[[Any], None] | None = None,
         live: bool | None = None,
     ) -> None:
         self.spec = spec
@@ -71,8 +67,6 @@ class DecodeWorker:
         self.depth = max(1, depth)
         self.retries = retries
         self._container: av.container.InputContainer | None = container
-        self._extra = list(extra or [])
-        self._on_packet = on_packet
         self._queue: deque[Picture] = deque()
         self._cond = threading.Condition()
         self._stop = False
@@ -203,15 +197,11 @@ class DecodeWorker:
         stream = video_stream(container, self.spec)
         # Frame threads add a picture of delay per thread; live inputs use slice threads only.
         stream.codec_context.thread_type = "SLICE" if self.live else "AUTO"
-        streams = [stream, *[s for s in self._extra if s.container is container]]
-        for packet in container.demux(streams):
+        for packet in container.demux(stream):
             if self._stop:
                 return
-            if packet.stream is stream:
-                for frame in stream.decode(packet):
-                    self._emit(frame)
-            elif self._on_packet is not None and packet.dts is not None:
-                self._on_packet(packet)
+            for frame in stream.decode(packet):
+                self._emit(frame)
         # The demuxer's last packet per stream is empty: decoding it above flushed the decoder.
 
     def _emit(self, frame: Any) -> None:

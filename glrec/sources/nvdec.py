@@ -97,8 +97,8 @@ class NvdecWorker(DecodeWorker):
     """Demux with PyAV and decode with NVDEC on a thread; pictures are :class:`NvPicture` slots."""
 
     def __init__(self, spec: InputSpec, container: Any, *, depth: int = 4, retries: int = 3, cuda_device: int = 0,
-                 live: bool | None = None, extra: list[Any] | None = None, on_packet: Any = None) -> None:  # fmt: skip
-        super().__init__(spec, container, depth=depth, retries=retries, live=live, extra=extra, on_packet=on_packet)
+                 live: bool | None = None) -> None:  # fmt: skip
+        super().__init__(spec, container, depth=depth, retries=retries, live=live)
         from ..interop.cuda import CudaDevice
         from ..interop.pool import DevicePool
         from ..interop.vmm import SharedBuffer
@@ -175,14 +175,9 @@ class NvdecWorker(DecodeWorker):
         if self.codec in _HEADER_IN_EXTRADATA and stream.codec_context.extradata:
             header = bytes(stream.codec_context.extradata[_HEADER_IN_EXTRADATA[self.codec] :])
         self.device.bind()
-        extra = [s for s in self._extra if s.container is container]
-        for packet in container.demux([stream, *extra]):
+        for packet in container.demux(stream):
             if self._stop:
                 return
-            if packet.stream is not stream:
-                if self._on_packet is not None and packet.dts is not None:
-                    self._on_packet(packet)
-                continue
             out = bsf.filter(packet if packet.size else None) if bsf is not None else ([packet] if packet.size else [])
             for p in out:
                 if header is not None:

@@ -104,7 +104,6 @@ class VideoSource:
         self._depth, self._retries = depth, retries
         self._worker: Any = None
         self.audio: AudioPassthrough | None = None
-        self._audio_tapped = False
         self._offset = 0.0  # loops so far, in seconds of input
         self._current: Picture | None = None
         self._next: Picture | None = None
@@ -126,7 +125,11 @@ class VideoSource:
             self.duration = _duration(container, stream)
             self.audio_streams = list(container.streams.audio)
             #: Copies the input's audio (``audio=True``): hand it to the output's sink.
-            self.audio = AudioPassthrough(self.audio_streams) if audio and self.audio_streams else None
+            self.audio = AudioPassthrough(self.spec, self.audio_streams) if audio and self.audio_streams else None
+            if self.audio is not None and self.spec.live:
+                log.warning("%s: the audio of a network input or camera is not copied (it cannot be read twice).",
+                            self.spec.label)  # fmt: skip
+                self.audio = None
             others = [s for s in container.streams if s.type not in ("video", "audio")]
             self.other_streams = [f"{s.type} #{s.index}" for s in others]
         except BaseException:
@@ -158,11 +161,7 @@ class VideoSource:
     def _start(self, container: Any) -> DecodeWorker:
         """Start a worker on ``container``, replacing (and stopping) the one before, if any."""
         self._stop_worker()
-        # Audio is copied from the first pass through the input only (not from loops or rewinds).
-        audio, self._audio_tapped = (None if self._audio_tapped else self.audio), True
-        streams = [s for s in container.streams.audio if audio and s.index in {a.index for a in audio.streams}]
-        kw: dict[str, Any] = {"depth": self._depth, "retries": self._retries, "live": self.live, "extra": streams,
-                              "on_packet": audio.put if audio is not None else None}  # fmt: skip
+        kw: dict[str, Any] = {"depth": self._depth, "retries": self._retries, "live": self.live}
         if self.decoder == "nvdec":
             from .nvdec import NvdecWorker
 
@@ -171,13 +170,16 @@ class VideoSource:
             self._worker = DecodeWorker(self.spec, container, **kw)
         self._worker.start()
         if self.ctx is not None and self.decoder == "nvdec":
-            self._uploader = self._worker.uploader(self.ctx)
+            with self.ctx:  # glrec's contexts are current only while in use
+                self._uploader = self._worker.uploader(self.ctx)
         return self._worker
 
     def _stop_worker(self) -> None:
         # NVDEC: GL lets go of the worker's CUDA memory before the worker frees it.
         if self.decoder == "nvdec" and self._uploader is not None:
-            self._uploader.release()
+            assert self.ctx is not None
+            with self.ctx:
+                self._uploader.release()
             self._uploader = None
         worker, self._worker = self._worker, None
         if worker is not None:
@@ -361,14 +363,26 @@ class VideoSource:
         assert self._blit_vao is not None
         self._blit_vao.render(moderngl.TRIANGLES, vertices=3)
 
+    def release_gl(self) -> None:
+        """Release the GL objects (decoding goes on; :meth:`setup` makes them again). Safe twice.
+
+        Call it while the GL context still exists (a recorder releases its context when it closes).
+        """
+        ctx, self.ctx = self.ctx, None
+        if ctx is None:
+            return
+        with ctx:  # glrec's contexts are current only while in use
+            for name in ("_blit_vao", "_blit", "_rgb", "_uploader"):
+                obj = getattr(self, name, None)
+                if obj is not None:
+                    obj.release()
+                    setattr(self, name, None)
+        self._uploaded, self._fresh = None, False
+
     def close(self) -> None:
-        """Stop decoding and release GL objects (on the GL thread). Safe twice."""
+        """Release the GL objects, stop decoding and close the input. Safe twice."""
+        self.release_gl()
         self._stop_worker()
-        for name in ("_blit_vao", "_blit", "_rgb", "_uploader"):
-            obj = getattr(self, name, None)
-            if obj is not None:
-                obj.release()
-                setattr(self, name, None)
 
     def __enter__(self) -> VideoSource:
         return self
