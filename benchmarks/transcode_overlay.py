@@ -2,6 +2,7 @@
 
     PYTHONPATH=. python benchmarks/transcode_overlay.py                      # 1920x1080, 90 frames, 3 rounds
     PYTHONPATH=. python benchmarks/transcode_overlay.py --size 640x360 --frames 30 --repeat 1   # quick
+    PYTHONPATH=. python benchmarks/transcode_overlay.py --decoder nvdec --encoder nvjpeg --frames 600   # NVIDIA
 
 The input is 1920x1080 H.264 made by the ffmpeg command line (lavfi testsrc2). Rows, each in a
 fresh process, interleaved round by round:
@@ -95,23 +96,27 @@ def naive(src: Path, out: Path, overlay: str) -> dict:
     return {"frames": n, "seconds": time.perf_counter() - started}
 
 
-def glrec_row(src: Path, out: Path, overlay: str) -> dict:
+def glrec_row(src: Path, out: Path, overlay: str, decoder: str, encoder: str) -> dict:
     import glrec.transcode as tc
 
     shader = {"grade": ROOT / "benchmarks" / "overlay_grade.glsl", "box": ROOT / "examples" / "overlay_scene.py"}
+    # nvJPEG (the H200 has no NVENC) writes MJPEG: x264's settings do not apply to it.
+    codec = {"codec": "mjpeg"} if encoder == "nvjpeg" else {"preset": X264["preset"], "crf": float(X264["crf"])}
+    if encoder == "nvjpeg":
+        out = out.with_suffix(".mkv")
     started = time.perf_counter()
-    result = tc.transcode(src, out, overlay=str(shader[overlay]), overwrite=True, preset=X264["preset"],
-                          crf=float(X264["crf"]), encoder="cpu")  # fmt: skip
+    result = tc.transcode(src, out, overlay=str(shader[overlay]), overwrite=True, encoder=encoder, decoder=decoder,
+                          **codec)  # fmt: skip
     return {"frames": result.frames, "seconds": time.perf_counter() - started, "encoder": result.encoder}
 
 
-def decode_upload(src: Path) -> dict:
+def decode_upload(src: Path, decoder: str) -> dict:
     from glrec.context import create_context
     from glrec.sources import VideoSource
 
     started = time.perf_counter()
     n = 0
-    with create_context() as gl, VideoSource(src) as source:
+    with create_context() as gl, VideoSource(src, decoder=decoder) as source:
         source.setup(gl.mgl)
         t = 0.0
         while source.update(t) is not None:
@@ -124,15 +129,15 @@ def decode_upload(src: Path) -> dict:
 ROWS = ["naive:grade", "glrec:grade", "naive:box", "glrec:box", "decode-upload"]
 
 
-def run_row(name: str, src: Path, tmp: Path) -> dict:
+def run_row(name: str, src: Path, tmp: Path, decoder: str, encoder: str) -> dict:
     kind, _, overlay = name.partition(":")
     out = tmp / f"{name.replace(':', '-')}.mp4"
     if kind == "decode-upload":
-        figures = decode_upload(src)
+        figures = decode_upload(src, decoder)
     elif kind == "naive":
         figures = naive(src, out, overlay)
     else:
-        figures = glrec_row(src, out, overlay)
+        figures = glrec_row(src, out, overlay, decoder, encoder)
     figures["fps"] = figures["frames"] / figures["seconds"]
     if out.exists():
         figures["x264"] = _x264_options(out)
@@ -145,13 +150,15 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=90)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--rows", default=",".join(ROWS))
+    ap.add_argument("--decoder", default="cpu", help="glrec rows' decoder: cpu (FFmpeg) or nvdec")
+    ap.add_argument("--encoder", default="cpu", help="glrec rows' encoder: cpu (libx264, as naive) or nvjpeg")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     ap.add_argument("--row", help=argparse.SUPPRESS)  # child process: run one row, print JSON
     ap.add_argument("--input", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.row:
         with tempfile.TemporaryDirectory() as tmp:
-            print(json.dumps(run_row(args.row, args.input, Path(tmp))))
+            print(json.dumps(run_row(args.row, args.input, Path(tmp), args.decoder, args.encoder)))
         return
     rows = args.rows.split(",")
     with tempfile.TemporaryDirectory() as tmp:
@@ -164,8 +171,9 @@ def main() -> None:
             this: dict[str, dict] = {}
             for name in rows:
                 env = {**os.environ, "PYTHONPATH": str(ROOT)}
-                proc = subprocess.run([sys.executable, __file__, "--row", name, "--input", str(src)], env=env,
-                                      capture_output=True, text=True, check=True)  # fmt: skip
+                cmd = [sys.executable, __file__, "--row", name, "--input", str(src), "--decoder", args.decoder,
+                       "--encoder", args.encoder]  # fmt: skip
+                proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
                 this[name] = json.loads(proc.stdout.strip().splitlines()[-1])
                 print(f"round {r + 1} {name:<14} {this[name]['fps']:7.2f} fps", file=sys.stderr)
             rounds.append(this)
@@ -181,13 +189,15 @@ def main() -> None:
     result = {
         "what": "transcode with overlay, glrec vs naive PyAV+numpy/Pillow loop",
         "size": args.size, "frames": args.frames, "repeat": args.repeat, "x264": X264,
+        "decoder": args.decoder, "encoder": args.encoder,
         "machine": {"cpus": os.cpu_count(), "cpu": platform.processor() or platform.machine(),
                     "loadavg_at_end": os.getloadavg()},
         "x264_differs_from_naive": differs, "x264_options": reference,
         "summary": summary, "rounds": rounds,
     }  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"{time.strftime('%Y-%m-%d')}_{os.cpu_count()}c_transcode-overlay_{args.size}.json"
+    tag = "" if (args.decoder, args.encoder) == ("cpu", "cpu") else f"_{args.decoder}-{args.encoder}"
+    path = args.out / f"{time.strftime('%Y-%m-%d')}_{os.cpu_count()}c_transcode-overlay_{args.size}{tag}.json"
     path.write_text(json.dumps(result, indent=1) + "\n")
     for key, value in summary.items():
         print(f"{key:<16} {value}")
