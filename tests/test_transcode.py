@@ -235,9 +235,9 @@ def test_stream_a_video_input_with_an_overlay(gl, media, tmp_path):
     src = make_clip(media / "st.mkv", "-c:v", "ffv1", size="64x48", rate=25, frames=25)
     port = free_port()
     got = tmp_path / "got.ts"
-    # Waits up to 15 s between datagrams (glrec opens the input and compiles shaders first, slowly on a
+    # Waits up to 10 s between datagrams (glrec opens the input and compiles shaders first, slowly on a
     # loaded machine) and stops at the 25th frame, so a full stream ends the test at once.
-    rx = receive(["-i", f"udp://127.0.0.1:{port}?timeout=15000000", "-frames:v", "25"], got)
+    rx = receive(["-i", f"udp://127.0.0.1:{port}?timeout=10000000", "-frames:v", "25"], got)
     try:
         wait_bound(port, "udp")
         code = main(["stream", str(src), "--to", f"udp://127.0.0.1:{port}", "--overlay",
