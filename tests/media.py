@@ -63,3 +63,40 @@ def free_port(kind: int = socket.SOCK_DGRAM) -> int:
     with socket.socket(socket.AF_INET, kind) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def pyav_clip(path: Path, codec: str, *, size: tuple[int, int] = (256, 144), rate: int = 30, frames: int = 12,
+              pix_fmt: str = "yuv420p", options: dict[str, str] | None = None,
+              audio: bool = False) -> Path:  # fmt: skip
+    """A clip encoded with PyAV's own encoders (for machines without the ffmpeg command line).
+
+    The picture is a colour gradient with a bright square moving across it, so every frame differs
+    and both edges and smooth areas are present; ``audio`` adds a 440 Hz AAC tone.
+    """
+    w, h = size
+    yy, xx = np.mgrid[0:h, 0:w]
+    with av.open(str(path), "w") as out:
+        v = out.add_stream(codec, rate=rate, options=options or {})
+        v.width, v.height, v.pix_fmt = w, h, pix_fmt
+        a = out.add_stream("aac", rate=48000) if audio else None
+        for i in range(frames):
+            img = np.stack([(xx * 255 // max(1, w - 1)), (yy * 255 // max(1, h - 1)),
+                            np.full_like(xx, (i * 20) % 256)], axis=-1).astype(np.uint8)  # fmt: skip
+            x0 = (i * 7) % max(1, w - 16)
+            img[h // 3 : h // 3 + 16, x0 : x0 + 16] = 255
+            frame = av.VideoFrame.from_ndarray(img, format="rgb24")
+            frame.pts = i
+            for p in v.encode(frame):
+                out.mux(p)
+        for p in v.encode(None):
+            out.mux(p)
+        if a is not None:
+            samples = int(48000 * frames / rate)
+            tone = (0.3 * np.sin(2 * np.pi * 440 * np.arange(samples) / 48000)).astype(np.float32)[None, :]
+            af = av.AudioFrame.from_ndarray(tone, format="fltp", layout="mono")
+            af.sample_rate, af.pts = 48000, 0
+            for p in a.encode(af):
+                out.mux(p)
+            for p in a.encode(None):
+                out.mux(p)
+    return path

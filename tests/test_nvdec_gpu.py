@@ -15,7 +15,7 @@ import av
 import numpy as np
 import pytest
 from conftest import psnr
-from media import make_clip, texture_rgb
+from media import pyav_clip, texture_rgb
 
 import glrec
 from glrec.cli import main
@@ -46,13 +46,15 @@ def media(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("nvdec-media")
 
 
+# Made with PyAV's own encoders: the GPU machine has PyAV but no ffmpeg command line.
+_X265 = {"x265-params": "log-level=error"}
 CLIPS = {
-    "h264.mp4": ["-c:v", "libx264", "-pix_fmt", "yuv420p", "-bf", "2"],
-    "h264.ts": ["-c:v", "libx264", "-pix_fmt", "yuv420p", "-f", "mpegts"],
-    "hevc.mkv": ["-c:v", "libx265", "-pix_fmt", "yuv420p", "-x265-params", "log-level=error"],
-    "hevc10.mp4": ["-c:v", "libx265", "-pix_fmt", "yuv420p10le", "-x265-params", "log-level=error"],
-    "vp9.webm": ["-c:v", "libvpx-vp9", "-pix_fmt", "yuv420p"],
-    "av1.mkv": ["-c:v", "libaom-av1", "-cpu-used", "8"],
+    "h264.mp4": ("libx264", {"pix_fmt": "yuv420p", "options": {"bf": "2"}}),
+    "h264.ts": ("libx264", {"pix_fmt": "yuv420p"}),  # Annex B already: the bitstream filter passes it through
+    "hevc.mkv": ("libx265", {"pix_fmt": "yuv420p", "options": _X265}),
+    "hevc10.mp4": ("libx265", {"pix_fmt": "yuv420p10le", "options": _X265}),  # NVDEC's P016 surfaces
+    "vp9.webm": ("libvpx-vp9", {"pix_fmt": "yuv420p"}),
+    "av1.mkv": ("libsvtav1", {"pix_fmt": "yuv420p"}),  # header OBUs from the container's extradata
 }
 
 
@@ -71,7 +73,8 @@ def _walk(gl, path: Path, decoder: str) -> list[tuple[float, np.ndarray]]:
 
 @pytest.mark.parametrize("name", sorted(CLIPS))
 def test_nvdec_pictures_equal_the_cpu_decoders(nvgl, media, name):
-    path = make_clip(media / name, *CLIPS[name], size="256x144", rate=30, frames=12)
+    codec, kw = CLIPS[name]
+    path = pyav_clip(media / name, codec, size=(256, 144), rate=30, frames=12, **kw)
     cpu, gpu = _walk(nvgl, path, "cpu"), _walk(nvgl, path, "nvdec")
     assert len(gpu) == len(cpu) == 12
     for (tc, a), (tg, b) in zip(cpu, gpu, strict=True):
@@ -80,8 +83,7 @@ def test_nvdec_pictures_equal_the_cpu_decoders(nvgl, media, name):
 
 
 def test_transcode_through_nvdec_with_an_overlay_matches_the_cpu_decoder(nvgl, media, tmp_path):
-    src = make_clip(media / "tc.mp4", "-c:v", "libx264", "-c:a", "aac", size="320x180", rate=30, frames=30,
-                    audio=True)  # fmt: skip
+    src = pyav_clip(media / "tc.mp4", "libx264", size=(320, 180), rate=30, frames=30, audio=True)
     overlay = str(ROOT / "examples" / "grade_overlay.glsl")
     cpu_out, gpu_out = tmp_path / "cpu.mp4", tmp_path / "gpu.mp4"
     assert main(["record", str(src), "-o", str(cpu_out), "--overlay", overlay, "--decoder", "cpu", "-q"]) == 0
@@ -96,7 +98,7 @@ def test_transcode_through_nvdec_with_an_overlay_matches_the_cpu_decoder(nvgl, m
 
 
 def test_nvdec_round_trip_is_lossless_enough(nvgl, media, tmp_path):
-    path = make_clip(media / "rt.mkv", "-c:v", "libx264", "-qp", "0", size="320x180", frames=10, source="smptebars")
+    path = pyav_clip(media / "rt.mkv", "libx264", size=(320, 180), frames=10, options={"qp": "0"})
     out = tmp_path / "rt.mkv"
     result = transcode(path, out, decoder="nvdec", qp=0, pix_fmt="yuv444p", encoder="cpu")
     with av.open(str(path)) as a, av.open(str(out)) as b:
@@ -106,12 +108,12 @@ def test_nvdec_round_trip_is_lossless_enough(nvgl, media, tmp_path):
 
 
 def test_nvdec_loops_and_refuses_what_it_cannot_decode(nvgl, media):
-    path = make_clip(media / "loop.mp4", "-c:v", "libx264", size="128x72", frames=3)
+    path = pyav_clip(media / "loop.mp4", "libx264", size=(128, 72), rate=10, frames=3)
     with VideoSource(path, decoder="nvdec", loop=True) as src:
         src.setup(nvgl.mgl)
         first = texture_rgb(src) if src.update(0.0) else None
         assert src.update(0.35).index == 0  # second pass: a new worker and pool, the same picture
         assert first is not None and np.abs(texture_rgb(src).astype(int) - first).max() <= 1
-    prores = make_clip(media / "p.mov", "-c:v", "prores_ks", size="128x72", frames=2)
+    prores = pyav_clip(media / "p.mov", "prores_ks", size=(128, 72), frames=2, pix_fmt="yuv422p10le")
     with pytest.raises(glrec.UnsupportedInputError, match="prores, which NVDEC does not decode.*h264"):
         VideoSource(prores, decoder="nvdec")

@@ -106,12 +106,13 @@ class NvdecWorker(DecodeWorker):
         self.nvc = load_nvc()
         stream = video_stream(container, spec)
         ctx = stream.codec_context
-        if ctx.name not in NV_CODECS:
+        codec = ctx.codec.canonical_name  # the codec, not FFmpeg's decoder for it (libdav1d decodes av1)
+        if codec not in NV_CODECS:
             raise UnsupportedInputError(
-                f"{spec.label!r} is {ctx.name}, which NVDEC does not decode; NVDEC takes "
+                f"{spec.label!r} is {codec}, which NVDEC does not decode; NVDEC takes "
                 f"{', '.join(sorted(NV_CODECS))}. Use decoder='cpu'."
             )
-        self.codec = ctx.name
+        self.codec = codec
         self.width, self.height = ctx.width, ctx.height
         self.bits = max((c.bits for c in ctx.format.components), default=8) if ctx.format else 8
         self.colorspace, self.color_range = int(ctx.colorspace or 2), int(ctx.color_range or 0)
@@ -130,7 +131,7 @@ class NvdecWorker(DecodeWorker):
             self.pool = DevicePool(self.device, self.slot_bytes, count, base=self._memory.address,
                                    stride=self.slot_bytes)  # fmt: skip
             self.decoder = self.nvc.CreateDecoder(
-                gpuid=self.device.ordinal, codec=getattr(self.nvc.cudaVideoCodec, NV_CODECS[ctx.name]),
+                gpuid=self.device.ordinal, codec=getattr(self.nvc.cudaVideoCodec, NV_CODECS[codec]),
                 cudacontext=self.device.context_handle, cudastream=self.device.stream_handle, usedevicememory=True,
             )  # fmt: skip
         except BaseException:
@@ -142,13 +143,13 @@ class NvdecWorker(DecodeWorker):
         name = ctx.format.name if ctx.format else "yuv420p"
         sub = "Monochrome" if name.startswith("gray") else next((k for k in ("444", "422") if k in name), "420")
         try:
-            codec = getattr(nvc.cudaVideoCodec, NV_CODECS[ctx.name])
+            codec = getattr(nvc.cudaVideoCodec, NV_CODECS[self.codec])
             chroma = nvc.cudaVideoChromaFormat.__members__[sub]
             caps = nvc.GetDecoderCaps(gpuid=self.device.ordinal, codec=codec, chromaformat=chroma, bitdepth=self.bits)
         except Exception as exc:  # caps are advice: when the query fails, the decoder has the last word
             log.debug("GetDecoderCaps failed: %s", exc)
             return
-        what = f"{ctx.name} {sub} at {self.bits} bits"
+        what = f"{self.codec} {sub} at {self.bits} bits"
         # PyNvVideoCodec leaves the limits out (or zero) for a combination the hardware lacks.
         if not caps or not caps.get("width_max"):
             raise UnsupportedInputError(f"This GPU's NVDEC does not decode {what}; use decoder='cpu'.")

@@ -119,7 +119,7 @@ class VideoSource:
         container = open_container(self.spec)
         try:
             stream = video_stream(container, self.spec)
-            self.codec = stream.codec_context.name
+            self.codec = stream.codec_context.codec.canonical_name  # "av1", whichever decoder FFmpeg picked
             rate = stream.average_rate or stream.guessed_rate
             self.rate: Fraction | None = Fraction(rate) if rate and 0 < float(rate) <= 1000 else None
             self.duration = _duration(container, stream)
