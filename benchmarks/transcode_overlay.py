@@ -62,7 +62,6 @@ def _grade_numpy(rgb, vignette):  # type: ignore[no-untyped-def]
 def naive(src: Path, out: Path, overlay: str) -> dict:
     import av
     import numpy as np
-    from PIL import Image, ImageDraw
 
     started = time.perf_counter()
     n = 0
@@ -81,6 +80,8 @@ def naive(src: Path, out: Path, overlay: str) -> dict:
             if overlay == "grade":
                 rgb = _grade_numpy(rgb, vignette)
             else:
+                from PIL import Image, ImageDraw  # only this row needs Pillow
+
                 img = Image.fromarray(rgb)
                 draw = ImageDraw.Draw(img)
                 bar = max(2, h // 40)

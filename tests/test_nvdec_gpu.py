@@ -36,9 +36,8 @@ def nvgl():
     problem = nvdec_problem()
     if problem is not None:
         pytest.skip(f"needs NVDEC: {problem}")
-    gl = create_cuda_context(0, device_info(0).pci_bus_id)
-    yield gl
-    gl.release()
+    with create_cuda_context(0, device_info(0).pci_bus_id) as gl:  # current for the test, released after
+        yield gl
 
 
 @pytest.fixture(scope="module")
