@@ -110,7 +110,10 @@ def _cmd_scenes(args: argparse.Namespace) -> int:
 
     for name, (_, text) in BUILTINS.items():
         print(f"{name:<10} {text}")
-    print("\nAlso: a Python file with a Scene class (my_scene.py:MyScene) or a Shadertoy-style shader (my.glsl).")
+    print(
+        "\nAlso: a Python file with a Scene class (my_scene.py:MyScene), a Shadertoy shader (my.glsl, a folder of "
+        "passes, an export .json), or a video input (file, image, URL, /dev/videoN) to re-encode, with --overlay."
+    )
     return 0
 
 
