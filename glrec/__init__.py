@@ -15,14 +15,19 @@ from .errors import (
     EncoderError,
     EncoderUnavailableError,
     GlrecError,
+    InputError,
+    InputNotFoundError,
+    InputTimeoutError,
     OutputError,
     OutputExistsError,
     SceneError,
     ShaderError,
+    UnsupportedInputError,
 )
 from .recorder import Recorder
 from .result import RecordResult, record
 from .scenes import Scene, load_scene
+from .sources import VideoSource
 
 __version__ = "0.1.0"
 
@@ -37,6 +42,9 @@ __all__ = [
     "EncoderError",
     "EncoderUnavailableError",
     "GlrecError",
+    "InputError",
+    "InputNotFoundError",
+    "InputTimeoutError",
     "OutputError",
     "OutputExistsError",
     "RecordResult",
@@ -44,6 +52,8 @@ __all__ = [
     "Scene",
     "SceneError",
     "ShaderError",
+    "UnsupportedInputError",
+    "VideoSource",
     "__version__",
     "load_scene",
     "record",

@@ -10,10 +10,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import __version__
-from .errors import GlrecError
-from .options import LengthOptions, PipelineOptions, VideoOptions, add_flags, values_from_args
+from .errors import ConfigError, GlrecError
+from .options import InputOptions, LengthOptions, PipelineOptions, VideoOptions, add_flags, values_from_args
 from .recorder import Recorder
-from .scenes import load_scene
 from .sinks.registry import describe as describe_outputs
 
 log = logging.getLogger("glrec")
@@ -61,11 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    rec = sub.add_parser("record", parents=[common], help="record a scene to a video file")
-    rec.add_argument("scene", help="built-in name (see 'glrec scenes'), file.py[:Class], or shader.glsl")
+    rec = sub.add_parser("record", parents=[common], help="record a scene, or re-encode a video input, to a file")
+    rec.add_argument("scene", help="built-in name (see 'glrec scenes'), file.py[:Class], a Shadertoy shader "
+                     "(.glsl, folder, .json), or a video input (file, image, URL, /dev/videoN)")  # fmt: skip
     rec.add_argument("-o", "--output", required=True, help=f"output file ({describe_outputs()})")
     rec.add_argument("--overwrite", action="store_true", help="replace the output if it exists")
     add_recording_flags(rec)
+    add_flags(rec, InputOptions, title="video input and Shadertoy channels")
     rec.set_defaults(func=_cmd_record)
 
     sub.add_parser("scenes", parents=[common], help="list the built-in scenes").set_defaults(func=_cmd_scenes)
@@ -109,18 +110,29 @@ def _cmd_scenes(args: argparse.Namespace) -> int:
 
     for name, (_, text) in BUILTINS.items():
         print(f"{name:<10} {text}")
-    print("\nAlso: a Python file with a Scene class (my_scene.py:MyScene) or a Shadertoy-style shader (my.glsl).")
+    print(
+        "\nAlso: a Python file with a Scene class (my_scene.py:MyScene), a Shadertoy shader (my.glsl, a folder of "
+        "passes, an export .json), or a video input (file, image, URL, /dev/videoN) to re-encode, with --overlay."
+    )
     return 0
 
 
 def _cmd_record(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from .transcode import is_input, scene_with_channels, transcode_command
+
+    if is_input(args.scene):
+        return transcode_command(args)
     options = recording_options(args)
     length = LengthOptions.parse(values_from_args(args, LengthOptions))
     n = length.count(VideoOptions.parse({"fps": args.fps}).fps)
     assert n is not None
-    scene = load_scene(args.scene)  # a bad scene name fails before any GL object or file exists
+    inputs = InputOptions.parse(values_from_args(args, InputOptions))
+    if inputs.overlay is not None:
+        raise ConfigError(f"--overlay draws over a video input; {args.scene!r} is a scene (draw in it instead).")
+    # A bad scene name fails before any GL object or file exists.
+    scene = scene_with_channels(args.scene, inputs.channels())
     with Recorder(args.output, overwrite=args.overwrite, **options) as rec:
         args.recorder = rec  # for main()'s message if Ctrl-C or SIGTERM ends the recording
         bar = tqdm(total=n, unit="frame", disable=args.quiet or None, leave=False, dynamic_ncols=True)

@@ -19,6 +19,9 @@ __all__ = [
     "EncoderError",
     "EncoderUnavailableError",
     "GlrecError",
+    "InputError",
+    "InputNotFoundError",
+    "InputTimeoutError",
     "KernelBuildError",
     "OutputError",
     "OutputExistsError",
@@ -27,6 +30,7 @@ __all__ = [
     "ProcessUnavailableError",
     "SceneError",
     "ShaderError",
+    "UnsupportedInputError",
 ]
 
 
@@ -108,3 +112,20 @@ class ProcessUnavailableError(ProcessError, ImportError):
 
 class KernelBuildError(ProcessError):
     """An OpenCL kernel failed to build; the message holds the compiler's log."""
+
+
+class InputError(GlrecError, OSError):
+    """A video input (file, image, stream, camera) could not be opened or read."""
+
+
+class InputNotFoundError(InputError, FileNotFoundError):
+    """The input file or camera does not exist."""
+
+
+class InputTimeoutError(InputError, TimeoutError):
+    """A network input or camera sent nothing within the time allowed."""
+
+
+class UnsupportedInputError(GlrecError, ValueError):
+    """The input holds nothing glrec can use: no video stream, a codec without a decoder, an unsupported
+    Shadertoy input (sound, keyboard, cubemap), or a channel a shader samples that nothing is bound to."""

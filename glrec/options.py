@@ -36,8 +36,9 @@ from .values import (
 )
 
 __all__ = [
-    "DEFAULT_SECONDS", "LengthOptions", "PipelineOptions", "VideoOptions", "add_flags", "check_choice", "check_number",
-    "frame_count", "option", "parse_bitrate", "parse_fps", "parse_size", "split_options", "values_from_args",
+    "DEFAULT_SECONDS", "InputOptions", "LengthOptions", "PipelineOptions", "VideoOptions", "add_flags", "check_choice",
+    "check_number", "frame_count", "option", "parse_bitrate", "parse_fps", "parse_size", "split_options",
+    "values_from_args",
 ]  # fmt: skip
 
 Codec = Literal["h264", "hevc", "av1", "mjpeg"]
@@ -346,6 +347,54 @@ class LengthOptions(_Table):
         return max(1, round(seconds * fps))
 
 
+DecoderName = Literal["auto", "cpu", "nvdec"]
+
+
+@dataclass(frozen=True)
+class InputOptions(_Table):
+    """How a video input (file, image, stream, camera) is read and drawn over, and Shadertoy channels."""
+
+    overlay: str | None = option(
+        None, "scene or Shadertoy shader drawn over each frame of a video input (its iChannel0 is the frame)", str,
+        flags=_flag("overlay"), metavar="SCENE",
+    )  # fmt: skip
+    channel0: str | None = option(None, "what a Shadertoy shader's iChannel0 samples: image, video, camera, URL or "
+                                  "buffer_a..buffer_d", str, flags=_flag("channel0"), metavar="SRC")  # fmt: skip
+    channel1: str | None = option(None, "iChannel1 (as --channel0)", str, flags=_flag("channel1"), metavar="SRC")
+    channel2: str | None = option(None, "iChannel2 (as --channel0)", str, flags=_flag("channel2"), metavar="SRC")
+    channel3: str | None = option(None, "iChannel3 (as --channel0)", str, flags=_flag("channel3"), metavar="SRC")
+    drop_audio: bool = option(
+        False, "leave a video input's audio out (it is copied unchanged by default where the container holds it)",
+        _boolean("drop_audio"), flags=("--no-audio",), boolean=True,
+    )  # fmt: skip
+    decoder: DecoderName = option(
+        "auto", "video input decoder: auto (FFmpeg), cpu (FFmpeg) or nvdec (NVIDIA, frames stay on the GPU)",
+        _choice("decoder", DecoderName), flags=_flag("decoder"),
+    )  # fmt: skip
+    input_options: tuple[tuple[str, str], ...] = option(
+        (), "FFmpeg options for the input, e.g. input_format=mjpeg video_size=1280x720 (camera), rtsp_transport=udp",
+        parse_encoder_options, flags=("--input-option",), metavar="KEY=VALUE", repeat=True,
+    )  # fmt: skip
+    input_format: str | None = option(
+        None, "FFmpeg demuxer to force for the input (v4l2, mpegts, image2, ...)", str, flags=_flag("input-format")
+    )
+    input_timeout: float = option(
+        10.0, "seconds to wait for a network input or camera (to open, and between packets)",
+        _number("input_timeout", 0.1, 3600, example="10"), flags=_flag("input-timeout"),
+    )  # fmt: skip
+    input_retries: int = option(
+        3, "times a broken network input or camera is reopened before it counts as ended",
+        _number("input_retries", 0, 1000, integer=True, example="3"), flags=_flag("input-retries"),
+    )  # fmt: skip
+    loop: bool = option(False, "play a file input again from the start when it ends", _boolean("loop"),
+                        flags=_flag("loop"), boolean=True)  # fmt: skip
+
+    def channels(self) -> dict[int, str]:
+        """The ``--channelN`` given, as ShadertoyScene's ``channels``."""
+        values = (self.channel0, self.channel1, self.channel2, self.channel3)
+        return {i: v for i, v in enumerate(values) if v is not None}
+
+
 def frame_count(fps: float, seconds: object = None, frames: object = None) -> int:
     """Frames in a recording of ``seconds`` or ``frames`` at ``fps``; neither: :data:`DEFAULT_SECONDS`."""
     n = LengthOptions.parse({"seconds": seconds, "frames": frames}).count(parse_fps(fps))
@@ -416,7 +465,7 @@ def _shown(value: object) -> str:
 def reference() -> str:
     """The option reference in Markdown (``python -m glrec.options > docs/options.md``)."""
     lines = ["# glrec options", "", "Generated from `glrec/options.py` (`python -m glrec.options`).", ""]
-    for table in (VideoOptions, PipelineOptions, LengthOptions):
+    for table in (VideoOptions, PipelineOptions, LengthOptions, InputOptions):
         lines += [f"## {table.__name__}", "", (table.__doc__ or "").strip(), ""]
         lines += ["| keyword | CLI | default | meaning |", "|---|---|---|---|"]
         for f, spec in declared(table):

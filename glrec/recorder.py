@@ -53,7 +53,9 @@ class Recorder:
 
     ``live=True`` tunes the encoder for latency (:mod:`glrec.encoders.latency`)
     and hands each frame to it as soon as it is read back; ``sink`` writes to
-    that sink (e.g. a network stream) instead of opening ``path``.
+    that sink (e.g. a network stream) instead of opening ``path``;
+    ``sink_options`` go to the sink opened for ``path`` (``audio=`` copies a
+    video input's audio, see :func:`glrec.transcode.transcode`).
 
     ``context`` is ``"own"`` (default: glrec's own headless EGL context, current
     only during glrec's calls, so MuJoCo, pyrender and other recorders keep theirs)
@@ -82,6 +84,7 @@ class Recorder:
         *,
         overwrite: bool = False,
         sink: Sink | None = None,
+        sink_options: dict[str, Any] | None = None,
         **options: object,
     ) -> None:
         video, pipeline = split_options(options)
@@ -91,6 +94,7 @@ class Recorder:
         output = output_kind(path, self.options.codec) if sink is None else custom_output(self.options.codec)
         self.path = check_output_path(path, overwrite) if sink is None else Path(path)
         self._sink = sink
+        self._sink_options = dict(sink_options or {})
         self.frames_submitted = 0
         self._closed = False
         self._started = time.perf_counter()
@@ -119,7 +123,7 @@ class Recorder:
         self._encoder = pipeline.encoder
         self.encoder_name = pipeline.name
         # The stream's options: the processing stage may encode another size than is rendered.
-        sink = self._sink if self._sink is not None else open_sink(self.path, pipeline.video)
+        sink = self._sink if self._sink is not None else open_sink(self.path, pipeline.video, **self._sink_options)
         self._worker = EncodeWorker(pipeline.encoder, sink, self.pipeline_options.queue_size)
         stack.callback(self._worker.finish)
         log.info("recording %s: %dx%d @ %g fps, %s via %s", self.path, *opts.size, opts.fps, opts.codec,

@@ -18,7 +18,7 @@ import pytest
 
 import glrec
 from glrec.cli import build_parser, main
-from glrec.options import DEFAULT_SECONDS, LengthOptions, PipelineOptions, VideoOptions, reference
+from glrec.options import DEFAULT_SECONDS, InputOptions, LengthOptions, PipelineOptions, VideoOptions, reference
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,11 +39,12 @@ def _subparser(name: str) -> argparse.ArgumentParser:
 
 @pytest.mark.parametrize("command", sorted(_OWN))
 def test_every_flag_of_a_recording_command_is_a_declared_option(command):
-    declared = set(VideoOptions.names()) | set(PipelineOptions.names()) | set(LengthOptions.names())
+    tables = (VideoOptions, PipelineOptions, LengthOptions, InputOptions)
+    declared = set().union(*(t.names() for t in tables))
     dests = {a.dest for a in _subparser(command)._actions}
     assert dests - declared - _OWN[command] - _COMMON == set()
     # and every declared option with a flag is offered (none silently missing from one command)
-    offered = {f.name for t in (VideoOptions, PipelineOptions, LengthOptions) for f, spec in _declared(t) if spec.flags}
+    offered = {f.name for t in tables for f, spec in _declared(t) if spec.flags}
     assert offered <= dests
 
 

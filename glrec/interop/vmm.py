@@ -44,10 +44,14 @@ class SharedBuffer:
     :attr:`address` is the CUDA device pointer, :attr:`buffer` the moderngl
     buffer over the same bytes. :meth:`export_fd` gives another descriptor of
     the memory for a further API. ``release()`` is safe twice.
+
+    ``ctx=None`` allocates the CUDA side only, for memory that is filled before
+    a GL context is at hand (NVDEC decoding ahead); :meth:`attach` makes the GL
+    buffer later and :meth:`detach` releases it alone.
     """
 
-    def __init__(self, ctx: moderngl.Context, device: CudaDevice, nbytes: int) -> None:
-        if EXTENSION not in ctx.extensions:
+    def __init__(self, ctx: moderngl.Context | None, device: CudaDevice, nbytes: int) -> None:
+        if ctx is not None and EXTENSION not in ctx.extensions:
             raise ContextError(f"This GL driver lacks {EXTENSION}, which sharing CUDA memory with GL needs.")
         self.device = device
         self._vmm: tuple[Any, int, int] | None = None  # (allocation handle, address, size)
@@ -55,10 +59,24 @@ class SharedBuffer:
         self.buffer: moderngl.Buffer | None = None
         try:
             self._allocate(nbytes)
-            self._import(ctx)
+            if ctx is not None:
+                self._import(ctx)
         except BaseException:
             self.release()
             raise
+
+    def attach(self, ctx: moderngl.Context) -> moderngl.Buffer:
+        """Make the GL buffer over this memory in ``ctx`` (once; on the GL thread)."""
+        if self.buffer is None:
+            if EXTENSION not in ctx.extensions:
+                raise ContextError(f"This GL driver lacks {EXTENSION}, which sharing CUDA memory with GL needs.")
+            try:
+                self._import(ctx)
+            except BaseException:
+                self.detach()
+                raise
+        assert self.buffer is not None
+        return self.buffer
 
     @property
     def address(self) -> int:
@@ -133,15 +151,7 @@ class SharedBuffer:
 
     def release(self) -> None:
         """Free the GL buffer, the memory object and the CUDA allocation. Safe twice."""
-        buffer, self.buffer = self.buffer, None
-        if buffer is not None:
-            # moderngl's wrapper of an external buffer does not own the GL name: delete it here.
-            _delete_buffer(buffer.glo)
-        mo, self._memory_object = self._memory_object, None
-        if mo is not None:
-            _gl("glDeleteMemoryObjectsEXT", None, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(
-                1, ctypes.byref(ctypes.c_uint(mo))
-            )
+        self.detach()
         vmm, self._vmm = self._vmm, None
         if vmm is not None:
             handle, address, size = vmm
@@ -151,6 +161,18 @@ class SharedBuffer:
             finally:
                 call("cuMemAddressFree", address, size)
                 call("cuMemRelease", handle)
+
+    def detach(self) -> None:
+        """Free the GL buffer and memory object, keeping the CUDA allocation. Safe twice."""
+        buffer, self.buffer = self.buffer, None
+        if buffer is not None:
+            # moderngl's wrapper of an external buffer does not own the GL name: delete it here.
+            _delete_buffer(buffer.glo)
+        mo, self._memory_object = self._memory_object, None
+        if mo is not None:
+            _gl("glDeleteMemoryObjectsEXT", None, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(
+                1, ctypes.byref(ctypes.c_uint(mo))
+            )
 
 
 def _delete_buffer(name: int) -> None:

@@ -1,14 +1,16 @@
 """Scenes: the Scene protocol, the built-ins, and loading user scenes.
 
 A scene is named by a built-in name (``glrec.scenes.BUILTINS``), a Python file
-with a class (``my_scene.py:MyScene``), or a GLSL file with a Shadertoy-style
-``mainImage`` (``my_shader.glsl``).
+with a class (``my_scene.py:MyScene``), or a Shadertoy program: a GLSL file
+with ``mainImage`` (``my_shader.glsl``), a folder of passes (``image.glsl``,
+``buffer_a.glsl``, ...) or Shadertoy's JSON export (``shader.json``).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import inspect
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -38,12 +40,14 @@ BUILTINS: dict[str, tuple[Callable[[], Scene], str]] = {
 _SHADER_SUFFIXES = (".glsl", ".frag", ".fs")
 
 
-def load_scene(spec: str | Scene) -> Scene:
+def load_scene(spec: str | os.PathLike[str] | Scene) -> Scene:
     """Return a Scene for a built-in name, ``file.py[:Name]``, a shader file, or a Scene object.
 
     >>> load_scene("cube")  # doctest: +ELLIPSIS
     <glrec.scenes.cube.Cube object at ...>
     """
+    if isinstance(spec, os.PathLike):
+        spec = os.fspath(spec)
     if not isinstance(spec, str):
         if not isinstance(spec, Scene):
             raise SceneError(f"{spec!r} is not a scene: a scene has setup(ctx, size), render(t) and close() methods.")
@@ -52,14 +56,19 @@ def load_scene(spec: str | Scene) -> Scene:
         return BUILTINS[spec][0]()
     path_text, _, name = spec.partition(":")
     path = Path(path_text)
-    if path.suffix.lower() in _SHADER_SUFFIXES:
+    if path.suffix.lower() in (*_SHADER_SUFFIXES, ".json") or (path.is_dir() and _has_image_pass(path)):
         return ShadertoyScene(path)
     if path.suffix.lower() == ".py":
         return _load_python_scene(path, name or None)
     raise SceneError(
         f"Unknown scene {spec!r}. Use a built-in ({', '.join(sorted(BUILTINS))}), a Python file "
-        "with a class (my_scene.py:MyScene), or a shader file (my_shader.glsl)."
+        "with a class (my_scene.py:MyScene), or a Shadertoy shader (my_shader.glsl, a folder with image.glsl, "
+        "or an export .json)."
     )
+
+
+def _has_image_pass(folder: Path) -> bool:
+    return any((folder / f"{stem}{suffix}").is_file() for stem in ("image", "Image") for suffix in _SHADER_SUFFIXES)
 
 
 def _load_python_scene(path: Path, name: str | None) -> Scene:

@@ -22,6 +22,7 @@ import contextlib
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 import av
 
@@ -69,11 +70,16 @@ def cluster_time_limit_ms(fps: float, reorder: int) -> int:
 
 
 class ContainerSink:
-    """Mux packets into a container file."""
+    """Mux packets into a container file.
 
-    def __init__(self, path: Path, options: VideoOptions, *, finalize: bool = True) -> None:
+    ``audio`` (an :class:`~glrec.sources.audio.AudioPassthrough`) copies a video
+    input's audio into the file alongside the frames.
+    """
+
+    def __init__(self, path: Path, options: VideoOptions, *, finalize: bool = True, audio: Any = None) -> None:
         self.path = path
         self.options = options
+        self._audio = audio
         kind = OUTPUTS[path.suffix.lower()]
         self._finalize = finalize and kind.fragmented
         try:
@@ -84,6 +90,8 @@ class ContainerSink:
         except (OSError, av.FFmpegError) as exc:
             raise OutputError(f"Cannot open {str(path)!r} for writing: {exc}.") from exc
         self._mux = Muxer(container, options)
+        if audio is not None:
+            self._mux.after_stream = lambda: audio.add_streams(container)
         self._container = container
         self._time_base = self._mux.time_base
         self._closed = False
@@ -99,6 +107,8 @@ class ContainerSink:
         for p in packets:
             try:
                 self._mux.mux(p)
+                if self._audio is not None:  # keep the file interleaved: audio up to this frame's time
+                    self._audio.mux_until(self._container, (p.dts + 1) / self.options.fps)
             except (OSError, av.FFmpegError) as exc:
                 raise self._fail(exc) from exc
             self.packets += 1
@@ -112,12 +122,14 @@ class ContainerSink:
             return
         self._closed = True
         try:
+            if self._audio is not None and self.packets:
+                self._audio.finish(self._container, self.packets / self.options.fps)
             self._container.close()
         except (OSError, av.FFmpegError) as exc:
             raise self._fail(exc) from exc
         if not self.packets and self._local:
             self.path.unlink(missing_ok=True)
-        elif self._finalize:
+        elif self._finalize and self.packets:  # no packets: nothing to rewrite (there may be no file at all)
             self._rewrite_unfragmented()
 
     @property
@@ -145,16 +157,16 @@ class ContainerSink:
         try:
             with av.open(str(self.path)) as src, av.open(str(tmp), "w", options={"movflags": "+faststart"}) as dst:
                 s_in = src.streams.video[0]
-                s_out = dst.add_stream_from_template(s_in)
+                outs = {s.index: dst.add_stream_from_template(s) for s in src.streams}  # video, and copied audio
                 frame_ticks = max(1, round(self._time_base / s_in.time_base))
-                for pkt in src.demux(s_in):
+                for pkt in src.demux(list(src.streams)):
                     if pkt.dts is None:  # the demuxer's end-of-stream marker
                         continue
-                    if not pkt.duration:
+                    if not pkt.duration and pkt.stream.index == s_in.index:
                         # The last packet of a fragment that holds one frame comes back without a
                         # duration; muxed like that, the edit list ends before it and players drop it.
                         pkt.duration = frame_ticks
-                    pkt.stream = s_out
+                    pkt.stream = outs[pkt.stream.index]
                     dst.mux(pkt)
             os.replace(tmp, self.path)
         except (OSError, av.FFmpegError) as exc:

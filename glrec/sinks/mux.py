@@ -9,6 +9,7 @@ sink hold one :class:`Muxer`.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
 import av
 
@@ -30,6 +31,9 @@ class Muxer:
         self.packets = 0
         self.bytes_written = 0
         self._stream: av.video.stream.VideoStream | None = None
+        # Called once the video stream exists, before the first packet: other streams (audio copied
+        # from a video input) are added there, while the container header is still unwritten.
+        self.after_stream: Callable[[], None] | None = None
 
     def _make_stream(self, first: Packet) -> av.video.stream.VideoStream:
         probe = av.open(io.BytesIO(first.data), format=_PROBE_FORMAT[self.options.codec])
@@ -50,6 +54,8 @@ class Muxer:
         """Mux one packet (raises PyAV's or the OS's error as is)."""
         if self._stream is None:
             self._stream = self._make_stream(p)
+            if self.after_stream is not None:
+                self.after_stream()
         pkt = av.Packet(p.data)
         pkt.pts, pkt.dts = p.pts, p.dts
         pkt.time_base = self.time_base

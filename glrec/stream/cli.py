@@ -18,7 +18,7 @@ from typing import Any
 
 from ..cli import add_recording_flags, recording_options
 from ..errors import ConfigError
-from ..options import LengthOptions, VideoOptions, values_from_args
+from ..options import InputOptions, LengthOptions, VideoOptions, add_flags, values_from_args
 
 _EXAMPLE_STREAM = "glrec stream cube --to udp://127.0.0.1:5000   (play: ffplay udp://127.0.0.1:5000)"
 
@@ -53,9 +53,11 @@ _LIVE_LENGTH = {
 
 
 def _add_live_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("scene", help="built-in name (see 'glrec scenes'), file.py[:Class], or shader.glsl")
+    p.add_argument("scene", help="built-in name (see 'glrec scenes'), file.py[:Class], a Shadertoy shader, or a "
+                   "video input (file, URL, /dev/videoN) to show with --overlay drawn over it")  # fmt: skip
     p.add_argument("--measure", action="store_true", help="print render->packet latency (median, p99) as JSON")
     add_recording_flags(p, length_help=_LIVE_LENGTH)
+    add_flags(p, InputOptions, title="video input and Shadertoy channels")
 
 
 @contextmanager
@@ -71,20 +73,26 @@ def _stop_on_signals() -> Iterator[threading.Event]:
             signal.signal(s, h)
 
 
-def _length(args: argparse.Namespace) -> dict[str, Any]:
+def _length(args: argparse.Namespace, options: dict[str, Any]) -> dict[str, Any]:
     """The run's length as LiveSession takes it; neither given: until stopped."""
     length = LengthOptions.parse(values_from_args(args, LengthOptions))
-    return {"frames": length.count(_video(args).fps, default=None), "seconds": None}
+    return {"frames": length.count(_video(options).fps, default=None), "seconds": None}
 
 
-def _video(args: argparse.Namespace) -> VideoOptions:
+def _video(options: dict[str, Any]) -> VideoOptions:
     """The video options of a live run, validated as the recorder will (live=True)."""
     from ..process.spec import stream_options
 
-    given = recording_options(args)
-    opts = {k: v for k, v in given.items() if k in VideoOptions.names()}
+    opts = {k: v for k, v in options.items() if k in VideoOptions.names()}
     # A processing stage may encode another size than is rendered: the sink and viewer get the stream's.
-    return stream_options(VideoOptions.create(live=True, **opts), given.get("process"))
+    return stream_options(VideoOptions.create(live=True, **opts), options.get("process"))
+
+
+def _scene(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """The scene (or video input with its overlay) and the recorder options, sized from the input if any."""
+    from ..transcode import live_scene
+
+    return live_scene(args, recording_options(args))
 
 
 def _report(args: argparse.Namespace, result: Any, extra: dict[str, Any] | None = None) -> None:
@@ -101,12 +109,13 @@ def _cmd_stream(args: argparse.Namespace) -> int:
     from ..sinks.timing import FrameTimes, LatencyStats
     from .live import LiveSession
 
-    length = _length(args)
-    video = _video(args)
+    scene, options = _scene(args)
+    length = _length(args, options)
+    video = _video(options)
     check_url(args.to, video.codec)
     times, latency = FrameTimes(), LatencyStats()
     sink = NetworkSink(args.to, video, times=times, latency=latency)
-    session = LiveSession(args.scene, sink, times=times, latency=latency, target=args.to, **recording_options(args))
+    session = LiveSession(scene, sink, times=times, latency=latency, target=args.to, **options)
     if not args.quiet:
         print(f"glrec: streaming {args.scene} to {args.to} (Ctrl-C to stop)", file=sys.stderr, flush=True)
     with _stop_on_signals() as stop:
@@ -119,8 +128,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from ..sinks.viewer import Broadcaster, StreamServer
     from .live import LiveSession
 
-    length = _length(args)
-    video = _video(args)
+    scene, options = _scene(args)
+    length = _length(args, options)
+    video = _video(options)
     if video.pix_fmt != "yuv420p":
         raise ConfigError(f"The browser viewer needs pix_fmt yuv420p, not {video.pix_fmt}.")
     # The viewer is told the encoded size (odd sizes are padded to even), which is what its decoder gets.
@@ -130,8 +140,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     )  # fmt: skip
     with server:
         session = LiveSession(
-            args.scene, Broadcaster(server), inputs=server.inputs, times=server.times,
-            latency=server.sent_latency, target=server.url, **recording_options(args),
+            scene, Broadcaster(server), inputs=server.inputs, times=server.times,
+            latency=server.sent_latency, target=server.url, **options,
         )  # fmt: skip
         server.on_keyframe_request = session.request_keyframe
         # stdout, flushed: scripts (and people) read the address from here.

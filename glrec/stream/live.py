@@ -120,7 +120,10 @@ class LiveSession:
                         overshoot = slot - frames  # slots skipped past the end are not skips
                         break
                     rec.skip_to(slot)
-                    with rec.ctx:  # a scene's input handler may touch its GL objects
+                    with rec.ctx:  # a scene's input handler (or a video input's end check) may touch GL objects
+                        done = getattr(self.scene, "done", None)
+                        if callable(done) and done(rec.time):
+                            break  # a video input that has ended before this slot (glrec.transcode.VideoScene)
                         self.inputs.dispatch(self.scene)
                     self.times.mark(slot)
                     rec.render(self.scene)

@@ -1,0 +1,114 @@
+"""The GL side of Shadertoy channels: buffer passes' ping-pong textures, input sources, and samplers.
+
+A buffer pass renders into the back one of its two float textures and then
+swaps, so a pass reading a buffer gets that buffer's latest finished frame:
+this frame's when the buffer comes earlier in the order A, B, C, D, Image, the
+previous frame's when it comes later or is the pass itself (feedback). Each
+channel has its own sampler (filter, wrap), as on Shadertoy, so one texture
+can be read with different settings by different passes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import moderngl
+
+from .shadertoy_load import Channel
+
+
+class BufferTarget:
+    """Two RGBA32F textures of the frame's size; :attr:`front` is the last finished frame."""
+
+    def __init__(self, ctx: moderngl.Context, size: tuple[int, int], *, mipmaps: bool = False) -> None:
+        self.mipmaps = mipmaps
+        self.textures = [ctx.texture(size, 4, dtype="f4") for _ in range(2)]
+        self.fbos = [ctx.framebuffer(color_attachments=[t]) for t in self.textures]
+        for fbo in self.fbos:
+            fbo.clear(0.0, 0.0, 0.0, 0.0)  # Shadertoy's buffers start black and transparent
+        self._front = 0
+
+    @property
+    def front(self) -> moderngl.Texture:
+        return self.textures[self._front]
+
+    @property
+    def back_fbo(self) -> moderngl.Framebuffer:
+        return self.fbos[1 - self._front]
+
+    def swap(self) -> None:
+        self._front = 1 - self._front
+        if self.mipmaps:
+            self.front.build_mipmaps()
+
+    def release(self) -> None:
+        ctx = self.fbos[0].ctx if self.fbos else None
+        for fbo in self.fbos:
+            if ctx is not None and ctx.fbo is fbo:
+                ctx.detect_framebuffer(0).use()
+            fbo.release()
+        for t in self.textures:
+            t.release()
+        self.fbos, self.textures = [], []
+
+
+def make_sampler(ctx: moderngl.Context, channel: Channel) -> moderngl.Sampler:
+    """A sampler with the channel's filter and wrap."""
+    if channel.filter == "mipmap":
+        filt = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
+    elif channel.filter == "nearest":
+        filt = (moderngl.NEAREST, moderngl.NEAREST)
+    else:
+        filt = (moderngl.LINEAR, moderngl.LINEAR)
+    repeat = channel.wrap == "repeat"
+    return ctx.sampler(repeat_x=repeat, repeat_y=repeat, filter=filt)
+
+
+class SourceChannels:
+    """The image, video and live inputs of a program, one VideoSource per distinct input.
+
+    Inputs named by path are opened here (so a bad file fails before GL work)
+    and closed with the scene; VideoSource objects the caller passed are only
+    used, never closed.
+    """
+
+    def __init__(self, channels: list[Channel]) -> None:
+        from ..sources import VideoSource
+
+        self.sources: dict[tuple[object, ...], Any] = {}
+        self.owned: list[Any] = []
+        for ch in channels:
+            if ch.kind == "buffer":
+                continue
+            key = self.key(ch)
+            if key in self.sources:
+                continue
+            if isinstance(ch.source, str):
+                mipmaps = any(c.filter == "mipmap" and self.key(c) == key for c in channels)
+                src = VideoSource(ch.source, loop=ch.kind == "video", mipmaps=mipmaps, vflip=ch.vflip, srgb=ch.srgb)
+                self.owned.append(src)
+            else:
+                src = ch.source
+                if any(c.filter == "mipmap" and self.key(c) == key for c in channels):
+                    src.enable_mipmaps()
+            self.sources[key] = src
+
+    @staticmethod
+    def key(ch: Channel) -> tuple[object, ...]:
+        if isinstance(ch.source, str):
+            return (ch.source, ch.vflip, ch.srgb)
+        return (id(ch.source),)
+
+    def setup(self, ctx: moderngl.Context) -> None:
+        for src in self.sources.values():
+            src.setup(ctx)  # idempotent: a source the caller already set up is left as it is
+
+    def update(self, t: float) -> None:
+        for src in self.sources.values():
+            src.update(t)
+
+    def close(self) -> None:
+        owned, self.owned = self.owned, []
+        for src in owned:
+            src.close()
+        self.sources = {}

@@ -1,0 +1,312 @@
+"""Shadertoy programs from a shader file, a folder of passes, or Shadertoy's JSON export.
+
+A program is a Common source and up to four buffer passes (Buffer A-D, each
+rendered every frame into its own float texture, readable by any pass,
+including itself for feedback) followed by the Image pass. Each pass binds up
+to four channels (``iChannel0..3``) to an image, a video, a camera or stream,
+or a buffer.
+
+- **File**: one ``mainImage`` (or a legacy ``void main()`` writing
+  ``gl_FragColor``); channels come from ``channels=`` / ``--channelN``.
+- **Folder**: ``image.glsl`` plus optional ``common.glsl`` and
+  ``buffer_a.glsl`` .. ``buffer_d.glsl`` (``.frag``/``.fs`` too; ``Buffer A``,
+  ``buffera`` and ``buf_a`` spell the same pass), and an optional
+  ``shadertoy.toml`` binding channels per pass::
+
+      [image]
+      iChannel0 = "buffer_a"
+      iChannel1 = { src = "noise.png", filter = "mipmap", wrap = "repeat" }
+      [buffer_a]
+      iChannel0 = "buffer_a"          # its own last frame: feedback
+
+- **JSON**: what Shadertoy's API returns (``{"Shader": {"renderpass": ...}}``,
+  inputs with ``ctype``/``src``) or what the site's export saves (a list of
+  shaders, inputs with ``type``/``filepath``). Buffers are linked by their
+  output ids; media files are looked up next to the JSON by file name.
+
+Inputs glrec cannot provide (sound, microphone, music, keyboard, cubemaps, 3D
+textures) and cubemap passes fail here, naming the pass and channel.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import SceneError, UnsupportedInputError
+
+BUFFERS = ("Buffer A", "Buffer B", "Buffer C", "Buffer D")
+PASS_ORDER = (*BUFFERS, "Image")
+FILTERS = ("mipmap", "linear", "nearest")
+WRAPS = ("repeat", "clamp")
+_SUFFIXES = (".glsl", ".frag", ".fs")
+_UNSUPPORTED = {
+    "music": "a sound input (music)",
+    "musicstream": "a sound input (SoundCloud)",
+    "mic": "a sound input (microphone)",
+    "keyboard": "the keyboard texture",
+    "cubemap": "a cubemap",
+    "volume": "a 3D texture",
+}
+# Output ids Shadertoy gives buffers: the old numeric ones and the newer strings.
+_BUFFER_IDS = {"257": "Buffer A", "258": "Buffer B", "259": "Buffer C", "260": "Buffer D",
+               "4dxgr8": "Buffer A", "xsxgr8": "Buffer B", "4sxgr8": "Buffer C", "xdfgr8": "Buffer D"}  # fmt: skip
+
+
+@dataclass
+class Channel:
+    """What one ``iChannelN`` of one pass samples, and how (Shadertoy's sampler settings)."""
+
+    source: Any  # "Buffer A".."Buffer D", a path or URL, or a VideoSource
+    kind: str  # "buffer", "texture" (a still image), "video", "live"
+    filter: str
+    wrap: str
+    vflip: bool = True
+    srgb: bool = False
+
+
+@dataclass
+class Pass:
+    name: str  # one of PASS_ORDER
+    code: str
+    origin: str  # where the code came from, for error messages
+    channels: dict[int, Channel] = field(default_factory=dict)
+
+
+@dataclass
+class Program:
+    passes: list[Pass]  # in render order: buffers A-D, then Image
+    common: str = ""
+    origin: str = ""
+
+    @property
+    def image(self) -> Pass:
+        return self.passes[-1]
+
+
+def pass_name(text: str) -> str | None:
+    """Shadertoy's pass name for a file or table name (``buffer_a``, ``Buf A``, ``image``), or None."""
+    key = re.sub(r"[^a-z0-9]", "", text.lower())
+    key = key.replace("buffer", "buf")
+    names = {"image": "Image", "common": "Common", "bufa": "Buffer A", "bufb": "Buffer B", "bufc": "Buffer C",
+             "bufd": "Buffer D", "cubea": "Cube A", "sound": "Sound"}  # fmt: skip
+    return names.get(key)
+
+
+def channel_from(value: Any, where: str, base: Path) -> Channel:
+    """A :class:`Channel` from a user's binding: a path/URL/buffer name, a VideoSource, or a dict with ``src``."""
+    settings: dict[str, Any] = {}
+    if isinstance(value, dict):
+        settings = dict(value)
+        if "src" not in settings:
+            raise SceneError(f"{where}: a channel table needs src = 'file or buffer_a' (got {sorted(settings)}).")
+        value = settings.pop("src")
+        unknown = set(settings) - {"filter", "wrap", "vflip", "srgb"}
+        if unknown:
+            raise SceneError(f"{where}: unknown channel settings {sorted(unknown)}; valid: filter, wrap, vflip, srgb.")
+    if isinstance(value, str) and pass_name(value) in BUFFERS:
+        kind, source = "buffer", pass_name(value)
+    elif isinstance(value, str) and value.lower() in _UNSUPPORTED:
+        raise UnsupportedInputError(f"{where} is bound to {_UNSUPPORTED[value.lower()]}, which glrec does not support.")
+    elif isinstance(value, (str, Path)):
+        from ..sources.inputs import IMAGE_SUFFIXES, is_url
+
+        text = str(value)
+        if is_url(text) or text.startswith("/dev/video"):
+            kind, source = "live", text
+        else:
+            path = Path(text) if Path(text).is_absolute() else base / text
+            kind = "texture" if path.suffix.lower() in IMAGE_SUFFIXES else "video"
+            source = str(path)
+    elif _is_video_source(value):  # a VideoSource made by the caller
+        kind, source = ("live" if value.live else "video"), value
+    else:
+        raise SceneError(
+            f"{where}: cannot bind {value!r}; use a file, URL, camera, buffer_a..buffer_d or a VideoSource."
+        )
+    # Shadertoy's defaults: textures are mipmapped and repeat, videos and buffers are linear and clamp.
+    default_filter, default_wrap = ("mipmap", "repeat") if kind == "texture" else ("linear", "clamp")
+    filt = str(settings.get("filter", default_filter))
+    wrap = str(settings.get("wrap", default_wrap))
+    if filt not in FILTERS:
+        raise SceneError(f"{where}: unknown filter {filt!r}. Valid: {', '.join(FILTERS)}.")
+    if wrap not in WRAPS:
+        raise SceneError(f"{where}: unknown wrap {wrap!r}. Valid: {', '.join(WRAPS)}.")
+    return Channel(source, kind, filt, wrap, _flag(settings.get("vflip", True)), _flag(settings.get("srgb", False)))
+
+
+def _is_video_source(value: Any) -> bool:
+    from ..sources import VideoSource
+
+    return isinstance(value, VideoSource)
+
+
+def _flag(value: Any) -> bool:
+    return value if isinstance(value, bool) else str(value).lower() == "true"
+
+
+def _channel_index(key: Any, where: str) -> int:
+    text = str(key)
+    m = re.fullmatch(r"(?:ichannel)?([0-3])", text.lower())
+    if m is None:
+        raise SceneError(f"{where}: {text!r} is not a channel; use iChannel0..iChannel3 (or 0..3).")
+    return int(m.group(1))
+
+
+def _check_code(code: str, origin: str) -> None:
+    if "mainImage" in code:
+        return
+    if re.search(r"\bvoid\s+main\s*\(", code) and "gl_FragColor" in code:
+        return  # a legacy shader: its own main() writing gl_FragColor
+    if "mainSound" in code:
+        raise UnsupportedInputError(f"{origin} is a sound shader (mainSound); glrec renders pictures only.")
+    if "mainCubemap" in code:
+        raise UnsupportedInputError(f"{origin} is a cubemap pass (mainCubemap), which glrec does not support.")
+    raise SceneError(
+        f"{origin}: no mainImage() found. A shader scene defines "
+        "'void mainImage(out vec4 fragColor, in vec2 fragCoord)' as on Shadertoy."
+    )
+
+
+def load_program(path: str | Path) -> Program:
+    """Read a Shadertoy program from a shader file, a folder of passes, or a JSON export."""
+    p = Path(path)
+    if not p.exists():
+        raise SceneError(f"Shader {str(p)!r} does not exist; check the path.")
+    if p.is_dir():
+        return _from_folder(p)
+    if p.suffix.lower() == ".json":
+        return _from_json(p)
+    code = p.read_text()
+    _check_code(code, str(p))
+    return Program([Pass("Image", code, str(p))], origin=str(p))
+
+
+def _from_folder(folder: Path) -> Program:
+    files: dict[str, Path] = {}
+    for f in sorted(folder.iterdir()):
+        name = pass_name(f.stem) if f.suffix.lower() in _SUFFIXES else None
+        if name is None:
+            continue
+        if name in ("Cube A", "Sound"):
+            raise UnsupportedInputError(f"{f} is a {name} pass, which glrec does not support; remove it.")
+        if name in files:
+            raise SceneError(f"{folder}: both {files[name].name} and {f.name} are the {name} pass; keep one.")
+        files[name] = f
+    if "Image" not in files:
+        raise SceneError(f"{folder} has no image.glsl; a Shadertoy folder needs the Image pass (image.glsl).")
+    passes = []
+    for name in PASS_ORDER:
+        if name in files:
+            code = files[name].read_text()
+            _check_code(code, str(files[name]))
+            passes.append(Pass(name, code, str(files[name])))
+    program = Program(passes, files["Common"].read_text() if "Common" in files else "", str(folder))
+    manifest = folder / "shadertoy.toml"
+    if manifest.is_file():
+        _apply_manifest(program, manifest, folder)
+    return program
+
+
+def _apply_manifest(program: Program, manifest: Path, base: Path) -> None:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10 has the backport (a dependency there)
+        import tomli as tomllib
+    try:
+        table = tomllib.loads(manifest.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SceneError(f"{manifest} is not valid TOML: {exc}") from None
+    by_name = {p.name: p for p in program.passes}
+    for key, bindings in table.items():
+        name = pass_name(key)
+        if name not in by_name:
+            raise SceneError(f"{manifest}: [{key}] names no pass of this folder (it has {', '.join(by_name)}).")
+        if not isinstance(bindings, dict):
+            raise SceneError(f"{manifest}: [{key}] must be a table of iChannelN = source.")
+        for ch, value in bindings.items():
+            where = f"{manifest} [{key}] {ch}"
+            by_name[name].channels[_channel_index(ch, where)] = channel_from(value, where, base)  # type: ignore[index]
+
+
+def _from_json(path: Path) -> Program:
+    try:
+        data = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SceneError(f"{path} is not valid JSON: {exc}") from None
+    if isinstance(data, dict) and "Shader" in data:
+        data = data["Shader"]
+    if isinstance(data, list):
+        if len(data) != 1:
+            raise SceneError(f"{path} holds {len(data)} shaders; export one shader per file.")
+        data = data[0]
+    if not isinstance(data, dict) or not isinstance(data.get("renderpass"), list):
+        raise SceneError(f"{path} is not a Shadertoy export (no 'renderpass' list).")
+    ids: dict[str, str] = {}
+    raw: dict[str, dict[str, Any]] = {}
+    common = ""
+    for rp in data["renderpass"]:
+        kind = str(rp.get("type", "")).lower()
+        name = pass_name(str(rp.get("name", ""))) or {"image": "Image", "common": "Common"}.get(kind)
+        if kind == "common" or name == "Common":
+            common = str(rp.get("code", ""))
+            continue
+        if kind == "sound":
+            raise UnsupportedInputError(f"{path}: the Sound pass is not supported (glrec renders pictures only).")
+        if kind == "cubemap" or name == "Cube A":
+            raise UnsupportedInputError(f"{path}: the cubemap pass {rp.get('name')!r} is not supported.")
+        if name not in PASS_ORDER:
+            raise SceneError(f"{path}: unknown render pass {rp.get('name')!r} of type {kind!r}.")
+        raw[name] = rp
+        for out in rp.get("outputs") or []:
+            ids[str(out.get("id")).lower()] = name
+    if "Image" not in raw:
+        raise SceneError(f"{path} has no Image pass.")
+    passes = []
+    for name in PASS_ORDER:
+        if name not in raw:
+            continue
+        rp = raw[name]
+        origin = f"{path} ({name})"
+        code = str(rp.get("code", ""))
+        _check_code(code, origin)
+        p = Pass(name, code, origin)
+        for inp in rp.get("inputs") or []:
+            ch = int(inp.get("channel", 0))
+            p.channels[ch] = _json_input(inp, f"{origin} iChannel{ch}", path.parent, ids)
+        passes.append(p)
+    return Program(passes, common, str(path))
+
+
+def _json_input(inp: dict[str, Any], where: str, base: Path, ids: dict[str, str]) -> Channel:
+    kind = str(inp.get("ctype") or inp.get("type") or "").lower()
+    sampler = inp.get("sampler") or {}
+    settings = {k: sampler[k] for k in ("filter", "wrap", "vflip", "srgb") if k in sampler}
+    if kind == "buffer":
+        ident = str(inp.get("id", "")).lower()
+        target = ids.get(ident) or _BUFFER_IDS.get(ident)
+        if target not in BUFFERS:
+            raise SceneError(f"{where} reads a buffer with id {inp.get('id')!r} that no pass of the export writes.")
+        return channel_from({"src": target, **settings}, where, base)
+    if kind in _UNSUPPORTED:
+        raise UnsupportedInputError(f"{where} is {_UNSUPPORTED[kind]}, which glrec does not support.")
+    if kind == "webcam":
+        raise UnsupportedInputError(
+            f"{where} is the webcam; bind a camera or stream instead (channels={{N: '/dev/video0'}}, "
+            "or --channelN /dev/video0)."
+        )
+    if kind not in ("texture", "video"):
+        raise UnsupportedInputError(f"{where} is an input of type {kind!r}, which glrec does not support.")
+    src = str(inp.get("src") or inp.get("filepath") or "")
+    name = Path(src).name
+    for candidate in (base / name, base / src.lstrip("/"), base / "media" / name):
+        if name and candidate.is_file():
+            return channel_from({"src": str(candidate), **settings}, where, base)
+    raise UnsupportedInputError(
+        f"{where} is the {kind} {src!r}, which is not next to the JSON file; save it as {base / name} "
+        "or bind another file to this channel."
+    )

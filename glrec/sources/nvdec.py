@@ -1,0 +1,365 @@
+"""NVDEC input: NVIDIA's decoder writes pictures into CUDA memory that GL reads in place.
+
+PyAV demuxes (so every input FFmpeg reads works, with the same options and
+bounded waits), the packets are put into Annex B where the codec needs it,
+and PyNvVideoCodec's low-level decoder (``CreateDecoder`` / ``Decode``)
+decodes them into its device surfaces. The worker copies each picture, GPU to
+GPU, into a free slot of a pool whose memory GL also sees as one buffer
+(:mod:`glrec.interop.vmm`: the shared handoff in reverse), waits for the copy
+on its CUDA stream, and queues the slot. On the GL thread the planes are
+unpacked from that buffer into textures (a copy inside GPU memory, no map,
+no host round trip) and converted to RGB like any other picture. A slot goes
+back to the pool once the GL fence after its unpack has signalled.
+
+Needs an NVIDIA GPU with NVDEC, ``pip install glrec[nvdec]`` (PyNvVideoCodec,
+cuda-python) and the driver's ``GL_EXT_memory_object_fd``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import av
+import moderngl
+
+from .._gl import Fence
+from ..errors import CudaError, UnsupportedInputError
+from .decode import DecodeWorker, Picture
+from .formats import FORMATS, PlaneFormat
+from .inputs import InputSpec, video_stream
+from .upload import PlaneTextures, unpack
+
+log = logging.getLogger("glrec")
+
+INSTALL_HINT = "pip install glrec[nvdec] (PyNvVideoCodec and cuda-python) on a machine with an NVIDIA GPU"
+#: FFmpeg codec name -> PyNvVideoCodec ``cudaVideoCodec`` member.
+NV_CODECS = {"h264": "H264", "hevc": "HEVC", "av1": "AV1", "vp9": "VP9", "vp8": "VP8", "mpeg2video": "MPEG2",
+             "mpeg1video": "MPEG1", "mpeg4": "MPEG4", "vc1": "VC1", "mjpeg": "JPEG"}  # fmt: skip
+# MP4/Matroska carry H.264/HEVC with length prefixes; NVDEC's parser wants start codes.
+_ANNEXB = {"h264": "h264_mp4toannexb", "hevc": "hevc_mp4toannexb"}
+# Codecs whose stream headers live only in the container's extradata: sent once, before the first packet.
+_HEADER_IN_EXTRADATA = {"av1": 4, "mpeg4": 0, "vc1": 0}  # bytes of container framing to skip
+
+
+def load_nvc() -> Any:
+    """PyNvVideoCodec, or an UnsupportedInputError saying how to get it."""
+    try:
+        import PyNvVideoCodec as nvc
+    except (ImportError, RuntimeError, OSError) as exc:  # it raises RuntimeError when a driver library is missing
+        raise UnsupportedInputError(f"NVDEC decoding needs PyNvVideoCodec, which did not load ({exc}); "
+                                    f"{INSTALL_HINT}, or use decoder='cpu'.") from None  # fmt: skip
+    return nvc
+
+
+@dataclass
+class NvPicture:
+    """A decoded picture in a pool slot: planes back to back, rows ``line_size`` bytes apart."""
+
+    slot: int
+    fmt: PlaneFormat
+    planes: list[Any]  # _Plane per texture
+    offsets: list[int]  # bytes from the pool's base
+    width: int
+    height: int
+    colorspace: int
+    color_range: int
+
+
+@dataclass(frozen=True)
+class _Plane:
+    width: int  # texels
+    height: int
+    line_size: int  # bytes
+
+
+def _nv_format(name: str, bits: int) -> PlaneFormat:
+    """Our plane format for a PyNvVideoCodec output surface format (NV12, P016, YUV444, ...)."""
+    if name == "NV12":
+        return FORMATS["nv12"]
+    if name == "NV16":
+        return FORMATS["nv16"]
+    if name == "YUV444":
+        return FORMATS["yuv444p"]
+    msb = {"P016": ((1, 2, 1, 1), (2, 2, 2, 2)), "P216": ((1, 2, 1, 1), (2, 2, 2, 1))}
+    if name in msb:
+        return PlaneFormat(f"{name.lower()}-{bits}", msb[name], ((0, 0), (1, 0), (1, 1), None), bits=bits, msb=True)
+    if name == "YUV444_16Bit":
+        return PlaneFormat(f"yuv444-16-{bits}", ((1, 2, 1, 1),) * 3, ((0, 0), (1, 0), (2, 0), None), bits=bits,
+                           msb=True)  # fmt: skip
+    raise UnsupportedInputError(f"NVDEC returned surfaces in {name}, which glrec has no layout for; use decoder='cpu'.")
+
+
+class NvdecWorker(DecodeWorker):
+    """Demux with PyAV and decode with NVDEC on a thread; pictures are :class:`NvPicture` slots."""
+
+    def __init__(self, spec: InputSpec, container: Any, *, depth: int = 4, retries: int = 3, cuda_device: int = 0,
+                 live: bool | None = None) -> None:  # fmt: skip
+        super().__init__(spec, container, depth=depth, retries=retries, live=live)
+        from ..interop.cuda import CudaDevice
+        from ..interop.pool import DevicePool
+        from ..interop.vmm import SharedBuffer
+
+        self.nvc = load_nvc()
+        stream = video_stream(container, spec)
+        ctx = stream.codec_context
+        codec = ctx.codec.canonical_name  # the codec, not FFmpeg's decoder for it (libdav1d decodes av1)
+        if codec not in NV_CODECS:
+            raise UnsupportedInputError(
+                f"{spec.label!r} is {codec}, which NVDEC does not decode; NVDEC takes "
+                f"{', '.join(sorted(NV_CODECS))}. Use decoder='cpu'."
+            )
+        self.codec = codec
+        self.width, self.height = ctx.width, ctx.height
+        self.bits = max((c.bits for c in ctx.format.components), default=8) if ctx.format else 8
+        self.colorspace, self.color_range = int(ctx.colorspace or 2), int(ctx.color_range or 0)
+        self.device = CudaDevice.open(cuda_device)
+        self._counted = False
+        self._packets_in = 0
+        self._memory: Any = None
+        self.pool: Any = None
+        try:
+            self._check_caps(ctx)
+            # Worst case per slot: 4:4:4 at 16 bits, each plane 256-byte aligned for GL's buffer offsets.
+            self.slot_bytes = (self.width * self.height * 6 + 4 * 256 + 255) // 256 * 256
+            count = self.depth + 4  # queued + the one shown + fences in flight
+            # CUDA side now (decoding starts before GL is at hand); the GL buffer comes with the uploader.
+            self._memory = SharedBuffer(None, self.device, self.slot_bytes * count)
+            self.pool = DevicePool(self.device, self.slot_bytes, count, base=self._memory.address,
+                                   stride=self.slot_bytes)  # fmt: skip
+            self.decoder = self.nvc.CreateDecoder(
+                gpuid=self.device.ordinal, codec=getattr(self.nvc.cudaVideoCodec, NV_CODECS[codec]),
+                cudacontext=self.device.context_handle, cudastream=self.device.stream_handle, usedevicememory=True,
+            )  # fmt: skip
+        except BaseException:
+            self._closed()
+            raise
+
+    def _check_caps(self, ctx: Any) -> None:
+        nvc = self.nvc
+        name = ctx.format.name if ctx.format else "yuv420p"
+        sub = "Monochrome" if name.startswith("gray") else next((k for k in ("444", "422") if k in name), "420")
+        try:
+            codec = getattr(nvc.cudaVideoCodec, NV_CODECS[self.codec])
+            chroma = nvc.cudaVideoChromaFormat.__members__[sub]
+            caps = nvc.GetDecoderCaps(gpuid=self.device.ordinal, codec=codec, chromaformat=chroma, bitdepth=self.bits)
+        except Exception as exc:  # caps are advice: when the query fails, the decoder has the last word
+            log.debug("GetDecoderCaps failed: %s", exc)
+            return
+        what = f"{self.codec} {sub} at {self.bits} bits"
+        # PyNvVideoCodec leaves the limits out (or zero) for a combination the hardware lacks.
+        if not caps or not caps.get("width_max"):
+            raise UnsupportedInputError(f"This GPU's NVDEC does not decode {what}; use decoder='cpu'.")
+        if self.width > caps["width_max"] or self.height > caps.get("height_max", self.height):
+            raise UnsupportedInputError(
+                f"{self.width}x{self.height} is larger than this GPU's NVDEC takes for {what} "
+                f"({caps['width_max']}x{caps.get('height_max')}); use decoder='cpu'."
+            )
+
+    # -- the GL side -----------------------------------------------------------------------------
+
+    def uploader(self, ctx: moderngl.Context) -> NvdecUploader:
+        return NvdecUploader(ctx, self)
+
+    # -- the worker thread -----------------------------------------------------------------------
+
+    def _decode_all(self) -> None:
+        container = self._container
+        assert container is not None
+        stream = video_stream(container, self.spec)
+        tb = stream.time_base
+        bsf = av.bitstream.BitStreamFilterContext(_ANNEXB[self.codec], stream) if self.codec in _ANNEXB else None
+        header = None
+        if self.codec in _HEADER_IN_EXTRADATA and stream.codec_context.extradata:
+            header = bytes(stream.codec_context.extradata[_HEADER_IN_EXTRADATA[self.codec] :])
+        self.device.bind()
+        for packet in container.demux(stream):
+            if self._stop:
+                return
+            out = bsf.filter(packet if packet.size else None) if bsf is not None else ([packet] if packet.size else [])
+            for p in out:
+                if header is not None:
+                    p = av.Packet(header + bytes(p))  # the stream's headers, once, ahead of its first picture
+                    p.pts = packet.pts
+                    header = None
+                self._decode(p, tb)
+        self._decode(None, tb)  # end of stream: the decoder returns the pictures it still holds
+
+    def _decode(self, packet: Any, tb: Any) -> None:
+        data = self.nvc.PacketData()
+        if packet is not None:
+            data.bsl_data = int(packet.buffer_ptr)  # the packet stays alive (referenced here) through Decode
+            data.bsl = int(packet.buffer_size)
+            if packet.pts is None:
+                self._counted = True  # a stream without timestamps: pictures are timed by the frame rate
+            data.pts = int(packet.pts) if packet.pts is not None else self._packets_in
+            self._packets_in += 1
+        else:
+            data.bsl_data, data.bsl = 0, 0
+            data.decode_flag = self.nvc.VideoPacketFlag.ENDOFSTREAM
+        for frame in self.decoder.Decode(data):
+            if self._stop:
+                return
+            self._take_frame(frame, tb)
+
+    def _take_frame(self, frame: Any, tb: Any) -> None:
+        from ..interop.cuda import call, driver
+
+        if not self._wait_for_room():
+            return
+        fmt_name = str(frame.format).rsplit(".", 1)[-1]
+        fmt = _nv_format(fmt_name, self.bits)
+        slot = self._acquire_slot()
+        if slot is None:
+            return
+        cu = driver()
+        base = self.pool.address(slot)
+        # The decoder finishes each picture (surface copy, post-processing) on its own stream events:
+        # order glrec's stream after them before copying (the API PyNvVideoCodec offers for this).
+        if hasattr(self.decoder, "WaitOnCUStream"):
+            self.decoder.WaitOnCUStream(self.device.stream_handle)
+        offsets, planes, at = [], [], 0
+        try:
+            for src, pitch, (texels, rows), (comps, nbytes, _, _) in zip(
+                *self._plane_sources(frame, fmt), fmt.textures, strict=True
+            ):
+                row_bytes = texels * comps * nbytes
+                copy = cu.CUDA_MEMCPY2D()
+                copy.srcMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
+                copy.srcDevice = src
+                copy.srcPitch = pitch
+                copy.dstMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
+                copy.dstDevice = base + at
+                copy.dstPitch = row_bytes
+                copy.WidthInBytes = row_bytes
+                copy.Height = rows
+                call("cuMemcpy2DAsync", copy, self.device.stream)
+                offsets.append(base - self.pool.base + at)
+                planes.append(_Plane(texels, rows, row_bytes))
+                at += (row_bytes * rows + 255) // 256 * 256
+        except BaseException:
+            self.pool.give_back(slot)
+            raise
+        call("cuStreamSynchronize", self.device.stream)  # the slot is complete before GL may read it
+        width, height = planes[0].width, planes[0].height
+        pic = NvPicture(slot, fmt, planes, offsets, width, height, self.colorspace, self.color_range)
+        pts = frame.getPTS()
+        self._put(pic, float(pts * tb) if tb is not None and not self._counted else None, None)
+
+    def _plane_sources(self, frame: Any, fmt: PlaneFormat) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+        """(device pointer, row pitch in bytes, (texels, rows)) of each plane of a decoded frame."""
+        views = frame.cuda()
+        if len(views) == len(fmt.textures):
+            ptrs, pitches, dims = [], [], []
+            for view, (comps, nbytes, _, _) in zip(views, fmt.textures, strict=True):
+                cai = view.__cuda_array_interface__
+                shape = [int(v) for v in cai["shape"]]
+                texels = shape[1] * (shape[2] if len(shape) > 2 else 1) // comps
+                ptrs.append(int(cai["data"][0]))
+                pitches.append(int(cai["strides"][0]) if cai.get("strides") else texels * comps * nbytes)
+                dims.append((texels, shape[0]))
+            return ptrs, pitches, dims
+        # One view over all planes (NV12 as a 1.5-height array): planes from the frame's own pointers.
+        cai = views[0].__cuda_array_interface__
+        pitch = int(cai["strides"][0]) if cai.get("strides") else self.width * fmt.textures[0][1]
+        dims = [(-(-self.width // sx), -(-self.height // sy)) for _, _, sx, sy in fmt.textures]
+        return [int(frame.GetPtrToPlane(i)) for i in range(len(fmt.textures))], [pitch] * len(dims), dims
+
+    def _acquire_slot(self) -> int | None:
+        # Live: when every slot is held the picture is dropped rather than waited for.
+        while not self._stop:
+            try:
+                return int(self.pool.acquire(timeout=0.0 if self.live else 0.2))
+            except CudaError:
+                if self.live:
+                    self.dropped += 1
+                    return None
+        return None
+
+    def _discard(self, pic: Picture) -> None:
+        self.pool.give_back(pic.frame.slot)
+
+    def _closed(self) -> None:
+        decoder = getattr(self, "decoder", None)
+        self.decoder = None
+        del decoder  # PyNvVideoCodec frees its session when the object goes
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            pool.release()
+        memory, self._memory = self._memory, None
+        if memory is not None:
+            memory.release()
+        device = getattr(self, "device", None)
+        if device is not None:
+            device.release()
+
+
+class NvdecUploader:
+    """GL side of :class:`NvdecWorker`: the pool as a GL buffer, unpacked into plane textures per picture."""
+
+    def __init__(self, ctx: moderngl.Context, worker: NvdecWorker) -> None:
+        self.ctx = ctx
+        self.worker = worker
+        self._buffer = worker._memory.attach(ctx)
+        self._planes: PlaneTextures | None = None
+        self._in_flight: deque[tuple[int, Fence]] = deque()
+        self._lock = threading.Lock()
+
+    @property
+    def planes(self) -> list[moderngl.Texture]:
+        return self._planes.textures if self._planes is not None else []
+
+    @property
+    def sizes(self) -> list[tuple[int, int]]:
+        return self._planes.sizes if self._planes is not None else []
+
+    def upload(self, pic: NvPicture) -> PlaneFormat:
+        self._retire()
+        sizes = [(p.width, p.height) for p in pic.planes]
+        if self._planes is None or self._planes.fmt != pic.fmt or self._planes.sizes != sizes:
+            if self._planes is not None:
+                self._planes.release()
+            self._planes = PlaneTextures(self.ctx, pic.fmt, sizes, linear=False)
+        unpack(self._buffer.glo, self._planes.textures, pic.planes, pic.offsets, pic.fmt)
+        self._in_flight.append((pic.slot, Fence()))
+        return pic.fmt
+
+    def _retire(self, keep: int = 1) -> None:
+        """Give back every slot but the newest ``keep``, once the GPU has finished unpacking them.
+
+        The newest is the picture shown: it may be unpacked again (when mipmaps are turned on), so it
+        stays. The older ones' unpacks were queued a frame or more ago, so the fence wait is short;
+        waiting here (not on the decode thread, which cannot touch GL) keeps the slots GL holds at
+        two at most, so the decoder never runs out while the GL thread waits for it.
+        """
+        while len(self._in_flight) > keep:
+            slot, fence = self._in_flight[0]
+            fence.wait()
+            self._in_flight.popleft()
+            if self.worker.pool is not None:
+                self.worker.pool.give_back(slot)
+
+    def release(self) -> None:
+        self._retire(keep=0)
+        planes, self._planes = self._planes, None
+        if planes is not None:
+            planes.release()
+        if self.worker._memory is not None:
+            self.worker._memory.detach()  # GL lets go first; the worker frees the CUDA memory
+
+
+def nvdec_problem() -> str | None:
+    """Why NVDEC input cannot run here (None when it might): PyNvVideoCodec or CUDA missing."""
+    try:
+        load_nvc()
+        from ..interop.cuda import cuda_problem
+
+        return cuda_problem()
+    except UnsupportedInputError as exc:
+        return str(exc)
+
+
+__all__ = ["NV_CODECS", "NvdecUploader", "NvdecWorker", "nvdec_problem"]

@@ -1,0 +1,421 @@
+"""VideoSource: a video file, image, image sequence, network stream or camera as a GL texture per frame.
+
+Decoding runs on a worker thread (:mod:`glrec.sources.decode`), pictures
+reach the GPU through a PBO ring (:mod:`glrec.sources.upload`) and become RGB
+there (:mod:`glrec.sources.rgb`); with ``decoder="nvdec"`` NVIDIA's decoder
+writes them into CUDA memory that GL reads directly
+(:mod:`glrec.sources.nvdec`). The texture is RGBA8 with rows bottom-up, like
+glrec's render targets, so a scene samples it with ``uv`` as it samples
+anything it drew.
+
+Which picture is shown at time ``t``: for files, the last one whose timestamp
+is at or before ``t`` (the one a player would be showing), so variable frame
+rates, dropped and repeated frames come out right at any output rate; for live
+inputs, the newest one that has arrived.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from fractions import Fraction
+from typing import Any, Literal
+
+import moderngl
+
+from .. import glsl
+from ..errors import ConfigError, UnsupportedInputError
+from .audio import AudioPassthrough
+from .decode import DecodeWorker, Picture
+from .formats import FORMATS, MATRIX_NAMES
+from .inputs import InputSpec, classify, open_container, video_stream
+
+log = logging.getLogger("glrec")
+
+_TOLERANCE_S = 1e-4  # a picture stamped this close after t already counts as shown at t
+Decoder = Literal["auto", "cpu", "nvdec"]
+
+
+class VideoSource:
+    """Decode ``source`` and show the picture for time ``t`` in :attr:`texture`.
+
+    Defaults: ``loop`` False (a Shadertoy channel loops, as on the site);
+    ``timeout`` 10 s for opening or hearing from a network input or camera;
+    ``retries`` 3 reconnects of a live input before it counts as ended;
+    ``depth`` 4 pictures decoded ahead. ``options`` go to FFmpeg (e.g.
+    ``{"input_format": "mjpeg", "video_size": "1280x720"}`` for a camera,
+    ``{"rtsp_transport": "udp"}``); ``format`` forces a demuxer; ``fps`` is the
+    rate of an image sequence. ``matrix``/``range`` override what the stream
+    says (``bt709``, ``bt601``, ``bt2020nc``, ...; ``limited``, ``full``).
+    ``decoder`` is ``cpu`` (FFmpeg), ``nvdec`` (NVIDIA, frames stay on the GPU)
+    or ``auto`` (``cpu``; NVDEC is chosen explicitly). ``mipmaps`` keeps a
+    mipmap chain for minified sampling. ``chroma_filter`` ``nearest`` (default)
+    keeps subsampled chroma exactly as coded, so a transcode through glrec
+    does not soften it; ``linear`` interpolates it. ``vflip=False`` stores the
+    top row first and ``srgb=True`` samples as linear light (Shadertoy's
+    sampler flags of the same names).
+
+    The input is opened and its first picture decoded here, so a bad input
+    fails before anything else is made.
+
+    >>> src = VideoSource("in.mp4")  # doctest: +SKIP
+    >>> src.setup(ctx, src.size)     # doctest: +SKIP
+    >>> src.update(0.5)              # doctest: +SKIP
+    >>> src.texture.use(0)           # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        source: str | os.PathLike[str],
+        *,
+        loop: bool = False,
+        live: bool | None = None,
+        timeout: float = 10.0,
+        retries: int = 3,
+        depth: int = 4,
+        options: dict[str, Any] | None = None,
+        format: str | None = None,
+        fps: float | None = None,
+        matrix: str | None = None,
+        range: str | None = None,
+        decoder: Decoder = "auto",
+        cuda_device: int = 0,
+        mipmaps: bool = False,
+        chroma_filter: Literal["nearest", "linear"] = "nearest",
+        vflip: bool = True,
+        srgb: bool = False,
+        audio: bool = False,
+    ) -> None:
+        self.spec: InputSpec = classify(source, options=options, format=format, fps=fps, timeout=timeout)
+        # live: show the newest picture (streams and cameras by default); otherwise every picture in order.
+        self.live = self.spec.live if live is None else bool(live)
+        self.loop = loop and not self.live
+        self.mipmaps = mipmaps
+        if chroma_filter not in ("nearest", "linear"):
+            raise ConfigError(f"Unknown chroma_filter {chroma_filter!r}. Valid: linear, nearest.")
+        self.chroma_filter = chroma_filter
+        self.vflip, self.srgb = vflip, srgb
+        self._matrix = _check_matrix(matrix)
+        self._full = _check_range(range)
+        if decoder not in ("auto", "cpu", "nvdec"):
+            raise ConfigError(f"Unknown decoder {decoder!r}. Valid: auto, cpu, nvdec.")
+        self.decoder = "cpu" if decoder == "auto" else decoder
+        self.cuda_device = cuda_device
+        self._depth, self._retries = depth, retries
+        self._worker: Any = None
+        self.audio: AudioPassthrough | None = None
+        self._offset = 0.0  # loops so far, in seconds of input
+        self._current: Picture | None = None
+        self._next: Picture | None = None
+        self._shown_index = -1
+        self._uploaded: Picture | None = None
+        self._fresh = False  # whether the RGB texture holds the uploaded picture
+        self._uploader: Any = None
+        self._rgb: Any = None
+        self._blit: moderngl.Program | None = None
+        self._blit_vao: moderngl.VertexArray | None = None
+        self.ctx: moderngl.Context | None = None
+        self.dropped_before = 0
+        container = open_container(self.spec)
+        try:
+            stream = video_stream(container, self.spec)
+            self.codec = stream.codec_context.codec.canonical_name  # "av1", whichever decoder FFmpeg picked
+            rate = stream.average_rate or stream.guessed_rate
+            self.rate: Fraction | None = Fraction(rate) if rate and 0 < float(rate) <= 1000 else None
+            self.duration = _duration(container, stream)
+            self.audio_streams = list(container.streams.audio)
+            #: Copies the input's audio (``audio=True``): hand it to the output's sink.
+            self.audio = AudioPassthrough(self.spec, self.audio_streams) if audio and self.audio_streams else None
+            if self.audio is not None and self.spec.live:
+                log.warning("%s: the audio of a network input or camera is not copied (it cannot be read twice).",
+                            self.spec.label)  # fmt: skip
+                self.audio = None
+            others = [s for s in container.streams if s.type not in ("video", "audio")]
+            self.other_streams = [f"{s.type} #{s.index}" for s in others]
+        except BaseException:
+            container.close()
+            raise
+        worker = self._start(container)
+        first = self._take(timeout=self.spec.timeout if self.live else max(self.spec.timeout, 30.0))
+        if first is None:
+            self.close()
+            raise UnsupportedInputError(f"{self.spec.label!r} has a video stream but no picture could be decoded.")
+        self._current = first
+        tap = self.audio
+        if tap is not None:
+            tap.origin = worker.origin
+        frame = first.frame
+        if int(getattr(frame, "color_trc", 0) or 0) in (16, 18):  # SMPTE 2084 (PQ), ARIB STD-B67 (HLG)
+            log.warning("%s is HDR (%s); it is shown without tone mapping, so it looks washed out.",
+                        self.spec.label, "PQ" if frame.color_trc == 16 else "HLG")  # fmt: skip
+        self.picture_size = (frame.width, frame.height)
+        self.rotation = int(getattr(frame, "rotation", 0) or 0) % 360 if self.decoder == "cpu" else 0
+        self.size: tuple[int, int] = self.picture_size[::-1] if self.rotation % 180 else self.picture_size  # type: ignore[assignment]
+        # An image is a still (shown for ever) unless it turns out to be animated (GIF, WebP, APNG).
+        self.still = self.spec.kind == "image" and self._peek() is None
+        log.info("input %s: %s %dx%d, %s fps, %s", self.spec.label, self.codec, *self.size,
+                 f"{float(self.rate):.3f}" if self.rate else "unknown", "live" if self.live else "file")  # fmt: skip
+
+    # -- decoding -------------------------------------------------------------------------------
+
+    def _start(self, container: Any) -> DecodeWorker:
+        """Start a worker on ``container``, replacing (and stopping) the one before, if any."""
+        self._stop_worker()
+        kw: dict[str, Any] = {"depth": self._depth, "retries": self._retries, "live": self.live}
+        if self.decoder == "nvdec":
+            from .nvdec import NvdecWorker
+
+            self._worker = NvdecWorker(self.spec, container, cuda_device=self.cuda_device, **kw)
+        else:
+            self._worker = DecodeWorker(self.spec, container, **kw)
+        self._worker.start()
+        if self.ctx is not None and self.decoder == "nvdec":
+            with self.ctx:  # glrec's contexts are current only while in use
+                self._uploader = self._worker.uploader(self.ctx)
+        return self._worker
+
+    def _stop_worker(self) -> None:
+        # NVDEC: GL lets go of the worker's CUDA memory before the worker frees it.
+        if self.decoder == "nvdec" and self._uploader is not None:
+            assert self.ctx is not None
+            with self.ctx:
+                self._uploader.release()
+            self._uploader = None
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.stop()
+
+    def _take(self, timeout: float | None = None) -> Picture | None:
+        pic = self._worker.get(timeout=timeout)
+        if pic is not None:
+            pic.position = pic.time
+            pic.time += self._offset
+        return pic
+
+    def _peek(self) -> Picture | None:
+        if self._next is None:
+            self._next = self._take()
+            if self._next is None and self.loop and self._current is not None:
+                self._restart_loop()
+                self._next = self._take()
+        return self._next
+
+    def _restart_loop(self) -> None:
+        assert self._current is not None
+        end = self._current.time + self._frame_span(self._current)
+        self._stop_worker()
+        self._offset = end
+        self._start(open_container(self.spec))
+
+    def _frame_span(self, pic: Picture) -> float:
+        if pic.duration:
+            return pic.duration
+        return 1.0 / float(self.rate) if self.rate else 1.0 / 25.0
+
+    # -- the picture at time t ------------------------------------------------------------------
+
+    def picture_at(self, t: float) -> Picture | None:
+        """Advance to the picture shown at ``t`` (the newest one for live inputs) without drawing it.
+
+        Returns None once a file has ended before ``t`` (never for a still image or a looped input).
+        """
+        if self._current is None:
+            return None
+        if self.live:
+            pic = self._worker.newest()
+            if pic is not None:
+                self._current = pic
+            return self._current
+        if self.still:
+            return self._current
+        if t < self._current.time - _TOLERANCE_S and (self._current.index > 0 or self._offset > 0):
+            self._rewind()
+        while True:
+            nxt = self._peek()
+            if nxt is None:
+                break
+            if nxt.time <= t + _TOLERANCE_S:
+                self._current, self._next = nxt, None
+                continue
+            # The current picture lasts until the next one starts.
+            self._current.duration = nxt.time - self._current.time
+            break
+        cur = self._current
+        if self._next is None and self._worker.ended and t >= cur.time + self._frame_span(cur) - _TOLERANCE_S:
+            return None
+        return cur
+
+    def _rewind(self) -> None:
+        """Go back to the start (a scene asked for an earlier time than the picture shown)."""
+        log.info("%s: time went backwards; decoding again from the start", self.spec.label)
+        self._stop_worker()
+        self._offset, self._next = 0.0, None
+        self._start(open_container(self.spec))
+        self._current = self._take()
+
+    def update(self, t: float) -> Picture | None:
+        """Show the picture for ``t`` in :attr:`texture` (uploading it if it changed); None after the end."""
+        pic = self._prepare(t)
+        self._refresh()
+        return pic
+
+    def _prepare(self, t: float) -> Picture | None:
+        """The picture for ``t``, its planes uploaded (the RGB texture is made when something needs it)."""
+        pic = self.picture_at(t)
+        if pic is not None and pic is not self._uploaded:
+            self._upload(pic)
+        return pic
+
+    def _refresh(self) -> None:
+        if self._uploaded is not None and not self._fresh:
+            self._rgb.run(self._uploader.planes)
+            self._fresh = True
+
+    def _upload(self, pic: Picture) -> None:
+        if self._uploader is None:
+            raise ConfigError("Call setup(ctx) before update(t): the source needs the GL context.")
+        fmt = self._uploader.upload(pic.frame)
+        colorspace, full = self._colour(pic.frame, fmt)
+        size = (pic.frame.width, pic.frame.height)
+        self._rgb.configure(fmt, colorspace, full, size, self.rotation, self._uploader.sizes)
+        self._uploaded, self._fresh = pic, False
+
+    def _colour(self, frame: Any, fmt: Any) -> tuple[int, bool]:
+        colorspace = self._matrix if self._matrix is not None else int(getattr(frame, "colorspace", 2) or 2)
+        if self._full is not None:
+            return colorspace, self._full
+        tagged = int(getattr(frame, "color_range", 0) or 0)
+        return colorspace, tagged == 2 if tagged else fmt.full_range
+
+    @property
+    def texture(self) -> moderngl.Texture:
+        """The picture of the last :meth:`update` or :meth:`render`: RGBA8, rows bottom-up, :attr:`size` pixels."""
+        if self._rgb is None or self._rgb.texture is None:
+            raise ConfigError("The source has no texture yet: call setup(ctx) and update(t) first.")
+        self._refresh()  # render() may have drawn straight into the framebuffer without filling it
+        return self._rgb.texture
+
+    @property
+    def time(self) -> float:
+        """The timestamp of the picture shown (seconds from the input's first picture; live: as received)."""
+        return self._current.time if self._current is not None else 0.0
+
+    @property
+    def position(self) -> float:
+        """How far into the input the shown picture is (restarts at 0 on every loop)."""
+        return self._current.position if self._current is not None else 0.0
+
+    @property
+    def dropped(self) -> int:
+        """Live inputs: pictures dropped because the consumer was behind."""
+        return self._worker.dropped if self._worker is not None else 0
+
+    @property
+    def colour(self) -> str:
+        """The YUV -> RGB conversion in use, e.g. ``'bt709 limited'``."""
+        return self._rgb.colour_name if self._rgb is not None else ""
+
+    def enable_mipmaps(self) -> None:
+        """Keep a mipmap chain from now on (a sampler filters with mipmaps, or a shader uses ``textureLod``)."""
+        self.mipmaps = True
+        if self._rgb is not None:
+            self._rgb.mipmaps = True
+            self._fresh = False  # build the chain for the current picture too
+
+    # -- Scene protocol: draw the picture over the whole viewport -----------------------------------
+
+    def setup(self, ctx: moderngl.Context, size: tuple[int, int] | None = None) -> None:
+        """Make the GL objects (any thread may have decoded; GL calls happen on this one). Idempotent."""
+        if self.ctx is ctx and self._rgb is not None:
+            return
+        self.ctx = ctx
+        from .rgb import RgbPass
+
+        if self.decoder == "nvdec":
+            self._uploader = self._worker.uploader(ctx)
+        else:
+            from .upload import PboUploader
+
+            self._uploader = PboUploader(ctx, chroma_filter=self.chroma_filter)
+        self._rgb = RgbPass(ctx, mipmaps=self.mipmaps, top_down=not self.vflip, srgb=self.srgb)
+
+    def render(self, t: float) -> None:
+        """Draw the picture shown at ``t`` over the current viewport (the last one again after the end).
+
+        At the picture's own size the planes are converted straight into the framebuffer (one pass);
+        at another size the RGB texture is drawn scaled, with bilinear filtering.
+        """
+        self._prepare(t)
+        if self._uploaded is None:
+            return
+        assert self.ctx is not None and self._rgb is not None
+        viewport = self.ctx.fbo.viewport if self.ctx.fbo is not None else None
+        if viewport is not None and tuple(viewport[2:]) == tuple(self.size) and self.vflip:
+            self._rgb.draw(self._uploader.planes)
+            return
+        if self._blit is None:
+            assert self.ctx is not None
+            self._blit = glsl.program(self.ctx, glsl.source("fullscreen.vert"), glsl.source("blit.frag"),
+                                      origin="blit.frag")  # fmt: skip
+            self._blit_vao = self.ctx.vertex_array(self._blit, [])
+        self.texture.use(0)
+        self._blit["image"].value = 0  # type: ignore[union-attr]
+        assert self._blit_vao is not None
+        self._blit_vao.render(moderngl.TRIANGLES, vertices=3)
+
+    def release_gl(self) -> None:
+        """Release the GL objects (decoding goes on; :meth:`setup` makes them again). Safe twice.
+
+        Call it while the GL context still exists (a recorder releases its context when it closes).
+        """
+        ctx, self.ctx = self.ctx, None
+        if ctx is None:
+            return
+        with ctx:  # glrec's contexts are current only while in use
+            for name in ("_blit_vao", "_blit", "_rgb", "_uploader"):
+                obj = getattr(self, name, None)
+                if obj is not None:
+                    obj.release()
+                    setattr(self, name, None)
+        self._uploaded, self._fresh = None, False
+
+    def close(self) -> None:
+        """Release the GL objects, stop decoding and close the input. Safe twice."""
+        self.release_gl()
+        self._stop_worker()
+
+    def __enter__(self) -> VideoSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<VideoSource {self.spec.label!r} {self.codec} {self.size[0]}x{self.size[1]} {self.spec.kind}>"
+
+
+def _duration(container: Any, stream: Any) -> float | None:
+    if stream.duration is not None and stream.time_base is not None:
+        return float(stream.duration * stream.time_base)
+    if container.duration is not None:
+        return container.duration / 1_000_000
+    return None
+
+
+def _check_matrix(matrix: str | None) -> int | None:
+    if matrix is None:
+        return None
+    if matrix not in MATRIX_NAMES:
+        raise ConfigError(f"Unknown input matrix {matrix!r}. Valid: {', '.join(sorted(MATRIX_NAMES))}.")
+    return MATRIX_NAMES[matrix]
+
+
+def _check_range(value: str | None) -> bool | None:
+    if value is None:
+        return None
+    if value not in ("limited", "full"):
+        raise ConfigError(f"Unknown input range {value!r}. Valid: full, limited.")
+    return value == "full"
+
+
+__all__ = ["FORMATS", "VideoSource"]

@@ -1,0 +1,295 @@
+"""Video inputs as what is recorded: re-encode a file, stream or camera, optionally drawing over each frame.
+
+:func:`transcode` decodes the input (:class:`~glrec.sources.VideoSource`),
+draws each frame into the recorder's target, renders an overlay scene over it
+and encodes the result, with size and frame rate taken from the input unless
+given. The input's own timestamps pick the frame of each output slot, so a
+variable-frame-rate input comes out at a constant rate without drift. Audio is
+copied unchanged where the output container holds it; subtitle and data
+streams are left out, with a log line saying so.
+
+Overlays: a Shadertoy shader gets the frame as ``iChannel0`` (its output
+replaces the frame, as on Shadertoy; sample ``iChannel0`` to keep it); a
+Python scene draws over the frame already in the framebuffer and, if it has
+``on_video_frame(source)``, is handed the :class:`~glrec.sources.VideoSource`
+before each frame (``source.texture`` is the frame, RGBA8 with rows
+bottom-up, ``source.time`` its timestamp).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import moderngl
+
+from .errors import ConfigError
+from .options import InputOptions, LengthOptions, split_options
+from .recorder import Recorder
+from .result import RecordResult
+from .scenes import Scene, load_scene
+from .scenes.shadertoy import ShadertoyScene
+from .sinks.registry import is_url, output_kind
+from .sources import VideoSource, looks_like_input
+from .sources.audio import muxer_takes
+
+log = logging.getLogger("glrec")
+
+_SHADER_SUFFIXES = (".glsl", ".frag", ".fs", ".json")
+
+
+def is_input(spec: object) -> bool:
+    """True when a command's first argument names a video input rather than a scene."""
+    if isinstance(spec, VideoSource):
+        return True
+    if not isinstance(spec, (str, os.PathLike)):
+        return False
+    text = os.fspath(spec)
+    if "://" not in text and Path(text.partition(":")[0]).suffix.lower() in (*_SHADER_SUFFIXES, ".py"):
+        return False  # a shader, or a Python scene (file.py[:Class])
+    return looks_like_input(text)
+
+
+def _is_shader(spec: object) -> bool:
+    if not isinstance(spec, (str, os.PathLike)):
+        return False
+    path = Path(os.fspath(spec))
+    return path.suffix.lower() in _SHADER_SUFFIXES or (path.is_dir() and any(path.glob("image.*")))
+
+
+def scene_with_channels(spec: Scene | str, channels: dict[Any, Any] | None) -> Scene:
+    """``spec`` as a scene; a Shadertoy shader gets ``channels`` bound (others refuse them)."""
+    if not channels:
+        return load_scene(spec)
+    if not _is_shader(spec):
+        raise ConfigError(f"Channels (--channelN) are for Shadertoy shaders; {spec!r} is not one.")
+    assert isinstance(spec, (str, os.PathLike))
+    return ShadertoyScene(spec, channels=channels)
+
+
+class VideoScene:
+    """Draw the picture ``source`` shows at ``t``, then ``overlay`` over it (see the module docstring).
+
+    ``done(t)`` is True once a file input has ended before ``t`` (rendering then draws the last
+    picture again). Viewer input (``glrec serve``) goes to the overlay.
+    """
+
+    def __init__(self, source: VideoSource, overlay: Scene | None = None, *, own_source: bool = True) -> None:
+        self.source = source
+        self.overlay = overlay
+        self.own_source = own_source
+
+    def setup(self, ctx: moderngl.Context, size: tuple[int, int]) -> None:
+        self.source.setup(ctx, size)
+        if self.overlay is not None:
+            self.overlay.setup(ctx, size)
+
+    def done(self, t: float) -> bool:
+        return self.source.picture_at(t) is None
+
+    def render(self, t: float) -> None:
+        if not isinstance(self.overlay, ShadertoyScene):  # a Shadertoy overlay writes every pixel itself
+            self.source.render(t)
+        if self.overlay is not None:
+            hook = getattr(self.overlay, "on_video_frame", None)
+            if callable(hook):
+                hook(self.source)
+            self.overlay.render(t)
+
+    def on_input(self, event: Any) -> None:
+        handler = getattr(self.overlay, "on_input", None)
+        if callable(handler):
+            handler(event)
+
+    def close(self) -> None:
+        if self.overlay is not None:
+            self.overlay.close()
+        # GL objects go with the context they were made in (the recorder's, released after its scenes).
+        self.source.release_gl()
+        if self.own_source:
+            self.source.close()
+
+
+def make_overlay(spec: Scene | str | None, source: VideoSource, channels: dict[Any, Any] | None = None) -> Scene | None:
+    """The overlay for ``source``: a shader gets it as ``iChannel0`` (unless ``channels`` binds 0)."""
+    if spec is None:
+        return None
+    if _is_shader(spec):
+        assert isinstance(spec, (str, os.PathLike))
+        return ShadertoyScene(spec, channels={0: source, **(channels or {})})
+    if channels:
+        raise ConfigError(f"Channels (--channelN) are for Shadertoy shaders; the overlay {spec!r} is not one.")
+    return load_scene(spec)
+
+
+def open_input(spec: str | os.PathLike[str] | VideoSource, inputs: InputOptions, *, live: bool | None = None,
+               audio: bool = False) -> VideoSource:  # fmt: skip
+    """A VideoSource for ``spec`` with the input options (a VideoSource passes through)."""
+    if isinstance(spec, VideoSource):
+        return spec
+    return VideoSource(
+        spec, live=live, loop=inputs.loop, timeout=inputs.input_timeout, retries=inputs.input_retries,
+        options=dict(inputs.input_options),
+        format=inputs.input_format, decoder=inputs.decoder, audio=audio,
+    )  # fmt: skip
+
+
+def _keep_audio(source: VideoSource, output: str | os.PathLike[str], codec: str) -> bool:
+    """Narrow ``source.audio`` to the streams the output container can hold; True if any remain."""
+    if source.audio is None:
+        return False
+    kind = output_kind(output, codec)
+    if kind.muxer is None or is_url(output):
+        log.warning("%s: audio is not copied: a %s output holds video only.", source.spec.label, kind.name)
+        source.audio = None
+        return False
+    kept = []
+    for s in source.audio.streams:
+        if muxer_takes(kind.muxer, s):
+            kept.append(s)
+        else:
+            name = s.codec_context.name if s.codec_context else "?"
+            log.warning("%s: audio stream #%d (%s) is not copied: %s files cannot hold it; use .mkv.",
+                        source.spec.label, s.index, name, kind.name)  # fmt: skip
+    source.audio.streams = kept
+    if not kept:
+        source.audio = None
+    return bool(kept)
+
+
+def transcode(
+    source: str | os.PathLike[str] | VideoSource,
+    output: str | os.PathLike[str],
+    *,
+    overlay: Scene | str | None = None,
+    channels: dict[Any, Any] | None = None,
+    seconds: float | None = None,
+    frames: int | None = None,
+    overwrite: bool = False,
+    progress: Callable[[int], None] | None = None,
+    on_start: Callable[[Recorder], None] | None = None,
+    **options: Any,
+) -> RecordResult:
+    """Re-encode ``source`` into ``output``, drawing ``overlay`` over each frame.
+
+    ``source`` is a file, image, image sequence, URL or camera (anything
+    :class:`~glrec.sources.VideoSource` reads), or a VideoSource. ``size`` and
+    ``fps`` default to the input's; the recording runs to the input's end unless
+    ``seconds``/``frames`` say otherwise (a still image: 5 s). ``options`` are
+    :class:`~glrec.Recorder`'s keywords plus the input options of
+    :class:`~glrec.options.InputOptions` (``drop_audio``, ``decoder``,
+    ``input_options``, ``loop``, ...). ``channels`` binds the overlay shader's
+    other channels. ``progress`` is called with the frames recorded so far after each
+    one, ``on_start`` with the Recorder once it exists. Returns the recording's
+    :class:`~glrec.RecordResult`.
+
+    >>> transcode("in.mp4", "out.mp4", overlay="examples/grade_overlay.glsl")  # doctest: +SKIP
+    """
+    input_names = set(InputOptions.names())
+    inputs = InputOptions.parse({k: v for k, v in options.items() if k in input_names})
+    rec_options = {k: v for k, v in options.items() if k not in input_names}
+    split_options(rec_options)  # an unknown keyword fails here, before the input is opened
+    codec = str(rec_options.get("codec", "h264"))
+    output_kind(output, codec)  # as should a bad output name
+    channels = {**inputs.channels(), **(channels or {})}
+    # Follow the input's own timestamps (every picture in order), also for a network stream or camera.
+    src = open_input(source, inputs, live=False, audio=not inputs.drop_audio)
+    own = not isinstance(source, VideoSource)
+    try:
+        for other in src.other_streams:
+            log.warning("%s: %s is not copied (glrec copies video and audio).", src.spec.label, other)
+        audio = _keep_audio(src, output, codec)
+        fps = float(rec_options.pop("fps", None) or (src.rate if src.rate is not None else 0) or 30.0)
+        if src.rate is None and "fps" not in options:
+            log.warning("%s does not say its frame rate; recording at %g fps (set fps= to choose).", src.spec.label,
+                        fps)  # fmt: skip
+        size = rec_options.pop("size", None) or src.size
+        n = LengthOptions.parse({"seconds": seconds, "frames": frames}).count(
+            fps, default=5.0 if (src.still or src.loop) else None
+        )
+        scene = VideoScene(src, make_overlay(overlay, src, channels), own_source=False)
+        sink_options = {"audio": src.audio} if audio else None
+        with Recorder(output, size=size, fps=fps, overwrite=overwrite, sink_options=sink_options,
+                      **rec_options) as rec:  # fmt: skip
+            if on_start is not None:
+                on_start(rec)
+            rec.prepare(scene)
+            while n is None or rec.frames_submitted < n:
+                with rec.ctx:  # a looped or rewound NVDEC input swaps its GL buffer here
+                    if scene.done(rec.time):
+                        break  # the input has ended
+                rec.render(scene)
+                if progress is not None:
+                    progress(rec.frames_submitted)
+        return rec.close()
+    finally:
+        if own:
+            src.close()
+
+
+def live_scene(args: Any, options: dict[str, Any]) -> tuple[Scene, dict[str, Any]]:
+    """What ``glrec stream``/``serve`` render: a video input (newest picture for streams and cameras, the
+    file's own timing otherwise) with its overlay, or a scene with its channels; ``options`` gain the input's
+    size and frame rate where the command line gave none."""
+    from .options import values_from_args
+
+    inputs = InputOptions.parse(values_from_args(args, InputOptions))
+    if not is_input(args.scene):
+        if inputs.overlay is not None:
+            raise ConfigError(f"--overlay draws over a video input; {args.scene!r} is a scene.")
+        return scene_with_channels(args.scene, inputs.channels()), options
+    src = open_input(args.scene, inputs)
+    if src.audio is None and src.audio_streams:
+        log.info("%s: audio is not streamed (glrec streams video only).", src.spec.label)
+    out = dict(options)
+    out.setdefault("size", src.size)
+    out.setdefault("fps", float(src.rate) if src.rate else 30.0)
+    return VideoScene(src, make_overlay(inputs.overlay, src, inputs.channels())), out
+
+
+def transcode_command(args: Any) -> int:
+    """``glrec record INPUT -o OUT [--overlay SCENE]``: :func:`transcode` from the command's flags."""
+    from tqdm import tqdm
+
+    from .cli import recording_options
+    from .options import values_from_args
+
+    options = recording_options(args)
+    given = values_from_args(args, InputOptions)
+    inputs = InputOptions.parse(given)
+    length = values_from_args(args, LengthOptions)
+    # overlay and channels travel as their own arguments; the rest of the input options as keywords.
+    passed = {k: v for k, v in given.items() if k != "overlay" and not k.startswith("channel")}
+    # Opened here (not in transcode) to size the progress bar from the input's duration.
+    src = open_input(args.scene, inputs, live=False, audio=not inputs.drop_audio)
+    try:
+        fps = float(options.get("fps") or src.rate or 30.0)
+        total = LengthOptions.parse(length).count(fps, default=None)
+        if total is None and src.duration and not (src.still or src.loop):
+            total = round(src.duration * fps)
+        bar = tqdm(total=total, unit="frame", disable=args.quiet or None, leave=False, dynamic_ncols=True)
+
+        def started(rec: Recorder) -> None:
+            args.recorder = rec  # for main()'s message if Ctrl-C or SIGTERM ends the recording
+
+        try:
+            result = transcode(
+                src, args.output, overlay=inputs.overlay, overwrite=args.overwrite, on_start=started,
+                progress=lambda _: bar.update(1), **length, **options,
+                **passed,
+                channels=inputs.channels(),
+            )  # fmt: skip
+        finally:
+            bar.close()
+    finally:
+        src.close()
+    if not args.quiet:
+        print(result.summary())
+    return 0
+
+
+__all__ = ["VideoScene", "is_input", "live_scene", "make_overlay", "scene_with_channels", "transcode",
+           "transcode_command"]  # fmt: skip
