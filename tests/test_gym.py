@@ -122,7 +122,8 @@ def test_memory_stays_flat_where_gymnasiums_grows(tmp_path):
     theirs, _ = traced_growth(gym.wrappers.RecordVideo, tmp_path / "gymnasium")
     frame_mb = 600 * 400 * 3 / 2**20
     assert theirs >= 0.9 * 120 * frame_mb, theirs  # Gymnasium holds every frame until the episode ends
-    assert ours < 4 * frame_mb, ours  # glrec holds a ring and a queue, whatever the episode's length
+    # glrec holds at most its encode queue (8 frames) and the frames in hand, whatever the episode's length
+    assert ours < 12 * frame_mb, ours
     assert len(decoded_frames(tmp_path / "glrec" / "rl-video-episode-0.mp4")) == steps + 1
 
 
