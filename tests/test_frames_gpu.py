@@ -51,10 +51,14 @@ def assert_same_video(tmp_path, device_frames, host_frames, caplog, **options) -
         assert np.array_equal(a, b)
 
 
-def test_torch_uint8_tensors_equal_their_host_copy(tmp_path, caplog):
+@pytest.mark.parametrize("handoff", ["auto", "register"])  # auto: shared where GL imports CUDA memory
+def test_torch_uint8_tensors_equal_their_host_copy(tmp_path, caplog, handoff):
     torch = pytest.importorskip("torch")
     host = pictures()
-    assert_same_video(tmp_path, [torch.from_numpy(a).cuda() for a in host], host, caplog, **LOSSLESS)
+    device = [torch.from_numpy(a).cuda() for a in host]
+    assert_same_video(tmp_path, device, host, caplog, handoff=handoff, **LOSSLESS)
+    expected = "registered GL buffer" if handoff == "register" else "no map"
+    assert f"CUDA frames in through" in caplog.text and expected in caplog.text
 
 
 def test_torch_float_rgba_and_strided_views(tmp_path, caplog):

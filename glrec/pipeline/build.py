@@ -81,10 +81,6 @@ def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOpti
         ctx = gl.mgl
         target = RenderTarget(ctx, video.size)
         build.callback(target.release)
-        direct = _direct_frames(pipeline, plan, gl, video)
-        frames = FrameWriter(ctx, target.colour, video.size, device=plan.device if plan.uses_cuda else None,
-                             ring=pipeline.ring, direct=direct)  # fmt: skip
-        build.callback(frames.release)
         process = None
         if spec is not None:
             from ..process.stage import open_process
@@ -100,6 +96,11 @@ def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOpti
         held = pipeline.queue_size + 2 + (NVJPEG_BATCH if plan.encoder == "nvjpeg" else 0)
         handoff = open_handoff(kind, ctx, convert, plan.device, depth=pipeline.ring, consumer_slots=held)
         build.callback(handoff.release)
+        # CUDA frames come in the way the handoff goes out: through shared memory, or registered buffers.
+        direct = _direct_frames(pipeline, plan, gl, video)
+        frames = FrameWriter(ctx, target.colour, video.size, device=plan.device if plan.uses_cuda else None,
+                             cuda_input=kind, ring=pipeline.ring, direct=direct)  # fmt: skip
+        build.callback(frames.release)
         encoder = _open_encoder(plan, stream, output)
         build.callback(encoder.close)
         stack.push(build.pop_all())

@@ -3,10 +3,18 @@
 The frame (PyTorch, CuPy, JAX, anything with ``__cuda_array_interface__`` or
 DLPack) is copied on glrec's stream, after the producer's stream has reached
 the point where the data is complete (an event recorded on the producer's
-stream, waited for on glrec's), into a GL buffer registered with CUDA
-(``cuGraphicsGLRegisterBuffer``); mapping orders the copy after GL's last
-read of the buffer, unmapping orders GL's next read after the copy. The
-unpack pass (:mod:`.unpack`) then fills the render target, and the frame
+stream, waited for on glrec's), into a GL buffer, the way the recording's CUDA
+handoff works:
+
+- *shared*: the buffer's storage is CUDA memory (:class:`~glrec.interop.vmm.SharedBuffer`),
+  so there is no map at all; a GL fence after the unpack pass keeps the next copy
+  from overwriting what GL still reads, and the copy is complete (stream
+  synchronised) before GL reads it;
+- *register*: a GL buffer registered with CUDA (``cuGraphicsGLRegisterBuffer``);
+  mapping orders the copy after GL's last read, unmapping orders GL's next read
+  after the copy (a map costs hundreds of microseconds per frame).
+
+The unpack pass (:mod:`.unpack`) then fills the render target, and the frame
 goes the way a rendered one does: GL convert, CUDA handoff, encoder. The
 frame never touches host memory. ``write()`` returns once glrec's copy is
 done, so the caller may overwrite or free the array straight away.
@@ -24,6 +32,7 @@ from typing import Any
 import moderngl
 import numpy as np
 
+from .._gl import Fence
 from ..errors import ConfigError
 from ..interop.cuda import CudaDevice, call, driver
 from .frames import CudaFrameIn, HostFrameIn, check_float_range
@@ -82,16 +91,29 @@ def _after_producer(frame: CudaFrameIn, device: CudaDevice, event: Any) -> None:
 
 
 class CudaArraySource:
-    """Copy CUDA frames of ``size`` into ``texture`` (the target's RGBA8 colour) on ``device``."""
+    """Copy CUDA frames of ``size`` into ``texture`` (the target's RGBA8 colour) on ``device``.
 
-    def __init__(self, ctx: moderngl.Context, texture: Any, size: tuple[int, int], device: CudaDevice) -> None:
+    ``shared`` stages them in CUDA memory GL uses as a buffer (needs ``GL_EXT_memory_object_fd``;
+    the register path otherwise), see the module docstring.
+    """
+
+    def __init__(self, ctx: moderngl.Context, texture: Any, size: tuple[int, int], device: CudaDevice, *,
+                 shared: bool = False) -> None:  # fmt: skip
+        from ..interop.vmm import EXTENSION
+
         self.ctx = ctx
         self.texture = texture
         self.size = size
         self.device = device
+        self.shared = shared and EXTENSION in ctx.extensions
         self._buffer: moderngl.Buffer | None = None
-        self._resource: Any = None
+        self._resource: Any = None  # register: the CUDA graphics resource of the buffer
+        self._memory: Any = None  # shared: the SharedBuffer
+        self._read: Fence | None = None  # shared: placed after GL's last read of the buffer
         self._unpack: UnpackPass | None = UnpackPass(ctx)
+        log.info(
+            "CUDA frames in through %s", "CUDA memory GL reads (no map)" if self.shared else "a registered GL buffer"
+        )
         device.bind()
         self._producer_done = device.event()
 
@@ -102,33 +124,54 @@ class CudaArraySource:
             _check_alignment(frame)
             plan = copy_plan(frame.shape, frame.strides, frame.dtype.itemsize)
             self.device.bind()
-            resource = self._staging(plan.nbytes)
+            self._staging(plan.nbytes)
             stream = self.device.stream
             _after_producer(frame, self.device, self._producer_done)
-            call("cuGraphicsMapResources", 1, resource, stream)
-            try:
-                address, _ = call("cuGraphicsResourceGetMappedPointer", resource)
-                _copy(plan, frame.ptr, int(address), stream)
-            finally:
-                call("cuGraphicsUnmapResources", 1, resource, stream)
-            # The copy is glrec's from here: the caller may reuse the array, the producer may free it.
+            if self.shared:
+                fence, self._read = self._read, None
+                if fence is not None:
+                    fence.wait()  # GL has read the previous frame out of the buffer (long ago, normally)
+                _copy(plan, frame.ptr, self._memory.address, stream)
+            else:
+                call("cuGraphicsMapResources", 1, self._resource, stream)
+                try:
+                    address, _ = call("cuGraphicsResourceGetMappedPointer", self._resource)
+                    _copy(plan, frame.ptr, int(address), stream)
+                finally:
+                    call("cuGraphicsUnmapResources", 1, self._resource, stream)
+            # Complete before GL reads it; and glrec's from here: the caller may reuse the array.
             call("cuStreamSynchronize", stream)
         finally:
             frame.release()
         assert self._unpack is not None and self._buffer is not None
         self._unpack.run(self._buffer, plan, frame.shape, frame.dtype, self.texture)
+        if self.shared:
+            self._read = Fence()
 
-    def _staging(self, nbytes: int) -> Any:
-        """The registered GL buffer, grown (and registered again) when a frame needs more room."""
+    def _staging(self, nbytes: int) -> None:
+        """The staging buffer, made again larger when a frame needs more room (strided frames may)."""
         if self._buffer is not None and self._buffer.size >= nbytes:
-            return self._resource
+            return
         self._drop_buffer()
-        self._buffer = self.ctx.buffer(reserve=(nbytes + 255) // 256 * 256)
+        size = (nbytes + 255) // 256 * 256
+        if self.shared:
+            from ..interop.vmm import SharedBuffer
+
+            self._memory = SharedBuffer(self.ctx, self.device, size)
+            self._buffer = self._memory.buffer
+            return
+        self._buffer = self.ctx.buffer(reserve=size)
         flags = driver().CUgraphicsRegisterFlags.CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD
         self._resource = call("cuGraphicsGLRegisterBuffer", self._buffer.glo, flags)
-        return self._resource
 
     def _drop_buffer(self) -> None:
+        fence, self._read = self._read, None
+        if fence is not None:
+            fence.wait()  # GL may not read memory that is about to be freed
+        memory, self._memory = self._memory, None
+        if memory is not None:
+            self._buffer = None
+            memory.release()
         resource, self._resource = self._resource, None
         if resource is not None:
             self.device.bind()

@@ -24,17 +24,19 @@ class FrameWriter:
     """Puts frames into ``texture`` (the render target's colour, ``size``).
 
     ``device`` is the CUDA device of a CUDA handoff (None for the host readback):
-    CUDA frames stay on it, or are copied to the host once where there is none.
+    CUDA frames stay on it, or are copied to the host once where there is none;
+    ``cuda_input`` (the handoff's kind) says how they get into GL.
     With ``direct`` (software GL, see :mod:`.direct`) host frames skip GL:
     :meth:`encoder_frame` makes them ready for the CPU encoder instead.
     """
 
     def __init__(self, ctx: Any, texture: Any, size: tuple[int, int], *, device: CudaDevice | None,
-                 ring: int = 3, direct: DirectFrames | None = None) -> None:  # fmt: skip
+                 cuda_input: str = "register", ring: int = 3, direct: DirectFrames | None = None) -> None:  # fmt: skip
         self.ctx = ctx
         self.texture = texture
         self.size = size
         self.device = device
+        self.cuda_input = cuda_input  # "shared" or "register", as the CUDA handoff
         self.ring = ring
         self.direct = direct
         self._host: ArraySource | None = None
@@ -85,7 +87,8 @@ class FrameWriter:
             from .cuda_array import CudaArraySource
 
             assert self.device is not None
-            self._cuda = CudaArraySource(self.ctx, self.texture, self.size, self.device)
+            self._cuda = CudaArraySource(self.ctx, self.texture, self.size, self.device,
+                                         shared=self.cuda_input == "shared")  # fmt: skip
         return self._cuda
 
     def release(self) -> None:
