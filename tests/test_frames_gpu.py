@@ -58,7 +58,7 @@ def test_torch_uint8_tensors_equal_their_host_copy(tmp_path, caplog, handoff):
     device = [torch.from_numpy(a).cuda() for a in host]
     assert_same_video(tmp_path, device, host, caplog, handoff=handoff, **LOSSLESS)
     expected = "registered GL buffer" if handoff == "register" else "no map"
-    assert f"CUDA frames in through" in caplog.text and expected in caplog.text
+    assert "CUDA frames in through" in caplog.text and expected in caplog.text
 
 
 def test_torch_float_rgba_and_strided_views(tmp_path, caplog):
