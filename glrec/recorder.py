@@ -69,7 +69,10 @@ class Recorder:
 
     Frames made elsewhere go in with :meth:`write` (numpy, PIL, matplotlib, CUDA
     tensors). Without ``size`` the recording takes the size of its first frame
-    (written, or the default 1280x720 for :meth:`render`), and is built then.
+    (written, or the default 1280x720 for :meth:`render`) and is built then, so
+    what building can raise (no GL, an encoder missing) comes from that first
+    call, still before anything is written. (With ``context="current"`` or
+    ``process``, a recorder without ``size`` is built at once at 1280x720.)
 
     >>> with Recorder("out.mp4", size=(640, 360), fps=30) as rec:  # doctest: +SKIP
     ...     for i in range(90):
@@ -112,9 +115,11 @@ class Recorder:
         self._capture: Capture | None = None
         self._thread = threading.get_ident()
         self._gl_frames_pending = False  # frames of render()/frame() still in the handoff
-        # Without a size, the first frame gives it: the chain is built then (_ensure_built).
+        # Without a size, the first frame gives it: the chain is built then (_ensure_built). Not in the
+        # caller's context (it is the one current now) nor with a processing stage (it may set the size).
         self._deferred: tuple[OutputKind, dict[str, object], bool] | None = None
-        if video.get("size") is None:
+        own = self.pipeline_options.context == "own" and self.pipeline_options.process is None
+        if video.get("size") is None and own:
             self._deferred = (output, video, pipeline.get("cuda_device") is not None)
         else:
             self._build_now(output)
