@@ -13,7 +13,9 @@ class HostFrame:
 
     ``data`` is uint8, laid out as PyAV's ``VideoFrame.from_ndarray`` expects
     for ``pix_fmt``: ``(h * 3 // 2, w)`` for yuv420p and nv12, ``(h, w, 3)``
-    planar-as-packed is never used; yuv444p is ``(3, h, w)``.
+    planar-as-packed is never used; yuv444p is ``(3, h, w)``. Frames the CPU
+    encoder converts itself are ``gray`` ``(h, w, 1)``, ``rgb24`` ``(h, w, 3)``
+    or ``rgba`` ``(h, w, 4)``.
     """
 
     index: int

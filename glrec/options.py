@@ -49,6 +49,7 @@ Tuning = Literal["hq", "ll", "ull", "lossless"]
 RateControl = Literal["vbr", "cbr", "constqp"]
 OddSize = Literal["error", "pad"]
 ContextMode = Literal["own", "current"]  # glrec's own EGL context, or the one current on the calling thread
+ArrayConvert = Literal["auto", "gl", "cpu"]
 
 SUBSAMPLED: frozenset[str] = frozenset({"yuv420p", "nv12"})
 MIN_FPS, MAX_FPS = 0.01, 1000.0
@@ -318,6 +319,11 @@ class PipelineOptions(_Table):
         None, "run FILE.py:FUNCTION (or an OpenCL FILE.cl:KERNEL) on every frame before it is encoded; in Python "
         "also a function, glrec.process.Process or OpenCLKernel (see README, Processing stages)",
         _process, flags=_flag("process"), metavar="FILE.py:FN",
+    )  # fmt: skip
+    array_convert: ArrayConvert = option(
+        "auto", "how frames given to Recorder.write become YUV: auto (swscale on the encode thread where GL is "
+        "software and the CPU encoder reads host frames, else the GL convert), gl, or cpu",
+        _choice("array_convert", ArrayConvert),
     )  # fmt: skip
 
 

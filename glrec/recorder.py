@@ -1,10 +1,11 @@
-"""The Recorder: owns the chain context -> target -> process -> convert -> handoff -> encoder -> sink."""
+"""The Recorder: owns the chain context -> source -> target -> process -> convert -> handoff -> encoder -> sink."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -15,7 +16,8 @@ import moderngl
 
 from .capture import Capture
 from .context import GLContext
-from .errors import ConfigError, GlrecError, SceneError
+from .errors import ConfigError, ContextThreadError, GlrecError, SceneError
+from .frame import HostFrame
 from .lifecycle import deferred_signals, frame_gate, track, untrack
 from .options import PipelineOptions, VideoOptions, split_options
 from .pipeline import StageTimers, build_pipeline, timed
@@ -24,6 +26,7 @@ from .scenes import Scene, load_scene
 from .sinks import Sink, open_sink
 from .sinks.paths import check_output_path
 from .sinks.registry import OutputKind, custom_output, output_kind
+from .sources.frames import CudaFrameIn, FrameIn, inspect_frame
 from .worker import EncodeWorker
 
 log = logging.getLogger("glrec")
@@ -64,6 +67,13 @@ class Recorder:
     saves and restores the GL state it touches there. Either way, GL work of your
     own with :attr:`ctx` goes inside :meth:`frame` or ``with rec.ctx:``.
 
+    Frames made elsewhere go in with :meth:`write` (numpy, PIL, matplotlib, CUDA
+    tensors). Without ``size`` the recording takes the size of its first frame
+    (written, or the default 1280x720 for :meth:`render`) and is built then, so
+    what building can raise (no GL, an encoder missing) comes from that first
+    call, still before anything is written. (With ``context="current"`` or
+    ``process``, a recorder without ``size`` is built at once at 1280x720.)
+
     >>> with Recorder("out.mp4", size=(640, 360), fps=30) as rec:  # doctest: +SKIP
     ...     for i in range(90):
     ...         rec.render("cube")          # scene at t = i / 30
@@ -74,6 +84,8 @@ class Recorder:
     >>> with Recorder("sim.mp4", size=(640, 480), context="current") as rec:  # doctest: +SKIP
     ...     renderer.update_scene(data); renderer.render()
     ...     rec.capture()                   # what MuJoCo just drew
+    >>> with Recorder("sim.mp4", fps=50) as rec:  # doctest: +SKIP
+    ...     rec.write(env.render())          # H x W x 3 uint8, top row first
     """
 
     _result: RecordResult  # set by close()
@@ -101,6 +113,20 @@ class Recorder:
         self._scenes: dict[int, Scene] = {}
         self._stack = ExitStack()
         self._capture: Capture | None = None
+        self._thread = threading.get_ident()
+        self._gl_frames_pending = False  # frames of render()/frame() still in the handoff
+        # Without a size, the first frame gives it: the chain is built then (_ensure_built). Not in the
+        # caller's context (it is the one current now) nor with a processing stage (it may set the size).
+        self._deferred: tuple[OutputKind, dict[str, object], bool] | None = None
+        own = self.pipeline_options.context == "own" and self.pipeline_options.process is None
+        if video.get("size") is None and own:
+            self._deferred = (output, video, pipeline.get("cuda_device") is not None)
+        else:
+            self._build_now(output)
+        track(self)  # finished at interpreter exit if nobody closes it
+        frame_gate.acquire()
+
+    def _build_now(self, output: OutputKind) -> None:
         try:
             self._build(output)
         except BaseException:
@@ -108,14 +134,34 @@ class Recorder:
             with gl.teardown() if gl is not None else contextlib.nullcontext():  # glrec-context
                 self._stack.close()
             raise
-        track(self)  # finished at interpreter exit if nobody closes it
-        frame_gate.acquire()
+
+    def _ensure_built(self, first: FrameIn | None = None) -> None:
+        """Build a recorder made without a size, for its first frame (``first``, or a rendered one)."""
+        if self._deferred is None:
+            return
+        self._check_thread()
+        output, video, device_given = self._deferred
+        if first is not None:
+            # The frame's size, checked like a given one (odd sizes for 4:2:0 raise here, nothing built).
+            self.options = VideoOptions.create(**{**video, "size": first.size})
+            if isinstance(first, CudaFrameIn) and not device_given:
+                self.pipeline_options = self.pipeline_options.with_(cuda_device=first.device)
+        self._deferred = None
+        try:
+            self._build_now(output)
+        except BaseException:  # unusable from here on, as a recorder whose construction failed
+            self._closed = True
+            untrack(self)
+            frame_gate.release()
+            self._result = self._make_result()
+            raise
 
     def _build(self, output: OutputKind) -> None:
         opts, stack = self.options, self._stack
         pipeline = build_pipeline(stack, opts, self.pipeline_options, output)
         self._gl: GLContext = pipeline.gl
         self._target = pipeline.target
+        self._frames = pipeline.frames
         self._process = pipeline.process  # None without process=
         self._convert = pipeline.convert
         self._handoff = pipeline.handoff
@@ -136,6 +182,7 @@ class Recorder:
         """
         if self.frames_submitted:
             raise GlrecError("time_stages() must be called before the first frame.")
+        self._ensure_built()
         self._convert = timed("convert", self._convert, timers)
         self._handoff = timed("handoff", self._handoff, timers)
         self._worker.time_stages(timers)
@@ -152,11 +199,13 @@ class Recorder:
         :meth:`close`). Only the thread that made the recorder may use it
         (ContextThreadError otherwise).
         """
+        self._ensure_built()
         self._gl.check_thread()
         return self._gl.mgl
 
     @property
     def size(self) -> tuple[int, int]:
+        """The picture size (given, or the first frame's; the default 1280x720 until a sizeless recorder starts)."""
         return self.options.size
 
     @property
@@ -171,12 +220,12 @@ class Recorder:
     @property
     def frames_encoded(self) -> int:
         """Frames the encoder has taken so far (the rest are on the GPU or queued)."""
-        return self._worker.frames_encoded
+        return self._worker.frames_encoded if hasattr(self, "_worker") else 0
 
     @property
     def frames_written(self) -> int:
         """Frames handed to the output so far (a container holds up to one second of them in memory)."""
-        return self._worker.frames_written
+        return self._worker.frames_written if hasattr(self, "_worker") else 0
 
     def render(self, scene: Scene | str, t: float | None = None) -> int:
         """Render ``scene`` at time ``t`` (default: the next frame's timestamp) and record it.
@@ -222,6 +271,55 @@ class Recorder:
                 self._capture.copy(source, target.glo)
         return self.frames_submitted - 1
 
+    def write(self, frame: object) -> int:
+        """Record ``frame``, a picture made elsewhere, as the next frame; returns its index.
+
+        ``frame`` is ``H×W×3`` (RGB) or ``H×W×4`` (RGBA, alpha dropped) or ``H×W``
+        (grey), top row first: a numpy array, anything with ``__array__`` (PIL
+        images, matplotlib's ``canvas.buffer_rgba()``, CPU tensors), a matplotlib
+        figure, or a CUDA array (PyTorch, CuPy, JAX; ``__cuda_array_interface__``
+        or DLPack), which stays on the GPU where the recorder uses a CUDA handoff.
+        ``uint8`` values go in as they are; floats in [0, 1] become
+        ``round(255 · v)``, halves to even; ``uint16`` becomes ``round(v / 257)``.
+        Any strides are read (views, crops, ``[::-1]``). See :mod:`glrec.sources.frames`.
+
+        A frame of the wrong shape, dtype or size, or a float frame with NaN or
+        values outside [0, 1], raises ConfigError and records nothing; the
+        recorder stays open, so the file keeps every good frame.
+
+        >>> with Recorder("out.mp4", fps=30) as rec:  # size from the first frame  # doctest: +SKIP
+        ...     for image in images:
+        ...         rec.write(image)
+        """
+        item = inspect_frame(frame)  # what came, checked before anything is built or written
+        try:
+            if not self._closed:
+                self._ensure_built(item)
+            self._check_open()
+            ready = self._frames.encoder_frame(item, self.frames_submitted)  # software GL: no GL stage at all
+            if ready is None:
+                with self.frame():  # glrec-context: current for the upload too
+                    self._frames.put(item, self.frames_submitted)
+            else:
+                self._submit_ready(ready)
+        finally:
+            item.release()  # a DLPack tensor goes back to its producer whatever happened (safe twice)
+        return self.frames_submitted - 1
+
+    def _submit_ready(self, frame: HostFrame) -> None:
+        """Queue a frame that needs no GL stage, after the frames still in the handoff (rendered before it)."""
+        try:
+            with frame_gate:
+                if self._gl_frames_pending:  # scenes were rendered into this recording too
+                    with self._gl.active():
+                        self._drain()
+                    self._gl_frames_pending = False
+                self._worker.put(frame)
+                self.frames_submitted += 1
+        except BaseException as exc:
+            self._stop_after(exc)
+            raise
+
     @contextlib.contextmanager
     def frame(self) -> Iterator[moderngl.Framebuffer]:
         """Bind the recorder's target for your own drawing; the frame is recorded on exit.
@@ -258,6 +356,7 @@ class Recorder:
     def _hand_on(self, index: int, texture: moderngl.Texture) -> None:
         """Convert frame ``index`` from ``texture`` and queue what the handoff completes for the encoder."""
         self._convert.run(texture)
+        self._gl_frames_pending = True
         for frame in self._handoff.submit(index):
             self._worker.put(frame)
 
@@ -299,7 +398,8 @@ class Recorder:
 
     def request_keyframe(self) -> None:
         """Ask the encoder to make the next frame a keyframe (a late viewer can start there); any thread."""
-        self._encoder.request_keyframe()
+        if hasattr(self, "_encoder"):  # before a sizeless recorder starts, its first frame is one anyway
+            self._encoder.request_keyframe()
 
     def prepare(self, scene: Scene | str) -> Scene:
         """Set ``scene`` up now (compile its shaders, make its GL objects) instead of at its first frame.
@@ -337,7 +437,15 @@ class Recorder:
     def _check_open(self) -> None:
         if self._closed:
             raise SceneError("This recorder is closed; create a new Recorder to record again.")
+        self._ensure_built()
         self._gl.check_thread()
+
+    def _check_thread(self) -> None:
+        if threading.get_ident() != self._thread:
+            raise ContextThreadError(
+                "This recorder belongs to another thread. Use it from the thread that created it, "
+                "or create one recorder per thread."
+            )
 
     def close(self) -> RecordResult:
         """Finish the file: read back frames in flight, flush the encoder, write the trailer.
@@ -347,6 +455,13 @@ class Recorder:
         recording of zero frames leaves no file.
         """
         if self._closed:
+            return self._result
+        if self._deferred is not None:  # never started: nothing was built, no file
+            self._check_thread()
+            self._deferred, self._closed = None, True
+            untrack(self)
+            frame_gate.release()
+            self._result = self._make_result()
             return self._result
         self._gl.check_thread()
         self._closed = True
@@ -366,6 +481,8 @@ class Recorder:
         return self._result
 
     def _make_result(self) -> RecordResult:
+        if not hasattr(self, "_worker"):  # closed before its first frame, or its build failed
+            return RecordResult(self.path, 0, 0.0, time.perf_counter() - self._started, 0, "none", self.options.codec)
         # A file glrec wrote counts what it holds (fewer than encoded after a failed write).
         frames = self._worker.frames_written if self._sink is None else self._worker.frames_encoded
         return RecordResult(
@@ -377,6 +494,7 @@ class Recorder:
             if self._sink is None and self.path.exists()
             else self._worker.sink.bytes_written,
             encoder=self.encoder_name,
+            codec=self.options.codec,
         )
 
     def _finish_at_exit(self) -> None:
@@ -384,7 +502,10 @@ class Recorder:
         if self._closed:
             return
         log.warning("Recorder for %s was never closed; finishing it at exit (use 'with' or call close()).", self.path)
-        if self._gl.owned_by_current_thread():
+        if self._deferred is not None or not hasattr(self, "_worker"):  # nothing built: nothing to finish
+            self._deferred, self._closed = None, True
+            self._result = self._make_result()
+        elif self._gl.owned_by_current_thread():
             self.close()
         else:
             # Its GL thread is gone: frames still on the GPU are lost, the rest is saved.

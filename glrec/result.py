@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,7 @@ class RecordResult:
     wall_seconds: float  # time the recording took
     bytes: int
     encoder: str
+    codec: str = ""  # h264, hevc, av1, mjpeg ("" where not known)
 
     @property
     def fps_achieved(self) -> float:
@@ -33,6 +34,12 @@ class RecordResult:
     def bitrate(self) -> float:
         """Average bits per second of video."""
         return self.bytes * 8 / self.seconds if self.seconds > 0 else 0.0
+
+    def _repr_html_(self) -> str:
+        """The video inline in Jupyter: embedded when small, linked when large (see :mod:`glrec.notebook`)."""
+        from .notebook import video_html
+
+        return video_html(self)
 
     def summary(self) -> str:
         return (
@@ -69,6 +76,35 @@ def record(
     with Recorder(path, **options) as rec:
         for _ in range(n):
             rec.render(scene)
+            if progress is not None:
+                progress(rec.frames_submitted)
+    return rec.close()
+
+
+def write_video(
+    path: str | os.PathLike[str],
+    frames: Iterable[object],
+    *,
+    fps: float | None = None,
+    progress: Callable[[int], None] | None = None,
+    **options: Any,
+) -> RecordResult:
+    """Write every picture of ``frames`` to ``path`` in one call; the size is the first frame's.
+
+    ``frames`` is any iterable of what :meth:`~glrec.Recorder.write` takes (numpy
+    arrays, PIL images, matplotlib figures, CUDA tensors), or one ``N×H×W×C``
+    array. ``fps`` defaults to 30; ``options`` are :class:`~glrec.Recorder`'s
+    keyword arguments. Frames are encoded as they come, so a generator is never
+    held in memory. No frames: no file.
+
+    >>> glrec.write_video("out.mp4", frames, fps=30)  # doctest: +SKIP
+    RecordResult(path=PosixPath('out.mp4'), frames=90, ...)
+    """
+    from .recorder import Recorder
+
+    with Recorder(path, fps=fps, **options) as rec:
+        for frame in frames:
+            rec.write(frame)
             if progress is not None:
                 progress(rec.frames_submitted)
     return rec.close()

@@ -1,15 +1,18 @@
-"""A minimal DLPack exporter for uint8 device arrays (``torch.from_dlpack(frame)``).
+"""Minimal DLPack both ways: exporting uint8 device frames, importing arrays handed to ``Recorder.write``.
 
 DLPack hands a consumer a ``DLManagedTensor`` inside a PyCapsule named
 ``"dltensor"``; the consumer renames it to ``"used_dltensor"`` and calls the
 tensor's deleter when done. The deleter here drops the reference that kept the
 owning frame (and so its device buffer) alive; a capsule that was never
-consumed runs the deleter from its own destructor.
+consumed runs the deleter from its own destructor. :func:`import_capsule` is
+the consumer's half: it reads the tensor's description and returns a view
+whose ``release()`` calls the producer's deleter once.
 """
 
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass, field
 from typing import Any
 
 _KDL_CUDA = 2
@@ -63,7 +66,17 @@ _get_pointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 _new = ctypes.pythonapi["PyCapsule_New"]
 _new.restype = ctypes.py_object
 _new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _CAPSULE_DESTRUCTOR]
+_set_name = ctypes.pythonapi["PyCapsule_SetName"]
+_set_name.restype = ctypes.c_int
+_set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_is_valid_obj = ctypes.pythonapi["PyCapsule_IsValid"]
+_is_valid_obj.restype = ctypes.c_int
+_is_valid_obj.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_get_pointer_obj = ctypes.pythonapi["PyCapsule_GetPointer"]
+_get_pointer_obj.restype = ctypes.c_void_p
+_get_pointer_obj.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _NAME = b"dltensor"
+_USED = b"used_dltensor"
 
 
 @_CAPSULE_DESTRUCTOR
@@ -90,3 +103,62 @@ def capsule(ptr: int, shape: tuple[int, ...], device_id: int, *, owner: object) 
     address = ctypes.addressof(managed)
     _LIVE[address] = (managed, shape_arr, owner)
     return _new(address, _NAME, _capsule_destructor)
+
+
+#: DLPack device types glrec knows by name (``DLDeviceType``).
+DEVICE_TYPES = {1: "CPU", 2: "CUDA", 3: "CUDA host (pinned)", 4: "OpenCL", 7: "Vulkan", 8: "Metal", 9: "VPI",
+                10: "ROCm", 11: "ROCm host", 13: "CUDA managed", 14: "oneAPI"}  # fmt: skip
+#: DLPack type codes: (code, bits) -> numpy type string.
+_DTYPES = {(1, 8): "u1", (1, 16): "u2", (1, 32): "u4", (1, 64): "u8", (0, 8): "i1", (0, 16): "i2", (0, 32): "i4",
+           (0, 64): "i8", (2, 16): "f2", (2, 32): "f4", (2, 64): "f8", (4, 16): "bfloat16", (6, 8): "bool"}  # fmt: skip
+
+
+@dataclass
+class ImportedTensor:
+    """What a consumed DLPack capsule describes. Valid until :meth:`release`, which calls the producer's deleter."""
+
+    ptr: int  # address of element 0 (data + byte_offset)
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # in bytes; DLPack's NULL strides filled in as C order
+    dtype: str  # numpy type string ("u1", "f4", ...), or "bfloat16" / "bool" / "code:bits"
+    itemsize: int
+    device_type: int
+    device_id: int
+    _address: int | None = field(default=None, repr=False)
+    _deleter: Any = field(default=None, repr=False)
+
+    def release(self) -> None:
+        """Hand the tensor back to its producer. Safe twice."""
+        address, self._address = self._address, None
+        if address is not None and self._deleter:
+            self._deleter(ctypes.cast(address, ctypes.POINTER(_Managed)))
+
+
+def import_capsule(capsule: object) -> ImportedTensor:
+    """Consume a ``"dltensor"`` capsule (from ``x.__dlpack__()``); the caller must release the result."""
+    if not _is_valid_obj(capsule, _NAME):
+        raise TypeError("not an unconsumed DLPack capsule (named 'dltensor')")
+    address = int(_get_pointer_obj(capsule, _NAME))
+    managed = _Managed.from_address(address)
+    t = managed.dl_tensor
+    shape = tuple(int(t.shape[i]) for i in range(t.ndim))
+    code, bits, lanes = int(t.dtype.code), int(t.dtype.bits), int(t.dtype.lanes)
+    itemsize = max(1, bits // 8) * lanes
+    dtype = _DTYPES.get((code, bits), f"{code}:{bits}") if lanes == 1 else f"{code}:{bits}x{lanes}"
+    if t.strides:
+        strides = tuple(int(t.strides[i]) * itemsize for i in range(t.ndim))
+    else:  # NULL: compact row-major
+        compact: list[int] = []
+        step = itemsize
+        for n in reversed(shape):
+            compact.insert(0, step)
+            step *= n
+        strides = tuple(compact)
+    deleter = managed.deleter
+    # From here on the deleter is ours to call: the producer's capsule destructor skips renamed capsules.
+    _set_name(capsule, _USED)
+    return ImportedTensor(
+        ptr=int(t.data or 0) + int(t.byte_offset), shape=shape, strides=strides, dtype=dtype, itemsize=itemsize,
+        device_type=int(t.device.device_type), device_id=int(t.device.device_id), _address=address,
+        _deleter=deleter if ctypes.cast(deleter, ctypes.c_void_p).value else None,
+    )  # fmt: skip

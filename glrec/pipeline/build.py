@@ -1,4 +1,5 @@
-"""Building the chain on an ExitStack: context -> target -> process -> convert -> handoff -> encoder.
+"""Building the chain on an ExitStack: context -> target (+ written-frame source) -> process -> convert -> handoff
+-> encoder.
 
 The stack tears the stages down in reverse, so a half-built chain cleans
 itself up; the sink and the encode worker come after, in the recorder.
@@ -26,6 +27,8 @@ from ..interop import Handoff
 from ..interop.handoff import cuda_handoff_kind, open_handoff
 from ..options import PipelineOptions, VideoOptions
 from ..sinks.registry import OutputKind
+from ..sources.direct import DirectFrames, direct_route
+from ..sources.writer import FrameWriter
 from ..target import RenderTarget
 from .plan import Plan, make_plan
 
@@ -41,6 +44,7 @@ class Pipeline:
 
     gl: GLContext
     target: RenderTarget
+    frames: FrameWriter  # the source of frames handed to Recorder.write (its sources are made on first use)
     convert: ConvertStage
     handoff: Handoff
     encoder: Encoder
@@ -92,12 +96,17 @@ def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOpti
         held = pipeline.queue_size + 2 + (NVJPEG_BATCH if plan.encoder == "nvjpeg" else 0)
         handoff = open_handoff(kind, ctx, convert, plan.device, depth=pipeline.ring, consumer_slots=held)
         build.callback(handoff.release)
+        # CUDA frames come in the way the handoff goes out: through shared memory, or registered buffers.
+        direct = _direct_frames(pipeline, plan, gl, video)
+        frames = FrameWriter(ctx, target.colour, video.size, device=plan.device if plan.uses_cuda else None,
+                             cuda_input=kind, ring=pipeline.ring, direct=direct)  # fmt: skip
+        build.callback(frames.release)
         encoder = _open_encoder(plan, stream, output)
         build.callback(encoder.close)
         stack.push(build.pop_all())
     # -- end glrec-context
     log.info("plan: %s", plan.describe())
-    return Pipeline(gl, target, convert, handoff, encoder, plan, stream, process)
+    return Pipeline(gl, target, frames, convert, handoff, encoder, plan, stream, process)
 
 
 def _open_context(
@@ -146,6 +155,22 @@ def _borrow_context(
             plan = plan.with_(encoder="cpu", handoff="host", reason=reason, convert="yuv")
     return gl, plan
     # -- end glrec-context
+
+
+def _direct_frames(pipeline: PipelineOptions, plan: Plan, gl: GLContext, video: VideoOptions) -> DirectFrames | None:
+    """Host frames straight to the CPU encoder where GL is software (see :mod:`glrec.sources.direct`).
+
+    Not with a processing stage: written frames then go through it like rendered ones.
+    """
+    if pipeline.process is not None:
+        if pipeline.array_convert == "cpu":
+            raise ConfigError("array_convert 'cpu' skips GL, and with it the processing stage; use 'auto' or 'gl'.")
+        return None
+    cpu = plan.encoder == "cpu"
+    if not direct_route(pipeline.array_convert, cpu_encoder=cpu, host_frames=not plan.uses_cuda,
+                        software_gl=gl.info.is_software):  # fmt: skip
+        return None
+    return DirectFrames(video)
 
 
 def _open_convert(gl: GLContext, plan: Plan, video: VideoOptions) -> ConvertStage:

@@ -1,0 +1,60 @@
+"""Showing a finished recording inline in Jupyter (:meth:`glrec.RecordResult._repr_html_`).
+
+A video up to :data:`EMBED_LIMIT` bytes is embedded in the notebook as a
+base64 ``data:`` URL in an HTML5 ``<video>``: the notebook then plays it
+anywhere it is opened (GitHub, nbviewer, a colleague's machine, after the file
+is gone), which is what one looks at an RL episode or a plot animation for.
+A larger file is linked by its path relative to the kernel's working directory
+(which is where Jupyter serves files from, for a notebook started there), so
+the notebook stays small; it plays while the file is there. Outputs that
+browsers cannot play (MJPEG, raw H.264/HEVC/AV1 streams, image sequences)
+get the summary line and the path instead of a player.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .result import RecordResult
+
+#: Largest file embedded in the notebook (base64 makes it a third larger there).
+EMBED_LIMIT = 16 * 2**20
+#: Containers browsers play, with the codecs they play in them (HEVC: Safari, and Chrome/Edge with hardware support).
+_PLAYABLE = {".mp4": ("h264", "hevc"), ".mov": ("h264", "hevc"), ".m4v": ("h264", "hevc")}
+
+
+def video_html(result: RecordResult, *, embed_limit: int | None = None) -> str:
+    """An HTML5 ``<video>`` for ``result`` (embedded or linked, see the module docstring), or why not."""
+    embed_limit = EMBED_LIMIT if embed_limit is None else embed_limit
+    path = Path(result.path)
+    summary = f"<div style='font-family:monospace;font-size:smaller'>{html.escape(result.summary())}</div>"
+    codecs = _PLAYABLE.get(path.suffix.lower())
+    if result.frames == 0 or not path.is_file():
+        return f"<div>No video: {html.escape(str(path))} holds no frames.</div>{summary}"
+    if codecs is None or (result.codec and result.codec not in codecs):
+        what = html.escape(f"{result.codec or path.suffix} in {path.name}")
+        return f"<div>Browsers cannot play {what}; open it with a video player.</div>{summary}"
+    size = path.stat().st_size
+    if size <= embed_limit:
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        src = f"data:video/mp4;base64,{data}"
+        note = ""
+    else:
+        src = html.escape(_relative(path), quote=True)
+        note = (f"<div style='font-size:smaller'>Linked, not embedded ({size / 2**20:.0f} MB &gt; "
+                f"{embed_limit / 2**20:.0f} MB): it plays while the file is there.</div>")  # fmt: skip
+    player = f'<video controls loop muted playsinline style="max-width:100%" src="{src}"></video>'
+    return player + note + summary
+
+
+def _relative(path: Path) -> str:
+    try:
+        rel = os.path.relpath(path.resolve(), Path.cwd())
+    except ValueError:  # another drive (Windows)
+        return path.resolve().as_uri()
+    return Path(rel).as_posix()
