@@ -57,7 +57,9 @@ def need(*modules: str) -> None:
 
 def run_child(code: str, env: dict[str, str] | None = None, timeout: float = 120) -> dict[str, Any]:
     """Run ``PRELUDE + code`` in a fresh interpreter; return the JSON it printed last."""
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    # The checkout first, then whatever the parent had (e.g. the packages a GPU machine carries).
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    full_env = {**os.environ, "PYTHONPATH": path, **(env or {})}
     with tempfile.TemporaryDirectory() as cwd:  # MuJoCo writes MUJOCO_LOG.TXT where it runs
         proc = subprocess.run(
             [sys.executable, "-c", PRELUDE + textwrap.dedent(code)],

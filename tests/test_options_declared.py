@@ -99,7 +99,7 @@ def test_default_length_is_the_same_in_python_and_on_the_cli(gl, tmp_path):
 
 def test_verbose_prints_one_summary_line(gl, tmp_path):
     out = tmp_path / "v.mp4"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     proc = subprocess.run(
         [sys.executable, "-m", "glrec", "record", "bars", "-o", str(out), "--size", "64x64", "--frames", "3", "-v"],
         capture_output=True, text=True, timeout=120, env=env,
