@@ -189,5 +189,5 @@ def test_opencl_kernel_through_cuda_external_memory(tmp_path, caplog):
     expected = converted([sobel(f) for f in bars_rgba(6, SIZE)])
     assert_planes_equal(tmp_path / "ext.mkv", expected)
     assert_planes_equal(tmp_path / "copy.mkv", expected)
-    # OpenCL's spec does not say who closes an imported fd; glrec leaves it to the driver, as GL does.
+    # NVIDIA's OpenCL does not take over an imported fd (unlike GL): glrec closes each one after the import.
     assert _open_fds() <= fds, f"{_open_fds() - fds} file descriptor(s) left open by the OpenCL import"

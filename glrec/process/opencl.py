@@ -183,16 +183,20 @@ class ExternalRunner:
             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_void_p,
             ctypes.POINTER(ctypes.c_int32),
         ]  # fmt: skip
+        # A descriptor of its own for this import, closed by glrec once the call returned, imported or not:
+        # unlike GL and Vulkan, NVIDIA's OpenCL (driver 580) does not take the descriptor over (measured on
+        # an H200: every import left one open), and OpenCL's extension does not hand ownership to the driver.
         fd = memory.shared.export_fd()
-        props = (ctypes.c_uint64 * 6)(CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR, fd, CL_DEVICE_HANDLE_LIST_KHR,
-                                      device.int_ptr, CL_DEVICE_HANDLE_LIST_END_KHR, 0)  # fmt: skip
-        err = ctypes.c_int32(0)
-        mem = lib.clCreateBufferWithProperties(ctx.int_ptr, props, CL_MEM_READ_WRITE, memory.shared.size, None,
-                                               ctypes.byref(err))  # fmt: skip
+        try:
+            props = (ctypes.c_uint64 * 6)(CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR, fd, CL_DEVICE_HANDLE_LIST_KHR,
+                                          device.int_ptr, CL_DEVICE_HANDLE_LIST_END_KHR, 0)  # fmt: skip
+            err = ctypes.c_int32(0)
+            mem = lib.clCreateBufferWithProperties(ctx.int_ptr, props, CL_MEM_READ_WRITE, memory.shared.size, None,
+                                                   ctypes.byref(err))  # fmt: skip
+        finally:
+            os.close(fd)
         if err.value != 0 or not mem:
-            os.close(fd)  # not imported: still ours
             raise ProcessError(f"clCreateBufferWithProperties (opaque fd) failed with {err.value}")
-        # Imported: like GL and Vulkan, the implementation owns the descriptor from here on.
         self.whole = cl.Buffer.from_int_ptr(mem, retain=False)
         self._mems = (ctypes.c_void_p * 1)(self.whole.int_ptr)
         stride, off = layout.stride, layout.offsets
@@ -234,12 +238,17 @@ class ExternalRunner:
         return Processed("out", wait=done.wait)
 
     def close(self) -> None:
+        if self.queue is None:
+            return
         self.queue.finish()
         regions, self.regions = self.regions, []
         for pair in regions:
             for b in pair:
                 b.release()
         self.whole.release()
+        # The context, queue and program go with the last reference to them (NVIDIA's OpenCL holds device
+        # files per context): drop glrec's now rather than when this runner is collected.
+        self.kernel = self.queue = None
 
 
 def open_opencl(
