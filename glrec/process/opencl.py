@@ -164,6 +164,15 @@ class _HostKernel:
         cl.enqueue_nd_range_kernel(self.queue, self.kernel, self.global_size, None)
         cl.enqueue_copy(self.queue, out, self.dst)  # blocking: ``out`` is complete on return
 
+    def close(self) -> None:
+        """Free the buffers and drop the queue and kernel, so the context goes now, not at garbage collection."""
+        if self.queue is None:
+            return
+        self.queue.finish()
+        self.src.release()
+        self.dst.release()
+        self.kernel = self.queue = None
+
 
 class ExternalRunner:
     """The kernel on the stage's CUDA memory, imported into OpenCL; no copy of the frame anywhere."""
@@ -284,4 +293,4 @@ def open_opencl(
     # On the CUDA path the copy is a fallback the user should hear about; on the host path it is the only way.
     level = logging.WARNING if isinstance(memory, CudaMemory) and not host else logging.INFO
     log.log(level, "%s on %s: copying each frame through host memory (%s)", label, where, reason)
-    return FunctionRunner(host_fn, label, memory, array="numpy", host=True, writes_out=True)
+    return FunctionRunner(host_fn, label, memory, array="numpy", host=True, writes_out=True, on_close=host_fn.close)
