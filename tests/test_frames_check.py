@@ -5,6 +5,7 @@ Real producers where they are installed: PIL, matplotlib, PyTorch (CPU tensors, 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 
 import numpy as np
@@ -162,6 +163,38 @@ def test_cuda_array_interface_descriptions_are_checked():
     with pytest.raises(ConfigError, match="masked"):
         inspect_frame(Fake(shape=(4, 6, 3), typestr="|u1", mask=object()))
     assert CudaFrameIn.kind == "cuda"
+
+
+def test_a_cuda_array_interface_without_a_stream_goes_through_dlpack():
+    # PyTorch's __cuda_array_interface__ is version 2 (no stream): reading it would not wait for a tensor
+    # still being written on a side stream, so glrec asks DLPack, which orders the producer's work first.
+    from glrec.interop.dlpack import capsule
+
+    data = np.zeros((4, 6, 3), np.uint8)  # host bytes stand in for device memory: nothing here reads them
+
+    streams: list[object] = []
+
+    class TorchLike:
+        def __init__(self, version: int, **extra: object) -> None:
+            cai = {"data": (data.ctypes.data, False), "shape": (4, 6, 3), "typestr": "|u1", "strides": None}
+            self.__cuda_array_interface__ = {"version": version, **cai, **extra}
+
+        def __dlpack__(self, stream: object = None) -> object:
+            streams.append(stream)
+            return capsule(data.ctypes.data, (4, 6, 3), 0, owner=data)
+
+        def __dlpack_device__(self) -> tuple[int, int]:
+            return 2, 0  # kDLCUDA
+
+    info = inspect_frame(TorchLike(2))
+    assert isinstance(info, CudaFrameIn) and streams == [1]
+    assert info.stream == 1 and info.ptr == data.ctypes.data and info.shape == (4, 6, 3)
+    info.release()
+    # Version 3 names the stream itself: the interface is used as it is (here it then asks CUDA for the
+    # pointer's device, which this CPU machine cannot answer), and DLPack is not called.
+    with contextlib.suppress(GlrecError):
+        inspect_frame(TorchLike(3, stream=7))
+    assert streams == [1]
 
 
 # -- the CUDA copy plan, checked against host memory ---------------------------------------------------

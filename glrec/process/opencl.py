@@ -164,6 +164,15 @@ class _HostKernel:
         cl.enqueue_nd_range_kernel(self.queue, self.kernel, self.global_size, None)
         cl.enqueue_copy(self.queue, out, self.dst)  # blocking: ``out`` is complete on return
 
+    def close(self) -> None:
+        """Free the buffers and drop the queue and kernel, so the context goes now, not at garbage collection."""
+        if self.queue is None:
+            return
+        self.queue.finish()
+        self.src.release()
+        self.dst.release()
+        self.kernel = self.queue = None
+
 
 class ExternalRunner:
     """The kernel on the stage's CUDA memory, imported into OpenCL; no copy of the frame anywhere."""
@@ -183,16 +192,20 @@ class ExternalRunner:
             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_void_p,
             ctypes.POINTER(ctypes.c_int32),
         ]  # fmt: skip
+        # A descriptor of its own for this import, closed by glrec once the call returned, imported or not:
+        # unlike GL and Vulkan, NVIDIA's OpenCL (driver 580) does not take the descriptor over (measured on
+        # an H200: every import left one open), and OpenCL's extension does not hand ownership to the driver.
         fd = memory.shared.export_fd()
-        props = (ctypes.c_uint64 * 6)(CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR, fd, CL_DEVICE_HANDLE_LIST_KHR,
-                                      device.int_ptr, CL_DEVICE_HANDLE_LIST_END_KHR, 0)  # fmt: skip
-        err = ctypes.c_int32(0)
-        mem = lib.clCreateBufferWithProperties(ctx.int_ptr, props, CL_MEM_READ_WRITE, memory.shared.size, None,
-                                               ctypes.byref(err))  # fmt: skip
+        try:
+            props = (ctypes.c_uint64 * 6)(CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR, fd, CL_DEVICE_HANDLE_LIST_KHR,
+                                          device.int_ptr, CL_DEVICE_HANDLE_LIST_END_KHR, 0)  # fmt: skip
+            err = ctypes.c_int32(0)
+            mem = lib.clCreateBufferWithProperties(ctx.int_ptr, props, CL_MEM_READ_WRITE, memory.shared.size, None,
+                                                   ctypes.byref(err))  # fmt: skip
+        finally:
+            os.close(fd)
         if err.value != 0 or not mem:
-            os.close(fd)  # not imported: still ours
             raise ProcessError(f"clCreateBufferWithProperties (opaque fd) failed with {err.value}")
-        # Imported: like GL and Vulkan, the implementation owns the descriptor from here on.
         self.whole = cl.Buffer.from_int_ptr(mem, retain=False)
         self._mems = (ctypes.c_void_p * 1)(self.whole.int_ptr)
         stride, off = layout.stride, layout.offsets
@@ -234,12 +247,17 @@ class ExternalRunner:
         return Processed("out", wait=done.wait)
 
     def close(self) -> None:
+        if self.queue is None:
+            return
         self.queue.finish()
         regions, self.regions = self.regions, []
         for pair in regions:
             for b in pair:
                 b.release()
         self.whole.release()
+        # The context, queue and program go with the last reference to them (NVIDIA's OpenCL holds device
+        # files per context): drop glrec's now rather than when this runner is collected.
+        self.kernel = self.queue = None
 
 
 def open_opencl(
@@ -275,4 +293,4 @@ def open_opencl(
     # On the CUDA path the copy is a fallback the user should hear about; on the host path it is the only way.
     level = logging.WARNING if isinstance(memory, CudaMemory) and not host else logging.INFO
     log.log(level, "%s on %s: copying each frame through host memory (%s)", label, where, reason)
-    return FunctionRunner(host_fn, label, memory, array="numpy", host=True, writes_out=True)
+    return FunctionRunner(host_fn, label, memory, array="numpy", host=True, writes_out=True, on_close=host_fn.close)

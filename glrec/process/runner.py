@@ -68,8 +68,10 @@ class FunctionRunner:
         array: str,
         host: bool,
         writes_out: bool = False,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         self.fn, self.label, self.memory = fn, label, memory
+        self._on_close = on_close
         self.host = host or memory.kind == "host"
         self.writes_out = writes_out
         library = _array_library(array, "host" if self.host else "cuda")
@@ -144,6 +146,9 @@ class FunctionRunner:
         self._views = []
         if isinstance(self.arrays, CudaArrays):
             self.arrays.close()
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
 
 
 def _is_frame(value: object) -> bool:

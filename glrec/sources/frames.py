@@ -100,10 +100,13 @@ def inspect_frame(frame: object) -> FrameIn:
     if isinstance(frame, np.ndarray):
         return _host(frame)
     cai = _cuda_interface(frame)
-    if cai is not None:
-        return _from_cai(frame, cai)
     device = _dlpack_device(frame)
-    if device is not None and device[0] in (2, 13):  # kDLCUDA, kDLCUDAManaged
+    cuda_dlpack = device is not None and device[0] in (2, 13)  # kDLCUDA, kDLCUDAManaged
+    if cai is not None and (_names_stream(cai) or not cuda_dlpack):
+        return _from_cai(frame, cai)
+    if cuda_dlpack:
+        # Also for arrays whose __cuda_array_interface__ names no stream (PyTorch's is version 2): DLPack
+        # makes the producer order its pending work (on whatever stream it used) before glrec's copy.
         return _from_dlpack(frame)
     if device is not None and device[0] not in (1, 3):  # not host memory either (ROCm, Metal, ...)
         from ..interop.dlpack import DEVICE_TYPES
@@ -252,6 +255,11 @@ def _cuda_dtype(name: str) -> np.dtype:
     if name not in CUDA_DTYPES:
         raise ConfigError(_dtype_message(name, CUDA_DTYPES).replace("(PyTorch)", "(PyTorch; on the GPU)"))
     return np.dtype(name)
+
+
+def _names_stream(cai: dict[str, Any]) -> bool:
+    """Whether the interface names the stream to wait for (version 3 ``stream``; None there: nothing to wait for)."""
+    return int(cai.get("version", 2)) >= 3 and "stream" in cai
 
 
 def _from_cai(frame: object, cai: dict[str, Any]) -> CudaFrameIn:
