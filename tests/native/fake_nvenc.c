@@ -635,7 +635,8 @@ static int read_device_surface(struct session *s, const struct surface *f, void 
         return 1;
     if (cu_failed(cu.push(context), "cuCtxPushCurrent", why, why_size)) return 1;
     /* NVENC waits for the input stream before it reads; the caller's copies into the surface are queued there. */
-    int failed = (s->input_stream && cu_failed(cu.stream_sync(s->input_stream), "cuStreamSynchronize", why, why_size)) ||
+    void *stream = s->input_stream;
+    int failed = (stream && cu_failed(cu.stream_sync(stream), "cuStreamSynchronize", why, why_size)) ||
                  cu_failed(cu.ctx_sync(), "cuCtxSynchronize", why, why_size) ||
                  cu_failed(cu.dtoh(host, ptr, bytes), "cuMemcpyDtoH", why, why_size);
     char popped[256];
