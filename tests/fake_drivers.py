@@ -59,7 +59,7 @@ def build(out: Path, which: tuple[str, ...] = ("cuda", "nvenc")) -> Path:
     for name in which:
         source, lib = LIBS[name]
         cmd = ["gcc", "-shared", "-fPIC", "-O1", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden",
-               "-o", str(out / lib), str(NATIVE / source), "-lpthread"]  # fmt: skip
+               "-o", str(out / lib), str(NATIVE / source), "-lpthread", "-ldl"]  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"building {lib} failed:\n{done.stderr}")

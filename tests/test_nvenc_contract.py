@@ -116,13 +116,21 @@ def host_planes(data: bytes, pix_fmt: str, w: int, h: int) -> list[np.ndarray]:
             for (pw, ph, c), off in zip(layout.planes, layout.offsets, strict=True)]  # fmt: skip
 
 
+def read_failures(nvenc: list[dict]) -> list[dict]:
+    """The stand-in's reports of input surfaces it could not read (through libcuda) or dump."""
+    return [r for r in nvenc if r["event"] == "surface_read_failed"]
+
+
 def assert_surfaces_match(work: Path, nvenc: list[dict], frames: list[int], pix_fmt: str, w: int, h: int) -> None:
+    assert not read_failures(nvenc), read_failures(nvenc)
     encodes = [r for r in nvenc if r["event"] == "encode"]
     assert [r["picture"] for r in encodes] == list(range(len(frames)))
     for rec, index in zip(encodes, frames, strict=True):
         assert rec["surface_format"] == NV_FORMATS[pix_fmt], rec
         assert (rec["surface_width"], rec["surface_height"]) == (w, h)
-        got = planes_from_surface(Path(rec["dump"]).read_bytes(), pix_fmt, w, h, rec["surface_pitch"])
+        raw = Path(rec["dump"]).read_bytes()
+        assert len(raw) == rec["dump_bytes"] > 0, f"picture {rec['picture']}: dump holds {len(raw)} bytes: {rec}"
+        got = planes_from_surface(raw, pix_fmt, w, h, rec["surface_pitch"])
         want = host_planes((work / "inputs" / f"frame_{index}.bin").read_bytes(), pix_fmt, w, h)
         for p, (a, b) in enumerate(zip(got, want, strict=True)):
             assert np.array_equal(a, b), f"frame {index} plane {p}: {int((a != b).sum())} bytes differ"
@@ -140,9 +148,13 @@ for _codec, _fmt in SURFACE_CASES:
 @pytest.mark.parametrize("codec, pix_fmt", SURFACE_CASES)
 def test_surfaces_nvenc_reads_equal_glrecs_planes(contract, codec, pix_fmt):
     frames = list(range(6))
-    result, nvenc, _, work = contract(f"surfaces-{codec}-{pix_fmt}")
+    result, nvenc, cuda, work = contract(f"surfaces-{codec}-{pix_fmt}")
     assert "error" not in result, result.get("traceback", result.get("error"))
     assert_surfaces_match(work, nvenc, frames, pix_fmt, *SIZE)
+    # each registered surface was read through the driver (as on a GPU, where device memory is not host memory)
+    reads = {(r["src"], r["size"]) for r in cuda if r["call"] == "cuMemcpyDtoH"}
+    for rec in (r for r in nvenc if r["event"] == "encode"):
+        assert (rec["surface_ptr"], rec["dump_bytes"]) in reads, rec
     assert sorted(p["pts"] for p in packets(result)) == frames
     # PyNvVideoCodec copies each frame into its own pitched surface: none of glrec's addresses reaches NVENC
     assert not {r["surface_ptr"] for r in nvenc if r["event"] == "encode"} & set(result["slots"].values())
@@ -310,6 +322,17 @@ def test_gpu_id_is_the_keyword_the_module_checks(contract):
     assert got["gpuid"] is None  # CreateEncoder ignores it: the GPU stays 0
 
 
+job("surface-read-fails", {}, frames=[0, 1], env={"GLREC_FAKE_CUDA_DTOH_STATUS": "700"})
+
+
+def test_a_surface_the_stand_in_cannot_read_fails_the_picture_and_says_why(contract):
+    result, nvenc, _, _ = contract("surface-read-fails")
+    assert result["error"]["type"] == "EncoderError" and "frame 0" in result["error"]["message"], result
+    (failure,) = read_failures(nvenc)
+    assert failure["picture"] == 0 and "cuMemcpyDtoH returned 700 (CUDA_ERROR_ILLEGAL_ADDRESS)" in failure["why"]
+    assert not [r for r in nvenc if r["event"] == "encode"]  # no picture counts as encoded
+
+
 ERROR_CASES = [
         ({"GLREC_FAKE_NVENC_OPEN_STATUS": "2"}, "EncoderUnavailableError", ["NV_ENC_ERR_UNSUPPORTED_DEVICE (2)",
                                                                             "--encoder cpu"]),
@@ -418,8 +441,8 @@ def test_gpu_surfaces_equal_glreadpixels_through_the_handoffs(tmp_path, nvenc_on
     opts = {"size": [320, 240], "fps": 30, "encoder": "nvenc", "pix_fmt": pix_fmt}
     result = run_child({"kind": "gl_encode", "options": opts, "handoff": handoff, "count": 7}, nvenc_only_libs,
                        tmp_path)  # fmt: skip
-    assert "error" not in result, result
     nvenc = records(tmp_path / "nvenc.jsonl")
+    assert "error" not in result, (result, read_failures(nvenc))
     assert_surfaces_match(tmp_path, nvenc, list(range(7)), pix_fmt, 320, 240)
     assert [p["pts"] for p in packets(result)] == list(range(7))
     refs = {(tmp_path / "inputs" / f"frame_{i}.bin").read_bytes() for i in range(7)}

@@ -9,6 +9,7 @@
  * Environment:
  *   GLREC_FAKE_CUDA_DEVICES  number of devices (default 1)
  *   GLREC_FAKE_CUDA_LOG      file that gets one JSON line per call of interest (copies, events)
+ *   GLREC_FAKE_CUDA_DTOH_STATUS  status cuMemcpyDtoH returns without copying (700: a device read that faults)
  *
  * Types come from the ffnvcodec headers (Debian package libffmpeg-nvenc-dev).
  */
@@ -344,8 +345,12 @@ EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n,
 }
 
 EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
-    memcpy(dst, (const void *)(uintptr_t)src, n);
-    return OK;
+    const char *fail = getenv("GLREC_FAKE_CUDA_DTOH_STATUS");
+    CUresult status = fail && *fail ? (CUresult)atoi(fail) : OK;
+    if (status == OK) memcpy(dst, (const void *)(uintptr_t)src, n);
+    note("{\"call\": \"cuMemcpyDtoH\", \"src\": %llu, \"size\": %zu, \"status\": %d}", (unsigned long long)src, n,
+         (int)status);
+    return status;
 }
 
 EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
@@ -496,6 +501,7 @@ static const struct {
     {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
     {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported by the glrec CUDA stand-in"},
 };
 

@@ -5,7 +5,10 @@
  *   - one JSON line per call of interest (session open, the full encoder configuration,
  *     every picture's parameters, registered surfaces, flushes) in $GLREC_FAKE_NVENC_LOG;
  *   - every input surface, as the bytes NVENC would read (all rows at the surface's pitch),
- *     in $GLREC_FAKE_NVENC_DUMP/surface_<session>_<n>.bin;
+ *     in $GLREC_FAKE_NVENC_DUMP/surface_<session>_<n>.bin. A registered CUDA surface is read
+ *     through whichever libcuda.so.1 the process loaded (the real driver on a GPU, where device
+ *     memory is not host-addressable, or the stand-in), in the session's context after the
+ *     input stream has finished; a read that fails fails the picture and says why in the log;
  *   - one marker packet per picture, "GLRECFAKE picture=N frameIdx=N timestamp=N type=N flags=N;"
  *     (picture type as NV_ENC_PIC_TYPE, encodePicFlags as given), wrapped as a unit a bitstream
  *     parser accepts (see wrap_marker).
@@ -25,6 +28,7 @@
  * offsets (AV1_* below).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <ffnvcodec/nvEncodeAPI.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -84,6 +88,8 @@ struct session {
     GUID codec;
     uint32_t width, height, gop, idr_period;
     unsigned pictures;
+    void *cuda_context; /* the CUcontext the session was opened on (NV_ENC_DEVICE_TYPE_CUDA), else NULL */
+    void *input_stream; /* the CUstream set by nvEncSetIOCudaStreams, else NULL */
     struct surface surfaces[MAX_REGISTERED];
     struct bitstream *bitstreams[MAX_BITSTREAMS];
 };
@@ -176,6 +182,7 @@ static NVENCSTATUS NVENCAPI open_session_ex(NV_ENC_OPEN_ENCODE_SESSION_EX_PARAMS
     }
     struct session *s = calloc(1, sizeof *s);
     s->id = next_session++;
+    if (p->deviceType == NV_ENC_DEVICE_TYPE_CUDA) s->cuda_context = p->device;
     open_sessions++;
     pthread_mutex_unlock(&lock);
     *encoder = s;
@@ -562,18 +569,121 @@ static NVENCSTATUS NVENCAPI destroy_bitstream(void *encoder, NV_ENC_OUTPUT_PTR b
 
 /* -- encoding -------------------------------------------------------------------------------- */
 
-static void dump_surface(struct session *s, const struct surface *f, unsigned n, char *name, size_t name_size) {
-    const char *dir = getenv("GLREC_FAKE_NVENC_DUMP");
-    name[0] = 0;
-    if (!dir || !*dir) return;
-    snprintf(name, name_size, "%s/surface_%d_%06u.bin", dir, s->id, n);
-    FILE *out = fopen(name, "wb");
-    if (!out) {
-        name[0] = 0;
+/* The CUDA driver calls needed to read a registered surface, looked up in the libcuda.so.1 the process
+ * already uses (PyNvVideoCodec links it), so the same code reads real device memory on a GPU and the
+ * stand-in's host memory elsewhere. */
+static struct {
+    const char *problem; /* why the driver cannot be used, NULL when it can */
+    int (*push)(void *ctx);
+    int (*pop)(void **ctx);
+    int (*pointer_attribute)(void *data, int attribute, unsigned long long ptr);
+    int (*stream_sync)(void *stream);
+    int (*ctx_sync)(void);
+    int (*dtoh)(void *dst, unsigned long long src, size_t n);
+    int (*error_name)(int status, const char **name);
+} cu;
+static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
+
+static void cu_load(void) {
+    static char why[512];
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(why, sizeof why, "dlopen libcuda.so.1 failed: %s", dlerror());
+        cu.problem = why;
         return;
     }
-    fwrite(f->ptr, 1, surface_bytes(f), out);
-    fclose(out);
+    static const char *names[] = {"cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2", "cuPointerGetAttribute",
+                                  "cuStreamSynchronize", "cuCtxSynchronize",   "cuMemcpyDtoH_v2",
+                                  "cuGetErrorName"};
+    void **slots[] = {(void **)&cu.push,        (void **)&cu.pop,      (void **)&cu.pointer_attribute,
+                      (void **)&cu.stream_sync, (void **)&cu.ctx_sync, (void **)&cu.dtoh,
+                      (void **)&cu.error_name};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!(*slots[i] = dlsym(lib, names[i]))) {
+            snprintf(why, sizeof why, "libcuda.so.1 has no %s", names[i]);
+            cu.problem = why;
+            return;
+        }
+}
+
+/* JSON-safe text: dlerror() and driver messages are free text. */
+static void json_safe(char *text) {
+    for (; *text; text++)
+        if (*text == '"' || *text == '\\' || (unsigned char)*text < 0x20) *text = '\'';
+}
+
+static int cu_failed(int status, const char *step, char *why, size_t why_size) {
+    const char *name = NULL;
+    if (status == 0) return 0;
+    if (cu.error_name) cu.error_name(status, &name);
+    snprintf(why, why_size, "%s returned %d (%s)", step, status, name ? name : "?");
+    return 1;
+}
+
+/* Copy a registered surface's bytes from device memory to host; 0 when done, else 1 with why. */
+static int read_device_surface(struct session *s, const struct surface *f, void *host, size_t bytes, char *why,
+                               size_t why_size) {
+    pthread_once(&cu_once, cu_load);
+    if (cu.problem) {
+        snprintf(why, why_size, "%s", cu.problem);
+        return 1;
+    }
+    unsigned long long ptr = (unsigned long long)(uintptr_t)f->ptr;
+    void *context = s->cuda_context;
+    if (!context && cu_failed(cu.pointer_attribute(&context, 1 /* CU_POINTER_ATTRIBUTE_CONTEXT */, ptr),
+                              "cuPointerGetAttribute(CONTEXT)", why, why_size))
+        return 1;
+    if (cu_failed(cu.push(context), "cuCtxPushCurrent", why, why_size)) return 1;
+    /* NVENC waits for the input stream before it reads; the caller's copies into the surface are queued there. */
+    void *stream = s->input_stream;
+    int failed = (stream && cu_failed(cu.stream_sync(stream), "cuStreamSynchronize", why, why_size)) ||
+                 cu_failed(cu.ctx_sync(), "cuCtxSynchronize", why, why_size) ||
+                 cu_failed(cu.dtoh(host, ptr, bytes), "cuMemcpyDtoH", why, why_size);
+    char popped[256];
+    if (cu_failed(cu.pop(NULL), "cuCtxPopCurrent", popped, sizeof popped) && !failed) {
+        snprintf(why, why_size, "%s", popped);
+        failed = 1;
+    }
+    return failed;
+}
+
+/* Write the surface's bytes to the dump directory when one is set: name gets the file, bytes its size.
+ * Returns 0, or 1 with why when the surface could not be read or written. */
+static int dump_surface(struct session *s, const struct surface *f, unsigned n, char *name, size_t name_size,
+                        size_t *bytes, char *why, size_t why_size) {
+    const char *dir = getenv("GLREC_FAKE_NVENC_DUMP");
+    name[0] = 0;
+    *bytes = surface_bytes(f);
+    if (!dir || !*dir) return 0;
+    if (*bytes == 0) {
+        snprintf(why, why_size, "surface of %ux%u, pitch %u, format 0x%x has no bytes", f->width, f->height, f->pitch,
+                 f->format & 0x7fffffffu);
+        return 1;
+    }
+    char *host = f->ptr;
+    int from_device = !(f->format & 0x80000000u); /* a registered CUDA pointer, not one of our input buffers */
+    if (from_device) {
+        host = malloc(*bytes);
+        if (!host) {
+            snprintf(why, why_size, "no host memory for %zu bytes", *bytes);
+            return 1;
+        }
+        if (read_device_surface(s, f, host, *bytes, why, why_size)) {
+            free(host);
+            return 1;
+        }
+    }
+    snprintf(name, name_size, "%s/surface_%d_%06u.bin", dir, s->id, n);
+    FILE *out = fopen(name, "wb");
+    size_t written = out ? fwrite(host, 1, *bytes, out) : 0;
+    int closed = out ? fclose(out) : EOF;
+    if (from_device) free(host);
+    if (written != *bytes || closed != 0) {
+        snprintf(why, why_size, "writing %zu bytes to %.700s failed (%zu written)", *bytes, name, written);
+        name[0] = 0;
+        return 1;
+    }
+    return 0;
 }
 
 /* The marker travels inside a unit that bitstream parsers accept and pass through unchanged
@@ -617,9 +727,20 @@ static NVENCSTATUS NVENCAPI encode_picture(void *encoder, NV_ENC_PIC_PARAMS *p) 
     struct surface *f = find_surface(s, p->inputBuffer);
     struct bitstream *b = find_bitstream(s, p->outputBitstream);
     if (!f || !b) return fail(NV_ENC_ERR_INVALID_PTR, "unknown input surface or output bitstream");
-    unsigned n = s->pictures++;
-    char name[4096];
-    dump_surface(s, f, n, name, sizeof name);
+    unsigned n = s->pictures;
+    char name[4096], why[1024];
+    size_t bytes;
+    if (dump_surface(s, f, n, name, sizeof name, &bytes, why, sizeof why)) {
+        static char error[1200];
+        json_safe(why);
+        logf_("{\"event\": \"surface_read_failed\", \"session\": %d, \"picture\": %u, \"surface_ptr\": %llu, "
+              "\"bytes\": %zu, \"context\": %llu, \"stream\": %llu, \"why\": \"%s\"}",
+              s->id, n, (unsigned long long)(uintptr_t)f->ptr, bytes, (unsigned long long)(uintptr_t)s->cuda_context,
+              (unsigned long long)(uintptr_t)s->input_stream, why);
+        snprintf(error, sizeof error, "reading input surface of picture %u failed: %s", n, why);
+        return fail(NV_ENC_ERR_GENERIC, error);
+    }
+    s->pictures++;
     uint32_t period = s->idr_period ? s->idr_period : s->gop;
     NV_ENC_PIC_TYPE type = NV_ENC_PIC_TYPE_P;
     if (n == 0 || (p->encodePicFlags & NV_ENC_PIC_FLAG_FORCEIDR) || (period && n % period == 0))
@@ -630,10 +751,11 @@ static NVENCSTATUS NVENCAPI encode_picture(void *encoder, NV_ENC_PIC_PARAMS *p) 
           "\"inputDuration\": %llu, \"encodePicFlags\": %u, \"pictureType\": %d, \"bufferFmt\": %u, "
           "\"inputWidth\": %u, \"inputHeight\": %u, \"inputPitch\": %u, \"surface_format\": %u, "
           "\"surface_width\": %u, \"surface_height\": %u, \"surface_pitch\": %u, \"surface_ptr\": %llu, "
-          "\"type\": %d, \"dump\": \"%s\"}",
+          "\"type\": %d, \"dump\": \"%s\", \"dump_bytes\": %zu}",
           s->id, n, p->frameIdx, (unsigned long long)p->inputTimeStamp, (unsigned long long)p->inputDuration,
           p->encodePicFlags, p->pictureType, p->bufferFmt, p->inputWidth, p->inputHeight, p->inputPitch,
-          f->format & 0x7fffffffu, f->width, f->height, f->pitch, (unsigned long long)(uintptr_t)f->ptr, type, name);
+          f->format & 0x7fffffffu, f->width, f->height, f->pitch, (unsigned long long)(uintptr_t)f->ptr, type, name,
+          name[0] ? bytes : 0);
     /* ASCII, so the marker never holds the zero runs that H.264/HEVC would have to escape */
     char marker[96];
     int length = snprintf(marker, sizeof marker, "GLRECFAKE picture=%u frameIdx=%u timestamp=%llu type=%d flags=%u;", n,
@@ -679,6 +801,7 @@ static NVENCSTATUS NVENCAPI get_sequence_param_ex(void *encoder, NV_ENC_INITIALI
 
 static NVENCSTATUS NVENCAPI set_io_cuda_streams(void *encoder, NV_ENC_CUSTREAM_PTR in, NV_ENC_CUSTREAM_PTR out) {
     struct session *s = encoder;
+    s->input_stream = in ? *(void **)in : NULL;
     logf_("{\"event\": \"set_io_cuda_streams\", \"session\": %d, \"input\": %llu, \"output\": %llu}", s->id,
           in ? (unsigned long long)(uintptr_t)*(void **)in : 0ULL,
           out ? (unsigned long long)(uintptr_t)*(void **)out : 0ULL);
