@@ -74,7 +74,13 @@ def _walk(gl, path: Path, decoder: str) -> list[tuple[float, np.ndarray]]:
 def test_nvdec_pictures_equal_the_cpu_decoders(nvgl, media, name):
     codec, kw = CLIPS[name]
     path = pyav_clip(media / name, codec, size=(256, 144), rate=30, frames=12, **kw)
-    cpu, gpu = _walk(nvgl, path, "cpu"), _walk(nvgl, path, "nvdec")
+    cpu = _walk(nvgl, path, "cpu")
+    try:
+        gpu = _walk(nvgl, path, "nvdec")
+    except glrec.UnsupportedInputError as exc:
+        if "NVDEC does not decode" not in str(exc):
+            raise
+        pytest.skip(f"this GPU's answer: {exc}")  # the driver's capability query, not glrec, said no
     assert len(gpu) == len(cpu) == 12
     for (tc, a), (tg, b) in zip(cpu, gpu, strict=True):
         assert tg == pytest.approx(tc, abs=1e-6)

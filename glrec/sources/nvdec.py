@@ -31,6 +31,7 @@ from ..errors import CudaError, UnsupportedInputError
 from .decode import DecodeWorker, Picture
 from .formats import FORMATS, PlaneFormat
 from .inputs import InputSpec, video_stream
+from .nvdec_layout import caps_problem, plane_copies
 from .upload import PlaneTextures, unpack
 
 log = logging.getLogger("glrec")
@@ -149,15 +150,10 @@ class NvdecWorker(DecodeWorker):
         except Exception as exc:  # caps are advice: when the query fails, the decoder has the last word
             log.debug("GetDecoderCaps failed: %s", exc)
             return
-        what = f"{self.codec} {sub} at {self.bits} bits"
-        # PyNvVideoCodec leaves the limits out (or zero) for a combination the hardware lacks.
-        if not caps or not caps.get("width_max"):
-            raise UnsupportedInputError(f"This GPU's NVDEC does not decode {what}; use decoder='cpu'.")
-        if self.width > caps["width_max"] or self.height > caps.get("height_max", self.height):
-            raise UnsupportedInputError(
-                f"{self.width}x{self.height} is larger than this GPU's NVDEC takes for {what} "
-                f"({caps['width_max']}x{caps.get('height_max')}); use decoder='cpu'."
-            )
+        log.debug("NVDEC caps for %s %s %d-bit: %s", self.codec, sub, self.bits, caps)
+        problem = caps_problem(caps, f"{self.codec} {sub} at {self.bits} bits", (self.width, self.height))
+        if problem is not None:
+            raise UnsupportedInputError(f"{problem}; use decoder='cpu'.")
 
     # -- the GL side -----------------------------------------------------------------------------
 
@@ -223,23 +219,21 @@ class NvdecWorker(DecodeWorker):
             self.decoder.WaitOnCUStream(self.device.stream_handle)
         offsets, planes, at = [], [], 0
         try:
-            for src, pitch, (texels, rows), (comps, nbytes, _, _) in zip(
-                *self._plane_sources(frame, fmt), fmt.textures, strict=True
-            ):
-                row_bytes = texels * comps * nbytes
+            cais = [view.__cuda_array_interface__ for view in frame.cuda()]
+            for plane in plane_copies(cais, fmt.textures, (self.width, self.height)):
                 copy = cu.CUDA_MEMCPY2D()
                 copy.srcMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
-                copy.srcDevice = src
-                copy.srcPitch = pitch
+                copy.srcDevice = plane.src
+                copy.srcPitch = plane.pitch
                 copy.dstMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
                 copy.dstDevice = base + at
-                copy.dstPitch = row_bytes
-                copy.WidthInBytes = row_bytes
-                copy.Height = rows
+                copy.dstPitch = plane.row_bytes
+                copy.WidthInBytes = plane.row_bytes
+                copy.Height = plane.rows
                 call("cuMemcpy2DAsync", copy, self.device.stream)
                 offsets.append(base - self.pool.base + at)
-                planes.append(_Plane(texels, rows, row_bytes))
-                at += (row_bytes * rows + 255) // 256 * 256
+                planes.append(_Plane(plane.texels, plane.rows, plane.row_bytes))
+                at += (plane.row_bytes * plane.rows + 255) // 256 * 256
         except BaseException:
             self.pool.give_back(slot)
             raise
@@ -248,25 +242,6 @@ class NvdecWorker(DecodeWorker):
         pic = NvPicture(slot, fmt, planes, offsets, width, height, self.colorspace, self.color_range)
         pts = frame.getPTS()
         self._put(pic, float(pts * tb) if tb is not None and not self._counted else None, None)
-
-    def _plane_sources(self, frame: Any, fmt: PlaneFormat) -> tuple[list[int], list[int], list[tuple[int, int]]]:
-        """(device pointer, row pitch in bytes, (texels, rows)) of each plane of a decoded frame."""
-        views = frame.cuda()
-        if len(views) == len(fmt.textures):
-            ptrs, pitches, dims = [], [], []
-            for view, (comps, nbytes, _, _) in zip(views, fmt.textures, strict=True):
-                cai = view.__cuda_array_interface__
-                shape = [int(v) for v in cai["shape"]]
-                texels = shape[1] * (shape[2] if len(shape) > 2 else 1) // comps
-                ptrs.append(int(cai["data"][0]))
-                pitches.append(int(cai["strides"][0]) if cai.get("strides") else texels * comps * nbytes)
-                dims.append((texels, shape[0]))
-            return ptrs, pitches, dims
-        # One view over all planes (NV12 as a 1.5-height array): planes from the frame's own pointers.
-        cai = views[0].__cuda_array_interface__
-        pitch = int(cai["strides"][0]) if cai.get("strides") else self.width * fmt.textures[0][1]
-        dims = [(-(-self.width // sx), -(-self.height // sy)) for _, _, sx, sy in fmt.textures]
-        return [int(frame.GetPtrToPlane(i)) for i in range(len(fmt.textures))], [pitch] * len(dims), dims
 
     def _acquire_slot(self) -> int | None:
         # Live: when every slot is held the picture is dropped rather than waited for.

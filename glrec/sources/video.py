@@ -122,6 +122,7 @@ class VideoSource:
             self.codec = stream.codec_context.codec.canonical_name  # "av1", whichever decoder FFmpeg picked
             rate = stream.average_rate or stream.guessed_rate
             self.rate: Fraction | None = Fraction(rate) if rate and 0 < float(rate) <= 1000 else None
+            self._tolerance = stamp_tolerance(stream.time_base, self.rate)
             self.duration = _duration(container, stream)
             self.audio_streams = list(container.streams.audio)
             #: Copies the input's audio (``audio=True``): hand it to the output's sink.
@@ -228,20 +229,20 @@ class VideoSource:
             return self._current
         if self.still:
             return self._current
-        if t < self._current.time - _TOLERANCE_S and (self._current.index > 0 or self._offset > 0):
+        if t < self._current.time - self._tolerance and (self._current.index > 0 or self._offset > 0):
             self._rewind()
         while True:
             nxt = self._peek()
             if nxt is None:
                 break
-            if nxt.time <= t + _TOLERANCE_S:
+            if nxt.time <= t + self._tolerance:
                 self._current, self._next = nxt, None
                 continue
             # The current picture lasts until the next one starts.
             self._current.duration = nxt.time - self._current.time
             break
         cur = self._current
-        if self._next is None and self._worker.ended and t >= cur.time + self._frame_span(cur) - _TOLERANCE_S:
+        if self._next is None and self._worker.ended and t >= cur.time + self._frame_span(cur) - self._tolerance:
             return None
         return cur
 
@@ -392,6 +393,19 @@ class VideoSource:
 
     def __repr__(self) -> str:
         return f"<VideoSource {self.spec.label!r} {self.codec} {self.size[0]}x{self.size[1]} {self.spec.kind}>"
+
+
+def stamp_tolerance(time_base: Any, rate: Fraction | None) -> float:
+    """How far after ``t`` a picture may be stamped and still count as the one shown at ``t``.
+
+    A muxer rounds each timestamp to its time base: Matroska and WebM keep milliseconds, so the third
+    picture of a 30 fps clip is stamped 0.067 s, after 2/30 s. Half a tick covers that rounding; a
+    quarter of a frame is the most it may be, so a coarse time base never makes a picture early.
+    """
+    tick = 0.5 * float(time_base) if time_base else 0.0
+    if rate:
+        tick = min(tick, 0.25 / float(rate))
+    return max(_TOLERANCE_S, tick)
 
 
 def _duration(container: Any, stream: Any) -> float | None:
