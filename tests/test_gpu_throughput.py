@@ -95,6 +95,7 @@ def test_batched_shared_handoff_is_bit_exact_and_in_order(batch, depth, phased, 
     size = (322, 242)
     cuda = CudaDevice.open(0)
     gl = create_cuda_context(0, cuda.info.pci_bus_id)
+    gl.__enter__()  # current until the end (and released there)
     ctx = gl.mgl
     target = RenderTarget(ctx, size)
     scene = load_scene("bars")
@@ -126,7 +127,7 @@ def test_batched_shared_handoff_is_bit_exact_and_in_order(batch, depth, phased, 
         for obj in (handoff, host, source, target):
             obj.release()
         scene.close()
-        gl.release()
+        gl.__exit__(None, None, None)
         cuda.release()
     assert order == list(range(27))
     assert [i for i in range(27) if got[i] != expected[i]] == []

@@ -19,7 +19,7 @@ REGISTER_BATCH = 16
 # Shared handoff: frames per fence and whether GL and CUDA take turns per batch
 # (glrec.interop.batching). 1 and False keep the behaviour measured at 733 frames/s
 # render -> nvJPEG on an H200; benchmarks/gpu_ceiling.py measures the alternatives
-# (variants shared-batchK, phased-K) so these can be set from a measurement.
+# (pipe:recorder-b8, pipe:recorder-b8-phased, ...) so these can be set from a measurement.
 SHARED_BATCH = 1
 SHARED_PHASED = False
 
