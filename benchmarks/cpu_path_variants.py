@@ -1,14 +1,15 @@
-"""Before/after of two changes to glrec's CPU path, against the naive loop, in one run.
+"""Before/after of glrec's CPU path, against the naive loop, in one run.
 
     PYTHONPATH=. python benchmarks/cpu_path_variants.py --sizes 1280x720,1920x1080 --scenes cube,plasma --repeat 5
 
-Variants (each a glrec:cpu end-to-end row, run in a fresh process):
-  before      the convert shader dispatched by moderngl (holds the GIL) and x264 slice threads
-  dispatch    only the change to the dispatch: through ctypes, which releases the GIL
-  threads     only the change to x264: frame threads, as the ffmpeg command line uses
-  after       both (glrec as it is)
-Rows run interleaved with naive-imageio; each variant's figure is the median over runs of
-(variant fps / naive-imageio fps of the same round).
+Variants (each a glrec:cpu end-to-end row in a fresh process, as ``glrec bench`` runs it):
+  before   the convert shader storing one byte per imageStore into r8/rg8 plane textures
+           (``benchmarks/before/convert_yuv_bytes.comp``, the shader before this change)
+  after    glrec as it is: plane textures holding 4 (or 2) bytes of a row per texel, one
+           imageStore per texel
+Rows run interleaved with naive-imageio; each variant's figure is the median over rounds of
+(variant fps / naive-imageio fps of the same round). The x264 option strings of every row are
+printed, so equal settings can be seen, not assumed.
 """
 
 from __future__ import annotations
@@ -19,45 +20,75 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import moderngl
 
-import glrec.encoders.cpu as cpu_encoder
 from glrec.bench import pipeline, runner
 from glrec.bench.config import parse_list, parse_sizes
 from glrec.bench.spec import RowSpec, row
-from glrec.convert import Converter
+from glrec.colour import ColourSpec
+from glrec.convert.compute import ComputePass
+from glrec.convert.layout import PlaneLayout
 
-# name: (convert dispatched through ctypes, x264 thread type)
-VARIANTS = {
-    "before": (False, "SLICE"),
-    "dispatch": (True, "SLICE"),
-    "threads": (False, "FRAME"),
-    "after": (True, "FRAME"),
-}
+BEFORE_SHADER = Path(__file__).resolve().parent / "before" / "convert_yuv_bytes.comp"
+VARIANTS = ("before", "after")
 
 
-def _moderngl_dispatch(self: Converter, source: moderngl.Texture) -> None:
-    """Converter.run as it was: ComputeShader.run, which keeps the GIL for the whole dispatch."""
-    source.use(0)
-    for unit, tex in enumerate(self.planes):
-        tex.bind_to_image(unit, read=False, write=True)
-    self._shader.run(*self._groups)
-    self.ctx.memory_barrier(moderngl.TEXTURE_UPDATE_BARRIER_BIT | moderngl.TEXTURE_FETCH_BARRIER_BIT)
+class ByteConverter:
+    """The convert stage as it was: one texture component per plane byte, one store per byte."""
+
+    GROUP = 8
+
+    def __init__(self, ctx: moderngl.Context, src_size: tuple[int, int], dst_size: tuple[int, int], pix_fmt: str,
+                 colour: ColourSpec) -> None:  # fmt: skip
+        self.ctx = ctx
+        self.layout = PlaneLayout.for_format(pix_fmt, *dst_size)
+        sub = 1 if pix_fmt == "yuv444p" else 2
+        first, _, rest = BEFORE_SHADER.read_text().partition("\n")
+        defines = f"#define SUB_X {sub}\n#define SUB_Y {sub}\n#define INTERLEAVED {int(pix_fmt == 'nv12')}\n"
+        shader = ctx.compute_shader(f"{first}\n{defines}{rest}")
+        (kr, kg, kb), y_range, c_range = colour.rgb_to_yuv_matrix()
+        values = {
+            "src_size": src_size, "dst_size": dst_size, "luma": (kr, kg, kb),
+            "chroma_div": (2.0 * (1.0 - kb), 2.0 * (1.0 - kr)), "y_range": y_range, "c_range": c_range,
+        }  # fmt: skip
+        for name, value in values.items():
+            shader[name].value = value
+        self._pass = ComputePass(ctx, shader, self.GROUP, self.layout.planes[1][:2])
+        self.planes = self.new_planes()
+
+    def new_planes(self) -> list[moderngl.Texture]:
+        return [self.ctx.texture((w, h), c, dtype="f1") for w, h, c in self.layout.planes]
+
+    def run(self, source: moderngl.Texture) -> None:
+        self._pass.run(source, self.planes)
+
+    def release(self) -> None:
+        self._pass.release(self.planes)
+        self.planes = []
 
 
-def _register(name: str, ctypes_dispatch: bool, thread_type: str) -> None:
+def _register(name: str) -> None:
     @row(f"variant:{name}")
     def run(spec: RowSpec) -> dict:
-        # Each row runs in its own process, so patching here changes only this row.
-        cpu_encoder._THREAD_TYPE = thread_type
-        if not ctypes_dispatch:
-            Converter.run = _moderngl_dispatch  # type: ignore[method-assign]
+        if name == "before":
+            # Each row runs in its own process, so patching here changes only this row.
+            import glrec.pipeline.build as build
+
+            build.Converter = ByteConverter  # type: ignore[misc, assignment]
         return pipeline.glrec_clean(spec)
 
 
-for _name, (_dispatch, _threads) in VARIANTS.items():
-    _register(_name, _dispatch, _threads)
+for _name in VARIANTS:
+    _register(_name)
+
+
+def _x264(out: dict[str, Any]) -> str:
+    x = out.get("x264") or {}
+    opts = x.get("options", {})
+    keys = ("preset", "crf", "threads", "lookahead_threads", "sliced_threads", "slices", "bframes", "rc_lookahead")
+    return " ".join(f"{k}={opts[k]}" for k in keys if k in opts) or "?"
 
 
 def main() -> int:
@@ -77,6 +108,7 @@ def main() -> int:
             for size in args.sizes:
                 fps: dict[str, list[float]] = {n: [] for n in names}
                 cpu_ms: dict[str, list[float]] = {n: [] for n in names}
+                x264: dict[str, str] = {}
                 for r in range(args.repeat):
                     for n in names:
                         spec = RowSpec(n, scene=scene, size=size, frames=args.frames, workdir=tmp, tag=f"_{r}")
@@ -90,11 +122,14 @@ def main() -> int:
                         rows.append(out)
                         fps[n].append(out["fps"])
                         cpu_ms[n].append(1e3 * out["cpu_seconds"] / out["frames"])
+                        x264[n] = _x264(out)
                 for n in names:
                     ratio = statistics.median(a / b for a, b in zip(fps[n], fps["naive-imageio"], strict=True))
                     print(
-                        f"{scene:7} {size[0]}x{size[1]:<5} {n:17} fps {statistics.median(fps[n]):7.1f}  "
-                        f"x naive-imageio {ratio:5.2f}  CPU ms/frame {statistics.median(cpu_ms[n]):6.2f}"
+                        f"{scene:7} {size[0]}x{size[1]:<5} {n:15} fps {statistics.median(fps[n]):7.1f}  "
+                        f"x naive-imageio {ratio:5.2f}  CPU ms/frame {statistics.median(cpu_ms[n]):6.2f}  "
+                        f"x264: {x264[n]}",
+                        flush=True,
                     )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")

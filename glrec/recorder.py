@@ -165,6 +165,8 @@ class Recorder:
         self._process = pipeline.process  # None without process=
         self._convert = pipeline.convert
         self._handoff = pipeline.handoff
+        # A handoff that paces GL against its consumer (glrec.interop.batching) is asked before each frame.
+        self._before_frame = getattr(pipeline.handoff, "before_frame", None)
         self.plan = pipeline.plan
         self._encoder = pipeline.encoder
         self.encoder_name = pipeline.name
@@ -331,6 +333,8 @@ class Recorder:
         """
         self._check_open()
         with self._gl.active():  # glrec-context: current for the block, the caller's context back after
+            if self._before_frame is not None:
+                self._before_frame()
             target = self._target
             target.use()
             yield target.fbo

@@ -1,12 +1,19 @@
 #version 430
 // Pack stage for encoders that take RGB: the rendered RGBA texture (rows bottom-up)
-// becomes packed RGB with rows top-down. CHANNELS 3: an r8 image 3x as wide holding
-// R,G,B bytes per pixel (nvJPEG's interleaved RGB). CHANNELS 4: an rgba8 image
-// (NVENC's ABGR, whose lowest byte is R), alpha forced opaque.
+// becomes packed RGB with rows top-down.
+// CHANNELS 3: nvJPEG's interleaved RGB, 3 bytes per pixel, in an image whose texels
+// hold PACK consecutive bytes of a row (rgba8 for 4, rg8 for 2, r8 for 1; the host
+// picks the most that divide the row's 3 * width bytes). One invocation makes PACK
+// pixels, i.e. exactly three whole texels, so every store writes a full texel.
+// CHANNELS 4: an rgba8 image (NVENC's ABGR, whose lowest byte is R), alpha forced opaque.
 layout(local_size_x = 8, local_size_y = 8) in;
 
 layout(binding = 0) uniform sampler2D src;
-#if CHANNELS == 3
+#if CHANNELS == 3 && PACK == 4
+layout(rgba8, binding = 0) writeonly uniform image2D dst;
+#elif CHANNELS == 3 && PACK == 2
+layout(rg8, binding = 0) writeonly uniform image2D dst;
+#elif CHANNELS == 3
 layout(r8, binding = 0) writeonly uniform image2D dst;
 #else
 layout(rgba8, binding = 0) writeonly uniform image2D dst;
@@ -14,15 +21,27 @@ layout(rgba8, binding = 0) writeonly uniform image2D dst;
 
 uniform ivec2 size;
 
+vec3 fetch(int x, int y) { return texelFetch(src, ivec2(x, size.y - 1 - y), 0).rgb; }
+
 void main() {
-    ivec2 p = ivec2(gl_GlobalInvocationID.xy);
-    if (p.x >= size.x || p.y >= size.y) return;
-    vec3 rgb = texelFetch(src, ivec2(p.x, size.y - 1 - p.y), 0).rgb;
+    ivec2 g = ivec2(gl_GlobalInvocationID.xy);
 #if CHANNELS == 3
-    imageStore(dst, ivec2(3 * p.x + 0, p.y), vec4(rgb.r));
-    imageStore(dst, ivec2(3 * p.x + 1, p.y), vec4(rgb.g));
-    imageStore(dst, ivec2(3 * p.x + 2, p.y), vec4(rgb.b));
+    int x0 = g.x * PACK;
+    if (x0 >= size.x || g.y >= size.y) return;
+    float bytes[3 * PACK];
+    for (int i = 0; i < PACK; i++) {
+        vec3 rgb = fetch(x0 + i, g.y);
+        bytes[3 * i] = rgb.r;
+        bytes[3 * i + 1] = rgb.g;
+        bytes[3 * i + 2] = rgb.b;
+    }
+    for (int t = 0; t < 3; t++) {
+        vec4 texel = vec4(0.0);
+        for (int k = 0; k < PACK; k++) texel[k] = bytes[t * PACK + k];
+        imageStore(dst, ivec2(3 * g.x + t, g.y), texel);
+    }
 #else
-    imageStore(dst, p, vec4(rgb, 1.0));
+    if (g.x >= size.x || g.y >= size.y) return;
+    imageStore(dst, g, vec4(fetch(g.x, g.y), 1.0));
 #endif
 }

@@ -3,6 +3,8 @@
 // top-down already) into a buffer laid out like the host path's frames: planes
 // back to back, rows tightly packed. One invocation writes one 32-bit word, i.e.
 // four consecutive bytes of the frame, so every write is a whole word (no races).
+// WORDS 1: every texture holds 4 bytes per texel (rgba8) and every plane starts at a
+// multiple of 4, so a word is exactly one texel: one fetch instead of four.
 // The buffer's storage is CUDA memory: CUDA reads the frame where this writes it.
 layout(local_size_x = 256) in;
 
@@ -33,5 +35,14 @@ void main() {
     int w = int(gl_GlobalInvocationID.x);
     int k = 4 * w;
     if (k >= total) return;
+#if WORDS
+    int p = (nplanes > 2 && k >= start.z) ? 2 : (nplanes > 1 && k >= start.y) ? 1 : 0;
+    int local = (k - start[p]) / 4;
+    int texels = row_bytes[p] / 4;
+    ivec2 xy = ivec2(local % texels, local / texels);
+    vec4 t = p == 0 ? texelFetch(plane0, xy, 0) : p == 1 ? texelFetch(plane1, xy, 0) : texelFetch(plane2, xy, 0);
+    words[w] = packUnorm4x8(t);
+#else
     words[w] = byte_at(k) | (byte_at(k + 1) << 8) | (byte_at(k + 2) << 16) | (byte_at(k + 3) << 24);
+#endif
 }

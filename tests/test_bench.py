@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,7 @@ from glrec.bench.meter import STAGES
 from glrec.bench.report import table
 from glrec.cli import main
 
+ROOT = Path(__file__).resolve().parent.parent
 ROW_KEYS = {"row", "scene", "size", "frames", "status", "seconds", "fps", "cpu_seconds", "cpu_use", "peak_rss_mb"}
 
 
@@ -95,11 +98,16 @@ def test_summary_ratios_and_equal_x264_settings(quick):
     assert naive["x_naive_imageio"] == 1.0
     glrec = by_row["glrec:cpu"]
     assert glrec["stage_source"].startswith("glrec-profiled:cpu")
-    # Equal encoder settings: the x264 option strings in the streams differ in threading only.
+    # Equal encoder settings: every x264 option in the streams equal, threading included: glrec runs
+    # x264 with frame threads, as the ffmpeg command line does (glrec/encoders/cpu.py).
     assert glrec["x264"]["options"]["crf"] == naive["x264"]["options"]["crf"] == "20.0"
-    # glrec runs x264 with frame threads, as the ffmpeg command line does (glrec/encoders/cpu.py)
     assert glrec["x264"]["options"]["sliced_threads"] == naive["x264"]["options"]["sliced_threads"] == "0"
-    assert set(glrec["x264_differs_from_naive"]) <= X264_THREADING, glrec["x264_differs_from_naive"]
+    assert glrec["x264_differs_from_naive"] == {} and glrec["x264_equal_settings"] is True
+    # naive-pyav is what PyAV users get by default: slice threads, and the check says so.
+    pyav = by_row["naive-pyav"]
+    assert pyav["x264"]["options"]["sliced_threads"] == "1"
+    assert pyav["x264_equal_settings"] is False and "sliced_threads" in pyav["x264_differs_from_naive"]
+    assert set(pyav["x264_differs_from_naive"]) <= X264_THREADING, pyav["x264_differs_from_naive"]
 
 
 def test_efficiency_memory_and_targets(quick):
@@ -247,3 +255,44 @@ def test_help_explains_the_options(capsys):
     for option in ("--quick", "--sizes", "--backends", "--repeat", "--memory-frames", "--preset", "--crf", "--replot"):
         assert option in text
     assert "naive-imageio" in text and "ratio" in text
+
+
+def test_default_results_folder_is_the_checkouts_or_a_temporary_one(tmp_path):
+    from glrec.bench.cli import default_out
+
+    checkout = tmp_path / "repo"
+    (checkout / "glrec").mkdir(parents=True)
+    (checkout / "benchmarks").mkdir()
+    (checkout / "pyproject.toml").write_text("")
+    assert default_out(checkout / "glrec")[0] == checkout / "benchmarks" / "results"
+    installed = tmp_path / "site-packages" / "glrec"
+    installed.mkdir(parents=True)
+    out, why = default_out(installed)
+    assert out.is_dir() and "temporary" in why and tmp_path not in out.parents
+
+
+@pytest.mark.slow
+def test_an_installed_glrec_never_writes_into_the_current_directory(tmp_path):
+    """glrec copied as an installed package (shaders inside), run from a folder that has benchmarks/results."""
+    import shutil
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "glrec", site / "glrec", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "shaders", site / "glrec" / "shaders")
+    work = tmp_path / "work"
+    (work / "benchmarks" / "results").mkdir(parents=True)
+    args = ["bench", "--quick", "--baselines", "none", "--no-stages", "--no-profile", "--memory-frames", "0",
+            "--no-plot"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    p = subprocess.run([sys.executable, "-m", "glrec", *args], cwd=work, env=env, capture_output=True, text=True,
+                       timeout=300)  # fmt: skip
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert list((work / "benchmarks" / "results").iterdir()) == []
+    assert not [x for x in work.rglob("*.json")]
+    line = next(x for x in p.stdout.splitlines() if x.startswith("results: "))
+    saved = Path(line.split(": ", 1)[1])
+    assert saved.is_file() and "glrec-bench-results-" in str(saved.parent)
+    assert "results folder:" in p.stderr and "temporary" in p.stderr
+    shutil.rmtree(saved.parent)

@@ -69,3 +69,37 @@ def test_ray_local_cluster_makes_the_single_process_dataset(local_ray, tmp_path)
     os.environ.pop("GLREC_TEST_DIE_ONCE")  # the single-process run must not die
     generate(spec, tmp_path / "single")
     assert tree(tmp_path / "ray") == tree(tmp_path / "single")
+
+
+# The table, logging each set-up (one per SampleRenderer, i.e. per GL context a worker makes).
+COUNTING_SCENE = """
+import os
+from glrec.scenes.table import Table
+
+class Counting(Table):
+    def setup(self, ctx, size):
+        with open(os.environ["GLREC_TEST_SETUP_LOG"], "a") as f:
+            f.write(f"{os.getpid()}\\n")
+        super().setup(ctx, size)
+"""
+
+
+def test_a_ray_worker_keeps_its_context_across_shards(monkeypatch, tmp_path):
+    log = tmp_path / "setups.log"
+    monkeypatch.setenv("GLREC_TEST_SETUP_LOG", str(log))
+    root = str(Path(__file__).resolve().parent.parent)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    (tmp_path / "counting.py").write_text(textwrap.dedent(COUNTING_SCENE))
+    spec = DatasetSpec.from_dict(
+        {"dataset": {"scene": "counting.py:Counting", "samples": 8, "size": "32x24", "seed": 2, "shard_size": 2}},
+        base_dir=tmp_path,
+    )
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        result = generate(spec, tmp_path / "out", ray="")
+    finally:
+        ray.shutdown()
+    assert result.samples_rendered == 8 and spec.shards == 4
+    # the one worker set the scene (and its GL context) up once for all 4 shards, in its own process
+    pids = log.read_text().split()
+    assert len(pids) == 1 and pids[0] != str(os.getpid()), pids

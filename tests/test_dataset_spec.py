@@ -166,8 +166,11 @@ def test_missing_ray_and_unknown_colour_encoder_say_what_to_install(monkeypatch,
     from glrec.dataset.encode import colour_encoder
     from glrec.dataset.spec import OutputSpec
 
-    with pytest.raises(glrec.ConfigError, match="No colour encoder 'nvjpeg' for 'jpg'.*have: jpg/cpu, png/cpu"):
-        colour_encoder(OutputSpec(rgb="jpg", rgb_encoder="nvjpeg"))
+    # nvjpeg is registered (it names nvImageCodec where that is missing: tests/test_dataset_packed.py)
+    with pytest.raises(
+        glrec.ConfigError, match="No colour encoder 'nvjpeg' for 'png'.*have: jpg/cpu, jpg/nvjpeg, png/cpu"
+    ):
+        colour_encoder(OutputSpec(rgb="png", rgb_encoder="nvjpeg"))
     monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
     from glrec.dataset import generate
 

@@ -65,18 +65,18 @@ def _source(ctx, pix_fmt, size):
 
 
 @contextlib.contextmanager
-def _stages(gl, cuda, scene_name, pix_fmt, kind):
+def _stages(gl, cuda, scene_name, pix_fmt, kind, size=SIZE):
     """Render target, scene, convert/pack stage and CUDA handoff on ``gl``, released in reverse."""
     from glrec.interop.handoff import open_handoff
 
     ctx = gl.mgl
     with contextlib.ExitStack() as stack:
-        target = RenderTarget(ctx, SIZE)
+        target = RenderTarget(ctx, size)
         stack.callback(target.release)
         scene = load_scene(scene_name)
-        scene.setup(ctx, SIZE)
+        scene.setup(ctx, size)
         stack.callback(scene.close)
-        source = _source(ctx, pix_fmt, SIZE)
+        source = _source(ctx, pix_fmt, size)
         stack.callback(source.release)
         handoff = open_handoff(kind, ctx, source, cuda, depth=3, consumer_slots=4)
         stack.callback(handoff.release)
@@ -91,25 +91,26 @@ def _stages(gl, cuda, scene_name, pix_fmt, kind):
 
 @pytest.mark.parametrize("kind", ["register", "shared"])
 @pytest.mark.parametrize("pix_fmt", ["nv12", "yuv420p", "yuv444p", "rgb24", "rgba"])
-def test_handoff_equals_glreadpixels_bit_for_bit(nvgl, cuda, kind, pix_fmt):
+# 320: every plane packed 4 bytes to a texel; 322: Y and RGB rows 2 to a texel, 4:2:0 chroma 1.
+@pytest.mark.parametrize("size", [SIZE, (322, 242)])
+def test_handoff_equals_glreadpixels_bit_for_bit(nvgl, cuda, kind, pix_fmt, size):
     ctx = nvgl.mgl
     expected, got = {}, {}
-    with _stages(nvgl, cuda, "bars", pix_fmt, kind) as (target, source, handoff, draw):
+    with _stages(nvgl, cuda, "bars", pix_fmt, kind, size) as (target, source, handoff, draw):
         for i in range(19):  # not a multiple of the register batch (16): the partial batch is drained
             draw(i / FPS)
             # Reference: glReadPixels of what the GPU stage produced (planes, or the flipped render).
             if pix_fmt in ("rgb24", "rgba"):
                 c = 3 if pix_fmt == "rgb24" else 4
-                rgba = np.frombuffer(target.fbo.read(components=4, alignment=1), np.uint8).reshape(SIZE[1], SIZE[0], 4)
+                rgba = np.frombuffer(target.fbo.read(components=4, alignment=1), np.uint8).reshape(size[1], size[0], 4)
                 ref = rgba[::-1, :, :c].copy()
                 if c == 4:
                     ref[..., 3] = 255  # the pack stage writes opaque alpha
                 expected[i] = ref.tobytes()
             else:
-                planes = [
-                    _read_pixels(ctx, t, comps)
-                    for t, (_, _, comps) in zip(source.planes, source.layout.planes, strict=True)
-                ]
+                # Each texture holds its plane's bytes packed 4, 2 or 1 to a texel: reading all
+                # of a texel's components gives the plane's rows as they are.
+                planes = [_read_pixels(ctx, t, t.components) for t in source.planes]
                 expected[i] = b"".join(p.tobytes() for p in planes)
             for frame in handoff.submit(i):
                 got[frame.index] = frame.to_host().data.tobytes()

@@ -14,7 +14,6 @@ frame anyway) and lets rendering and reading be timed apart.
 
 from __future__ import annotations
 
-import os
 from fractions import Fraction
 
 import av
@@ -22,6 +21,7 @@ import numpy as np
 
 from ..errors import EncoderUnavailableError
 from .common import SceneRig, describe_output, figures, scene_rig
+from .ffmpeg import find_ffmpeg, use_ffmpeg
 from .meter import LoopMeter, StageClock
 from .spec import RowResult, RowSpec, row
 
@@ -45,13 +45,9 @@ def render_and_read(rig: SceneRig, index: int, fps: float, clock: StageClock) ->
 
 @row("naive-imageio")
 def naive_imageio(spec: RowSpec) -> RowResult:
-    try:
-        import imageio_ffmpeg
-    except ImportError as exc:
-        raise EncoderUnavailableError(
-            "baseline naive-imageio needs imageio-ffmpeg: pip install 'glrec[bench]' "
-            "(or set IMAGEIO_FFMPEG_EXE to an ffmpeg with libx264)."
-        ) from exc
+    found = use_ffmpeg()  # skipped with the reason where there is no ffmpeg with libx264
+    import imageio_ffmpeg
+
     clock, meter = StageClock(), LoopMeter()
     path = spec.output
     with scene_rig(spec) as rig:
@@ -73,7 +69,7 @@ def naive_imageio(spec: RowSpec) -> RowResult:
                 writer.close()  # ffmpeg flushes x264, writes the file and exits
         meter.stop()
     out = figures(spec, meter, clock)
-    out["ffmpeg"] = imageio_ffmpeg.get_ffmpeg_exe()
+    out["ffmpeg"] = found.describe()
     out.update(describe_output(path))
     return out
 
@@ -115,10 +111,9 @@ def naive_pyav(spec: RowSpec) -> RowResult:
 
 
 def imageio_ffmpeg_version() -> str | None:
-    """The version of the ffmpeg the naive-imageio baseline runs, or None without imageio-ffmpeg."""
+    """The ffmpeg the naive-imageio baseline runs (version line, path, how found), or None where there is none."""
     try:
-        import imageio_ffmpeg
-    except ImportError:
+        found = find_ffmpeg()
+    except EncoderUnavailableError:
         return None
-    exe = os.environ.get("IMAGEIO_FFMPEG_EXE") or imageio_ffmpeg.get_ffmpeg_exe()
-    return f"{imageio_ffmpeg.get_ffmpeg_version()} ({exe})"
+    return f"{found.version} ({found.path}, {found.found_by})"

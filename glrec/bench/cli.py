@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +71,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     o.add_argument(
         "--out",
         type=Path,
-        default=Path("benchmarks/results"),
-        help="folder for JSON and PNG (default benchmarks/results)",
+        help="folder for JSON and PNG (default: benchmarks/results of the glrec checkout running, "
+        "or a new temporary folder for an installed glrec; the path is printed)",
     )
     o.add_argument("--json", type=Path, help="write the JSON here instead of OUT/NAME.json")
     o.add_argument("--no-plot", action="store_true", help="no PNG (the plot needs matplotlib: glrec[bench] extra)")
@@ -105,6 +106,21 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
     return BenchConfig(**changes).checked()
 
 
+def default_out(package_dir: Path | None = None) -> tuple[Path, str]:
+    """Where results go without ``--out``, and why.
+
+    glrec run from a source checkout (the package beside ``pyproject.toml`` and
+    ``benchmarks/``) writes into that checkout's ``benchmarks/results``, whatever the
+    current directory; an installed glrec writes into a new temporary folder, never
+    into the current directory.
+    """
+    package = package_dir or Path(__file__).resolve().parents[1]
+    root = package.parent
+    if (root / "pyproject.toml").is_file() and (root / "benchmarks").is_dir():
+        return root / "benchmarks" / "results", "this glrec checkout's benchmarks/results"
+    return Path(tempfile.mkdtemp(prefix="glrec-bench-results-")), "a new temporary folder; name one with --out"
+
+
 def _unique(path: Path) -> Path:
     n, candidate = 2, path
     while candidate.exists():
@@ -127,6 +143,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     from .runner import run_bench
 
+    json_path: Path | None = args.json
+    out_dir = Path(".")
+    if json_path is None:
+        out_dir, why = (args.out, "--out") if args.out is not None else default_out()
+        if not args.quiet:
+            print(f"results folder: {out_dir} ({why})", file=sys.stderr)
+
     def progress(i: int, n: int, r: dict[str, Any]) -> None:
         if args.quiet:
             return
@@ -139,7 +162,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     doc = run_bench(config, progress)
     name = doc["name"] + ("_quick" if config.quick_mode else "")
-    json_path = save_json(doc, args.json or _unique(args.out / f"{name}.json"))
+    json_path = save_json(doc, json_path or _unique(out_dir / f"{name}.json"))
     if not args.quiet:
         print(table(doc))
         print(f"\nresults: {json_path}")

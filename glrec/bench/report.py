@@ -58,8 +58,41 @@ def table(doc: dict[str, Any]) -> str:
         lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     if any(s.get("reference") == "naive-pyav" for s in doc["summary"] if s["status"] == "ok"):
         lines.append("* ratio to naive-pyav: naive-imageio did not run here")
-    lines += ["", *summary_lines(doc)]
+    lines += ["", *x264_lines(doc), *summary_lines(doc)]
     return "\n".join(lines)
+
+
+#: The x264 options that decide speed at a preset, shown first; the full strings are in the JSON.
+_KEY_OPTIONS = ("threads", "lookahead_threads", "sliced_threads", "slices", "crf", "bframes", "ref", "me",
+                "subme", "rc_lookahead", "trellis", "aq")  # fmt: skip
+
+
+def x264_lines(doc: dict[str, Any]) -> list[str]:
+    """The x264 settings each compared row's stream says it was encoded with, against naive-imageio's."""
+    lines: list[str] = []
+    ffmpeg = next((r.get("ffmpeg") for r in doc["rows"] if r["row"] == "naive-imageio" and r.get("ffmpeg")), None)
+    if isinstance(ffmpeg, dict):
+        lines.append(f"baseline (a) ffmpeg: {ffmpeg['path']} ({ffmpeg['found_by']}): {ffmpeg['version']}")
+    for group in dict.fromkeys(s["group"] for s in doc["summary"]):
+        rows = [s for s in doc["summary"] if s["group"] == group and s["status"] == "ok" and s.get("x264")]
+        ref = next((s for s in rows if s["row"] == "naive-imageio"), None)
+        if not rows:
+            continue
+        lines.append(f"x264 settings compared, {group} (read from each stream):")
+        for s in rows:
+            opts = s["x264"]["options"]
+            shown = " ".join(f"{k}={opts[k]}" for k in _KEY_OPTIONS if k in opts)
+            head = f"  {s['row']:18} core {s['x264'].get('core')}: {shown}"
+            if ref is None or s is ref:
+                lines.append(head + ("" if ref is None else "  (the reference)"))
+                continue
+            differs = s.get("x264_differs_from_naive") or {}
+            verdict = "equal to naive-imageio's, threading included" if s.get("x264_equal_settings") else (
+                "DIFFERS from naive-imageio's: " + ", ".join(f"{k} {a} vs {b}" for k, (a, b) in differs.items())
+                if differs else f"same options, x264 core {ref['x264'].get('core')} in naive-imageio"
+            )  # fmt: skip
+            lines.append(f"{head}  -> {verdict}")
+    return lines
 
 
 def summary_lines(doc: dict[str, Any]) -> list[str]:
@@ -91,6 +124,10 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
     for t in doc.get("targets", []):
         op = "<=" if t.get("at_most") else ">="
         state = "met" if t["met"] else "NOT met"
+        if t.get("settings_differ"):
+            state += " (x264 settings differ from the baseline's: not a comparison at equal settings)"
+        elif t.get("note"):
+            state += f" ({t['note']})"
         lines.append(f"target {t['target']} ({t['where']}): {t['measured']:.2f} {op} {t['goal']:g}: {state}")
     return lines
 

@@ -9,6 +9,11 @@ from dataclasses import dataclass
 PACKED_RGB: dict[str, int] = {"rgb24": 3, "rgba": 4}
 
 
+def texel_bytes(row_bytes: int) -> int:
+    """Bytes per texel of a packed plane texture whose rows are ``row_bytes`` long: 4, 2 or 1."""
+    return 4 if row_bytes % 4 == 0 else 2 if row_bytes % 2 == 0 else 1
+
+
 @dataclass(frozen=True)
 class PlaneLayout:
     """Where each plane of a converted frame sits in a packed host buffer."""
@@ -30,6 +35,18 @@ class PlaneLayout:
             out.append(at)
             at += w * h * c
         return tuple(out)
+
+    @property
+    def textures(self) -> tuple[tuple[int, int, int], ...]:
+        """(width, height, components) of the 8-bit texture holding each plane, bytes tightly packed.
+
+        A texel holds 4, 2 or 1 consecutive bytes of a row (rgba8, rg8, r8): the most
+        that divide the row's length. Stores of whole 32-bit texels are much cheaper
+        than per-byte stores, and a texture's rows stay exactly the plane's rows, so
+        reading a texture back (``glGetTexImage``, a CUDA array copy) gives the plane's
+        bytes as they are.
+        """
+        return tuple((w * c // texel_bytes(w * c), h, texel_bytes(w * c)) for w, h, c in self.planes)
 
     @property
     def host_shape(self) -> tuple[int, ...]:

@@ -7,9 +7,10 @@ compute shader does on the GPU. It is a convert stage like
 :class:`~glrec.convert.yuv.Converter` (``layout``, ``planes``, ``run``, ``new_planes``,
 ``release``), so the host readback and both CUDA handoffs take either.
 
-RGB24 is stored in an ``r8`` texture three times as wide as the frame because
-GL image stores have no 3-byte format, and an ``r8`` texture is one the CUDA
-interop can register as an image.
+GL image stores have no 3-byte format, so RGB24 rows are stored as bytes in a
+texture whose texels hold 4, 2 or 1 consecutive bytes of a row (``rgba8``,
+``rg8``, ``r8``; :attr:`PlaneLayout.textures`): the row's bytes exactly, in a
+format the CUDA interop can register as an image.
 """
 
 from __future__ import annotations
@@ -34,21 +35,21 @@ class RgbPacker:
         self.channels = PACKED_RGB[pix_fmt]
         self.layout = PlaneLayout.for_format(pix_fmt, *size)
         max_size = int(ctx.info["GL_MAX_TEXTURE_SIZE"])
-        if self.channels == 3 and 3 * size[0] > max_size:
+        tex_w, _, pack = self.layout.textures[0]
+        if tex_w > max_size:
             raise ConfigError(
                 f"Width {size[0]} is too large for packed {pix_fmt} on this GPU (needs a texture "
-                f"{size[0] * 3} texels wide, the limit is {max_size}); use a width of at most {max_size // 3}."
+                f"{tex_w} texels wide, the limit is {max_size}); use a width of at most {max_size * pack // 3}."
             )
-        shader = glsl.compute(ctx, "pack_rgb.comp", {"CHANNELS": self.channels})
+        shader = glsl.compute(ctx, "pack_rgb.comp", {"CHANNELS": self.channels, "PACK": pack})
         shader["size"].value = size  # type: ignore[union-attr]
-        self._pass = ComputePass(ctx, shader, self.GROUP, size)
+        # CHANNELS 3: one invocation per PACK pixels (three whole texels); 4: one per pixel.
+        per = pack if self.channels == 3 else 1
+        self._pass = ComputePass(ctx, shader, self.GROUP, ((size[0] + per - 1) // per, size[1]))
         self.planes = self.new_planes()
 
     def new_planes(self) -> list[moderngl.Texture]:
-        w, h = self.layout.width, self.layout.height
-        if self.channels == 3:
-            return [self.ctx.texture((3 * w, h), 1, dtype="f1")]
-        return [self.ctx.texture((w, h), 4, dtype="f1")]
+        return [self.ctx.texture((w, h), c, dtype="f1") for w, h, c in self.layout.textures]
 
     def run(self, source: moderngl.Texture) -> None:
         """Pack ``source`` into :attr:`planes` (queued on the GPU; returns at once)."""

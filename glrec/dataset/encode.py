@@ -26,6 +26,7 @@ __all__ = [
     "encode_jpeg",
     "encode_pass",
     "encode_png",
+    "file_array",
     "npy_bytes",
     "register_colour_encoder",
 ]
@@ -51,7 +52,16 @@ class ColourImage:
 
 
 class ColourEncoder(Protocol):
-    """Turns a :class:`ColourImage` into the bytes of one image file with extension :attr:`ext`."""
+    """Turns a :class:`ColourImage` into the bytes of one image file with extension :attr:`ext`.
+
+    Two optional class attributes tell the dataset runner what an encoder reads
+    (absent, it assumes the most: the live texture, and the host array):
+
+    - ``host_only = True``: ``encode`` reads only ``image.array()``, so it may run
+      on a worker thread after the next sample has been drawn over the texture;
+    - ``needs_array = False``: ``encode`` never calls ``image.array()`` (a GPU
+      encoder reading the texture), so the colour is not read back to the host.
+    """
 
     ext: str
 
@@ -111,6 +121,8 @@ def npy_bytes(array: np.ndarray) -> bytes:
 
 
 class _CpuColour:
+    host_only = True  # PNG/JPEG of the host array: runs on the encode threads
+
     def __init__(self, output: OutputSpec) -> None:
         self.ext = output.rgb
         self._output = output
@@ -121,10 +133,17 @@ class _CpuColour:
         return encode_jpeg(image.array(), self._output.jpeg_quality)
 
 
+def _nvjpeg_colour(output: OutputSpec) -> ColourEncoder:
+    from .nvjpeg_colour import NvJpegColour  # CUDA and nvImageCodec only when asked for
+
+    return NvJpegColour(output)
+
+
 #: (format, encoder) -> factory of a ColourEncoder for an OutputSpec.
 COLOUR_ENCODERS: dict[tuple[str, str], Callable[[OutputSpec], ColourEncoder]] = {
     ("png", "cpu"): _CpuColour,
     ("jpg", "cpu"): _CpuColour,
+    ("jpg", "nvjpeg"): _nvjpeg_colour,
 }
 
 
@@ -173,29 +192,48 @@ def normal8(normal: np.ndarray) -> np.ndarray:
     return encoded
 
 
-def encode_pass(name: str, array: np.ndarray, output: OutputSpec) -> tuple[str, bytes]:
-    """File name (``depth.npy``, ``instance.png``, ...) and bytes of one ground-truth pass of one image."""
+def file_array(name: str, array: np.ndarray, output: OutputSpec) -> np.ndarray:
+    """A pass as rendered (float32 depth and normals, uint32 ids) -> the array its file holds.
+
+    Depth stays float32 (``png16`` scales it when encoding); ids become uint16;
+    normals become 8 bit for ``png``. The GPU packer (:mod:`glrec.dataset.gpu_pack`)
+    makes these same arrays on the GPU.
+    """
     if name == "depth":
-        if output.depth == "npy":
-            return "depth.npy", npy_bytes(array.astype(np.float32))
-        return "depth.png", encode_png(depth_units(array, output.depth_scale), output.png_compression)
+        return array.astype(np.float32, copy=False)
     if name in ("instance", "semantic"):
-        return f"{name}.png", encode_png(ids16(array, name), output.png_compression)
+        return ids16(array, name)
     if name == "normal":
-        if output.normal == "npy":
-            return "normal.npy", npy_bytes(array.astype(np.float32))
-        return "normal.png", encode_png(normal8(array), output.png_compression)
+        return normal8(array) if output.normal == "png" else array.astype(np.float32, copy=False)
     raise ConfigError(f"Unknown pass {name!r}.")
 
 
-def encode_clip_pass(name: str, frames: list[np.ndarray], output: OutputSpec) -> tuple[str, bytes]:
-    """One ``.npy`` stack (frames first) of a pass over a clip, in the pass's image encoding's dtype."""
+def encode_pass(name: str, array: np.ndarray, output: OutputSpec, *, packed: bool = False) -> tuple[str, bytes]:
+    """File name (``depth.npy``, ``instance.png``, ...) and bytes of one ground-truth pass of one image.
+
+    ``array`` is the pass as rendered, or with ``packed`` already its file's array (:func:`file_array`).
+    """
+    arr = array if packed else file_array(name, array, output)
     if name == "depth":
-        arr = np.stack(frames).astype(np.float32)
-        return "depth.npy", npy_bytes(arr if output.depth == "npy" else depth_units(arr, output.depth_scale))
+        if output.depth == "npy":
+            return "depth.npy", npy_bytes(arr)
+        return "depth.png", encode_png(depth_units(arr, output.depth_scale), output.png_compression)
     if name in ("instance", "semantic"):
-        return f"{name}.npy", npy_bytes(ids16(np.stack(frames), name))
+        return f"{name}.png", encode_png(arr, output.png_compression)
     if name == "normal":
-        arr = np.stack(frames)
-        return "normal.npy", npy_bytes(arr.astype(np.float32) if output.normal == "npy" else normal8(arr))
+        if output.normal == "npy":
+            return "normal.npy", npy_bytes(arr)
+        return "normal.png", encode_png(arr, output.png_compression)
+    raise ConfigError(f"Unknown pass {name!r}.")
+
+
+def encode_clip_pass(
+    name: str, frames: list[np.ndarray], output: OutputSpec, *, packed: bool = False
+) -> tuple[str, bytes]:
+    """One ``.npy`` stack (frames first) of a pass over a clip, in the pass's image encoding's dtype."""
+    arr = np.stack(frames if packed else [file_array(name, f, output) for f in frames])
+    if name == "depth":
+        return "depth.npy", npy_bytes(arr if output.depth == "npy" else depth_units(arr, output.depth_scale))
+    if name in ("instance", "semantic", "normal"):
+        return f"{name}.npy", npy_bytes(arr)
     raise ConfigError(f"Unknown pass {name!r}.")

@@ -14,6 +14,7 @@ from ..errors import ConfigError, GlrecError, SceneError
 from ..scenes.camera import mask_boxes
 from ..scenes.passes import GBuffer
 from .encode import ColourEncoder, ColourImage
+from .gpu_pack import PassPacker
 from .params import rng_for, sample_params, sample_seed
 from .spec import DatasetSpec
 
@@ -29,9 +30,12 @@ class Sample:
 
     ``frames`` holds, per frame (one for images), the arrays of the requested
     passes: ``rgb`` (h, w, 3) uint8 (when kept), ``depth`` (h, w) float32,
-    ``instance``/``semantic`` (h, w) uint32, ``normal`` (h, w, 3) float32.
-    ``colour`` holds the encoded colour image per frame when an encoder ran.
-    ``meta`` is what ``meta.json`` holds.
+    ``instance``/``semantic`` (h, w) uint32, ``normal`` (h, w, 3) float32; when
+    ``packed``, each pass is already its file's array instead
+    (:func:`glrec.dataset.encode.file_array`: uint16 ids, 8-bit normals for png).
+    ``colour`` holds the encoded colour image per frame when an encoder ran;
+    ``deferred_colour`` the images a host-only encoder has yet to encode
+    (:func:`finish_colour`). ``meta`` is what ``meta.json`` holds.
     """
 
     index: int
@@ -41,6 +45,16 @@ class Sample:
     frames: list[dict[str, np.ndarray]] = field(default_factory=list)
     colour: list[bytes] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    packed: bool = False
+    deferred_colour: list[ColourImage] = field(default_factory=list)
+
+
+def finish_colour(sample: Sample, encoder: ColourEncoder | None) -> None:
+    """Encode the colour images the renderer left to a host-only encoder (on any thread)."""
+    images, sample.deferred_colour = sample.deferred_colour, []
+    if images:
+        assert encoder is not None
+        sample.colour = [encoder.encode(image) for image in images]
 
 
 def check_scene(scene: object, spec: DatasetSpec) -> None:
@@ -80,6 +94,11 @@ def sample_plan(spec: DatasetSpec, index: int) -> tuple[int, dict[str, Any]]:
 class SampleRenderer:
     """Renders samples of ``spec`` on a moderngl context: the scene and a G-buffer, set up once.
 
+    ``packed``: the passes are packed on the GPU into their files' arrays and read
+    back in one copy (:class:`~glrec.dataset.gpu_pack.PassPacker`), and a host-only
+    colour encoder is left to :func:`finish_colour` (so it can run on another
+    thread); otherwise each pass is read back as rendered.
+
     >>> with create_context() as gl:  # doctest: +SKIP
     ...     r = SampleRenderer(spec, gl.mgl)
     ...     sample = r.render(0)
@@ -87,7 +106,13 @@ class SampleRenderer:
     """
 
     def __init__(
-        self, spec: DatasetSpec, ctx: moderngl.Context, colour: ColourEncoder | None = None, keep_rgb: bool = True
+        self,
+        spec: DatasetSpec,
+        ctx: moderngl.Context,
+        colour: ColourEncoder | None = None,
+        keep_rgb: bool = True,
+        *,
+        packed: bool = False,
     ) -> None:
         from ..scenes import load_scene
 
@@ -97,15 +122,26 @@ class SampleRenderer:
         self.keep_rgb = keep_rgb
         self.scene = load_scene(spec.scene_ref())
         check_scene(self.scene, spec)
+        self._packer: PassPacker | None = None
         self._gbuffer: GBuffer | None = GBuffer(ctx, spec.size)
         try:
             self.scene.setup(ctx, spec.size)
+            if packed:
+                self._packer = self._make_packer()
         except GlrecError:
             self.close()
             raise
         except Exception as exc:
             self.close()
             raise SceneError(f"Setting up scene {spec.scene!r} failed: {type(exc).__name__}: {exc}") from exc
+
+    def _make_packer(self) -> PassPacker:
+        wanted = {p for p in self.spec.output.passes if p != "rgb"}
+        enc = self.colour_encoder
+        if self.keep_rgb or (enc is not None and getattr(enc, "needs_array", True)):
+            wanted.add("rgb")
+        boxes = "instance" in getattr(self.scene, "passes", ())
+        return PassPacker(self.ctx, self.gbuffer, wanted, normal=self.spec.output.normal, boxes=boxes)
 
     @property
     def gbuffer(self) -> GBuffer:
@@ -130,7 +166,7 @@ class SampleRenderer:
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
         start = float(params.get(TIME_PARAM, 0.0))
-        sample = Sample(index=index, key=spec.key(index), seed=seed, params=params)
+        sample = Sample(index=index, key=spec.key(index), seed=seed, params=params, packed=self._packer is not None)
         frames_meta = []
         for f in range(spec.frames):
             t = start + f / spec.fps
@@ -164,6 +200,8 @@ class SampleRenderer:
             ) from exc
         if on_frame is not None:
             on_frame(gb)
+        if self._packer is not None:
+            return self._packed_frame(sample, t)
         arrays: dict[str, np.ndarray] = {}
         if self.colour_encoder is not None:
             image = ColourImage(gb.textures["rgb"], lambda: gb.read("rgb"))
@@ -182,18 +220,47 @@ class SampleRenderer:
             meta.update(annotate(t))
         if "instance" in getattr(self.scene, "passes", ()) and meta.get("objects") is not None:
             instance = arrays["instance"] if "instance" in arrays else gb.read("instance")
-            visible = mask_boxes(instance)
-            for obj in meta["objects"]:
-                box, pixels = visible.get(int(obj.get("instance", 0)), (None, 0))
-                obj["visible_bbox"] = box
-                obj["visible_pixels"] = pixels
+            _add_visible(meta, mask_boxes(instance))
+        return meta
+
+    def _packed_frame(self, sample: Sample, t: float) -> dict[str, Any]:
+        assert self._packer is not None
+        packed = self._packer.run()
+        arrays = {name: packed.arrays[name] for name in self.spec.output.passes if name != "rgb"}
+        enc = self.colour_encoder
+        if enc is not None:
+            rgb = packed.arrays.get("rgb")
+            image = ColourImage(self.gbuffer.textures["rgb"], lambda: rgb)  # type: ignore[arg-type, return-value]
+            if getattr(enc, "host_only", False):
+                sample.deferred_colour.append(ColourImage(None, lambda: rgb))  # type: ignore[arg-type, return-value]
+            else:
+                sample.colour.append(enc.encode(image))
+        if self.keep_rgb:
+            arrays["rgb"] = packed.arrays["rgb"]
+        sample.frames.append(arrays)
+        meta: dict[str, Any] = {"t": t}
+        annotate = getattr(self.scene, "annotations", None)
+        if callable(annotate):
+            meta.update(annotate(t))
+        if packed.boxes is not None and meta.get("objects") is not None:
+            _add_visible(meta, packed.boxes)
         return meta
 
     def close(self) -> None:
-        """Release the scene and the G-buffer. Safe to call twice."""
+        """Release the scene, the packer and the G-buffer. Safe to call twice."""
+        packer, self._packer = self._packer, None
+        if packer is not None:
+            packer.release()
         gb, self._gbuffer = self._gbuffer, None
         scene, self.scene = self.scene, None  # type: ignore[assignment]
         if scene is not None:
             scene.close()
         if gb is not None:
             gb.release()
+
+
+def _add_visible(meta: dict[str, Any], visible: dict[int, tuple[list[int], int]]) -> None:
+    for obj in meta["objects"]:
+        box, pixels = visible.get(int(obj.get("instance", 0)), (None, 0))
+        obj["visible_bbox"] = box
+        obj["visible_pixels"] = pixels

@@ -7,14 +7,16 @@ import json
 import logging
 import os
 import shutil
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
 from ..context import GLContext, create_context
-from .encode import colour_encoder, encode_clip_pass, encode_pass
+from .encode import ColourEncoder, colour_encoder, encode_clip_pass, encode_pass
 from .folder import DatasetFolder
-from .render import Sample, SampleRenderer
+from .render import Sample, SampleRenderer, finish_colour
 from .spec import DatasetSpec
 from .writers import FolderWriter, ShardWriter, TarWriter
 
@@ -27,26 +29,33 @@ def sample_files(spec: DatasetSpec, sample: Sample, video: bytes | None = None) 
     """The files of one sample, in member order: colour, the other passes, ``meta.json``."""
     out = spec.output
     files: dict[str, bytes] = {}
+    packed = sample.packed
     if spec.is_clip:
         assert video is not None, "clips carry their colour as video"
         files["rgb.mp4"] = video
         for name in out.passes:
             if name != "rgb":
-                fname, data = encode_clip_pass(name, [f[name] for f in sample.frames], out)
+                fname, data = encode_clip_pass(name, [f[name] for f in sample.frames], out, packed=packed)
                 files[fname] = data
     else:
         files[f"rgb.{out.rgb}"] = sample.colour[0]
         for name in out.passes:
             if name != "rgb":
-                fname, data = encode_pass(name, sample.frames[0][name], out)
+                fname, data = encode_pass(name, sample.frames[0][name], out, packed=packed)
                 files[fname] = data
     files["meta.json"] = (json.dumps(sample.meta) + "\n").encode()
     return files
 
 
+def file_digests(files: dict[str, bytes]) -> dict[str, dict[str, Any]]:
+    """Size and SHA-256 of each file, as the manifest lists them."""
+    return {n: {"bytes": len(d), "sha256": hashlib.sha256(d).hexdigest()} for n, d in files.items()}
+
+
 def manifest_line(
-    spec: DatasetSpec, sample: Sample, files: dict[str, bytes], shard: int, where: str, render: dict[str, Any]
-) -> dict[str, Any]:
+    spec: DatasetSpec, sample: Sample, files: dict[str, bytes], shard: int, where: str, render: dict[str, Any],
+    digests: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """One manifest line: what the sample is (index, key, seed, sampled params) and where its files are."""
     return {
         "index": sample.index,
@@ -55,35 +64,64 @@ def manifest_line(
         "params": sample.params,
         "shard": shard,
         "location": where,
-        "files": {n: {"bytes": len(d), "sha256": hashlib.sha256(d).hexdigest()} for n, d in files.items()},
+        "files": digests if digests is not None else file_digests(files),
         **render,
     }
+
+
+def encode_threads() -> int:
+    """Threads that encode samples' files beside the GL thread: one per usable core, at most 8.
+
+    PNG (FFmpeg's encoder through PyAV) and SHA-256 release the GIL, so these
+    threads encode in parallel with each other and with the next sample's draw.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(8, cores))
+
+
+Encoded = tuple[dict[str, bytes], dict[str, dict[str, Any]]]
 
 
 class ShardWorker:
     """Renders whole shards of one dataset in this process, reusing one GL context (images) across them.
 
     ``device`` is the EGL device index (None: EGL's default); ``gpu`` is what the
-    scheduler assigned (recorded in the manifest beside the renderer).
+    scheduler assigned (recorded in the manifest beside the renderer). The GL
+    thread draws each sample and packs its passes on the GPU; ``threads`` encoding
+    threads (default :func:`encode_threads`; 1: none, everything on this thread)
+    turn samples into files while the next ones are drawn. Files and their order
+    do not depend on the thread count.
     """
 
-    def __init__(self, spec: DatasetSpec, folder: DatasetFolder, device: int | None = None, gpu: Any = None) -> None:
+    def __init__(
+        self, spec: DatasetSpec, folder: DatasetFolder, device: int | None = None, gpu: Any = None,
+        *, threads: int | None = None,
+    ) -> None:  # fmt: skip
         self.spec = spec
         self.folder = folder
         self.device = device
         self.gpu = gpu
+        self.threads = encode_threads() if threads is None else max(1, threads)
         self._gl: GLContext | None = None
         self._renderer: SampleRenderer | None = None
+        self._colour: ColourEncoder | None = None
+        self._renderer_name: str | None = None
+        self._pool: ThreadPoolExecutor | None = None
 
     def _render_info(self, ctx: Any) -> dict[str, Any]:
-        return {"renderer": str(ctx.info.get("GL_RENDERER", "?")), "device": self.device, "gpu": self.gpu}
+        if self._renderer_name is None:  # ctx.info queries every GL limit: once per worker
+            self._renderer_name = str(ctx.info.get("GL_RENDERER", "?"))
+        return {"renderer": self._renderer_name, "device": self.device, "gpu": self.gpu}
 
     def _image_renderer(self) -> SampleRenderer:
         if self._renderer is None:
             self._gl = create_context(self.device)
             with self._gl.active():  # glrec's context is current only while glrec works
-                ctx = self._gl.mgl
-                self._renderer = SampleRenderer(self.spec, ctx, colour_encoder(self.spec.output), keep_rgb=False)
+                self._colour = colour_encoder(self.spec.output)
+                self._renderer = SampleRenderer(self.spec, self._gl.mgl, self._colour, keep_rgb=False, packed=True)
         return self._renderer
 
     def _clip(self, index: int) -> tuple[Sample, bytes, dict[str, Any]]:
@@ -97,7 +135,7 @@ class ShardWorker:
                 tmp, size=spec.size, fps=spec.fps, codec=spec.output.video_codec, crf=spec.output.video_crf,
                 egl_device=self.device,
             ) as rec, rec.ctx:  # fmt: skip
-                renderer = SampleRenderer(spec, rec.ctx, None, keep_rgb=False)
+                renderer = SampleRenderer(spec, rec.ctx, None, keep_rgb=False, packed=True)
                 try:
 
                     def blit(gb: Any) -> None:
@@ -112,16 +150,37 @@ class ShardWorker:
         finally:
             tmp.unlink(missing_ok=True)
 
-    def render(self, index: int) -> tuple[Sample, dict[str, bytes], dict[str, Any]]:
-        """Render sample ``index``; returns the sample, its files and the render info."""
+    def _draw(self, index: int) -> tuple[Sample, bytes | None, dict[str, Any]]:
+        """The GL thread's part of a sample: draw it, pack and read back its passes."""
         if self.spec.is_clip:
-            sample, video, info = self._clip(index)
-            return sample, sample_files(self.spec, sample, video), info
+            return self._clip(index)
         renderer = self._image_renderer()
         assert self._gl is not None
         with self._gl.active():
             sample = renderer.render(index)
-        return sample, sample_files(self.spec, sample), self._render_info(renderer.ctx)
+        return sample, None, self._render_info(renderer.ctx)
+
+    def _encode(self, sample: Sample, video: bytes | None) -> Encoded:
+        """The rest, on any thread: colour left to a host encoder, the pass files, their digests."""
+        finish_colour(sample, self._colour)
+        files = sample_files(self.spec, sample, video)
+        sample.frames = []  # the arrays are in the files now
+        return files, file_digests(files)
+
+    def render(self, index: int) -> tuple[Sample, dict[str, bytes], dict[str, Any]]:
+        """Render sample ``index``; returns the sample, its files and the render info."""
+        sample, video, info = self._draw(index)
+        files, _ = self._encode(sample, video)
+        return sample, files, info
+
+    def _submit(self, sample: Sample, video: bytes | None) -> Future[Encoded]:
+        if self.threads <= 1:
+            done: Future[Encoded] = Future()
+            done.set_result(self._encode(sample, video))
+            return done
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="glrec-dataset-encode")
+        return self._pool.submit(self._encode, sample, video)
 
     def run(self, shard: int, progress: Progress | None = None) -> dict[str, Any]:
         """Render ``shard`` completely and write its record; on any error nothing of it remains."""
@@ -134,16 +193,31 @@ class ShardWorker:
         else:
             writer = FolderWriter(folder.root)
             where = ""
-        lines = []
+        lines: list[dict[str, Any]] = []
+        # Samples being encoded, oldest first; bounded so memory stays flat whatever the shard size.
+        pending: deque[tuple[Sample, dict[str, Any], Future[Encoded]]] = deque()
+
+        def write_oldest() -> None:
+            sample, info, job = pending.popleft()
+            files, digests = job.result()
+            writer.add(sample.key, files)
+            lines.append(manifest_line(spec, sample, files, shard, where or sample.key, info, digests))
+            if progress is not None:
+                progress(1)
+
         try:
             for index in spec.shard_range(shard):
-                sample, files, info = self.render(index)
-                writer.add(sample.key, files)
-                lines.append(manifest_line(spec, sample, files, shard, where or sample.key, info))
-                if progress is not None:
-                    progress(1)
+                sample, video, info = self._draw(index)
+                pending.append((sample, info, self._submit(sample, video)))
+                while len(pending) > 2 * self.threads:
+                    write_oldest()
+            while pending:
+                write_oldest()
             result = writer.commit()
         except BaseException:
+            for *_, job in pending:
+                job.cancel()
+            wait([job for *_, job in pending])  # jobs already running finish; what they made is dropped
             writer.abort()
             raise
         record = {"shard": shard, "file": result["file"], "samples": lines}
@@ -154,12 +228,19 @@ class ShardWorker:
         return record
 
     def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        colour, self._colour = self._colour, None
+        close_colour = getattr(colour, "close", None)  # a GPU encoder's GL objects go before the context
         renderer, self._renderer = self._renderer, None
         gl, self._gl = self._gl, None
-        if renderer is not None and gl is not None:
-            with gl.active():
-                renderer.close()
         if gl is not None:
+            with gl.active():
+                if close_colour is not None:
+                    close_colour()
+                if renderer is not None:
+                    renderer.close()
             gl.release()
 
     def __enter__(self) -> ShardWorker:

@@ -16,7 +16,7 @@ import os
 import shutil
 import tarfile
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol, cast
 
 __all__ = ["FolderWriter", "ShardWriter", "TarWriter", "atomic_write", "sha256_file"]
 
@@ -61,6 +61,23 @@ class ShardWriter(Protocol):
     def abort(self) -> None: ...
 
 
+class _HashingFile:
+    """A write-only file that hashes what passes through it (tarfile writes a shard front to back)."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self.file = file
+        self.sha256 = hashlib.sha256()
+        self.written = 0
+
+    def write(self, data: bytes) -> int:
+        self.sha256.update(data)
+        self.written += len(data)
+        return self.file.write(data)
+
+    def tell(self) -> int:
+        return self.written
+
+
 class TarWriter:
     """One WebDataset shard: ``path`` appears only when :meth:`commit` succeeds."""
 
@@ -69,8 +86,10 @@ class TarWriter:
         self.tmp = path.with_name(path.name + PARTIAL)
         # both closed in commit() or abort()
         self._file = open(self.tmp, "wb")  # noqa: SIM115
+        # The shard's digest is taken as it is written, not by reading the file back.
+        self._hashing = _HashingFile(self._file)
         self._tar: tarfile.TarFile | None = tarfile.open(  # noqa: SIM115
-            fileobj=self._file, mode="w", format=tarfile.USTAR_FORMAT
+            fileobj=cast(BinaryIO, self._hashing), mode="w", format=tarfile.USTAR_FORMAT
         )
 
     def add(self, key: str, files: dict[str, bytes]) -> None:
@@ -93,7 +112,7 @@ class TarWriter:
         self._file.close()
         os.replace(self.tmp, self.path)
         _fsync_dir(self.path.parent)
-        return {"file": self.path.name, "bytes": self.path.stat().st_size, "sha256": sha256_file(self.path)}
+        return {"file": self.path.name, "bytes": self._hashing.written, "sha256": self._hashing.sha256.hexdigest()}
 
     def abort(self) -> None:
         tar, self._tar = self._tar, None

@@ -16,6 +16,12 @@ log = logging.getLogger("glrec")
 # Measured on an H200 at 1080p NV12: overhead per frame 344 us mapping every frame,
 # 104 us mapping 8 frames per call, 66 us mapping 16 (benchmarks/handoff.py).
 REGISTER_BATCH = 16
+# Shared handoff: frames per fence and whether GL and CUDA take turns per batch
+# (glrec.interop.batching). 1 and False keep the behaviour measured at 733 frames/s
+# render -> nvJPEG on an H200; benchmarks/gpu_ceiling.py measures the alternatives
+# (pipe:recorder-b8, pipe:recorder-b8-phased, ...) so these can be set from a measurement.
+SHARED_BATCH = 1
+SHARED_PHASED = False
 
 
 def cuda_handoff_kind(requested: str, ctx: moderngl.Context) -> str:
@@ -43,7 +49,9 @@ def open_handoff(
     if kind == "shared":
         from .shared import SharedHandoff
 
-        return SharedHandoff(ctx, source, device, depth=depth, slots=depth + consumer_slots + 2)
+        batch = SHARED_BATCH
+        slots = (depth + 1) * batch + consumer_slots + 2
+        return SharedHandoff(ctx, source, device, depth=depth, slots=slots, batch=batch, phased=SHARED_PHASED)
     from .register import RegisterHandoff
 
     return RegisterHandoff(source, device, batch=REGISTER_BATCH, pool_size=REGISTER_BATCH + consumer_slots + 2)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -81,6 +81,20 @@ class DevicePool:
             call("cuEventSynchronize", reading)
         return slot
 
+    def wait_free(self, slots: Iterable[int], timeout: float = 30.0) -> None:
+        """Block until every slot in ``slots`` has been given back (the consumer is done with them)."""
+        wanted = set(slots)
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not wanted.issubset(self._free):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise CudaError(
+                        f"Frames in slots {sorted(wanted - set(self._free))} were not released within {timeout:.0f} s; "
+                        "call frame.release() when done with each DeviceFrame."
+                    )
+                self._cond.wait(min(left, 0.1))
+
     def give_back(self, slot: int, *, reading: Any = None) -> None:
         """Return ``slot``; ``reading`` is an event behind a copy that still reads it (waited for in acquire)."""
         with self._cond:
@@ -88,7 +102,7 @@ class DevicePool:
                 if reading is not None:
                     self._reading[slot] = reading
                 self._free.append(slot)
-                self._cond.notify()
+                self._cond.notify_all()  # the producer may wait in acquire() or in wait_free()
 
     @property
     def free(self) -> int:

@@ -17,7 +17,6 @@ register path where it is missing.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from typing import Any
 
 import moderngl
@@ -26,6 +25,7 @@ from .. import glsl
 from .._gl import Fence
 from ..convert import PlaneLayout
 from ..errors import ContextError
+from .batching import FencedBatches, PhaseGate
 from .cuda import CudaDevice
 from .pool import DeviceFrame, DevicePool
 from .vmm import EXTENSION, SharedBuffer
@@ -49,7 +49,8 @@ class PlaneWriter:
         planes = list(source.planes)
         pad = 3 - len(planes)
         self.nbytes = layout.nbytes
-        self._shader = glsl.compute(ctx, "planes_to_buffer.comp")
+        words = all(t.components == 4 for t in planes) and all(o % 4 == 0 for o in layout.offsets)
+        self._shader = glsl.compute(ctx, "planes_to_buffer.comp", {"WORDS": int(words)})
         values = {
             "nplanes": len(planes),
             "start": tuple(list(layout.offsets) + [layout.nbytes] * pad),
@@ -58,7 +59,9 @@ class PlaneWriter:
             "total": layout.nbytes,
         }
         for name, value in values.items():
-            self._shader[name].value = value  # type: ignore[union-attr]
+            uniform = self._shader.get(name, None)  # the WORDS variant has no use for some
+            if uniform is not None:
+                uniform.value = value  # type: ignore[union-attr]
         self._groups = (layout.nbytes + 4 * 256 - 1) // (4 * 256)
 
     def run(self, buffer: moderngl.Buffer, offset: int) -> None:
@@ -78,9 +81,13 @@ class PlaneWriter:
 class SharedHandoff:
     """Hand converted frames to CUDA through GL buffers backed by CUDA memory.
 
-    ``depth`` frames are in flight before the oldest is handed out (its fence has
-    usually signalled by then, so the wait is free). ``slots`` is the pool size:
-    frames held by the consumer plus those in flight.
+    Frames are fenced in batches of ``batch`` (one fence per batch) and handed
+    out as soon as a batch's fence has signalled; the GL thread waits only when
+    more than ``depth`` batches are in flight (:class:`~glrec.interop.batching.FencedBatches`).
+    ``phased``: each batch is handed out as it completes, and GL starts the next
+    batch only once the consumer has released the previous one
+    (:meth:`before_frame`), so GL and CUDA take turns batch by batch. ``slots``
+    is the pool size: frames held by the consumer plus those in flight.
 
     >>> handoff = SharedHandoff(ctx, converter, device, depth=3)  # doctest: +SKIP
     """
@@ -88,52 +95,58 @@ class SharedHandoff:
     kind = "shared"
 
     def __init__(self, ctx: moderngl.Context, source: Any, device: CudaDevice, *, depth: int = 3,
-                 slots: int | None = None) -> None:  # fmt: skip
+                 slots: int | None = None, batch: int = 1, phased: bool = False) -> None:  # fmt: skip
         if EXTENSION not in ctx.extensions:
             raise ContextError(f"This GL driver lacks {EXTENSION}; use the register handoff (handoff='register').")
         self.source = source
         self.device = device
         self.layout: PlaneLayout = source.layout
         self.depth = max(1, depth)
-        count = slots or self.depth + 6
+        self.batch = max(1, batch)
+        count = slots or (self.depth + 1) * self.batch + 6
         self._shared: SharedBuffer | None = None
         self._writer: PlaneWriter | None = None
         self.pool: DevicePool | None = None
-        self._pending: deque[tuple[int, int, Fence]] = deque()
+        # (frame index, pool slot) of frames GL was asked to write, fenced per batch.
+        self._batches: FencedBatches[tuple[int, int]] = FencedBatches(self.batch, 0 if phased else self.depth, Fence)
+        self._gate: PhaseGate | None = None
         try:
             stride = (self.layout.nbytes + 255) // 256 * 256
             self._shared = SharedBuffer(ctx, device, stride * count)
             self.pool = DevicePool(device, self.layout.nbytes, count, base=self._shared.address, stride=stride)
             self._writer = PlaneWriter(ctx, source)
+            if phased:
+                self._gate = PhaseGate(self.pool.wait_free)
         except BaseException:
             self.release()
             raise
 
+    def before_frame(self) -> None:
+        """Call before issuing a frame's GL work: when phased, a new batch waits for the consumer."""
+        if self._gate is not None and self._batches.at_batch_start:
+            self._gate.before_batch()
+
     def submit(self, index: int) -> list[DeviceFrame]:
         """Copy the source's planes into a free slot (on the GPU) as frame ``index``; return completed frames."""
         assert self.pool is not None and self._shared is not None and self._shared.buffer is not None
-        done = []
-        if len(self._pending) >= self.depth:
-            done.append(self._collect())
-        slot = self.pool.acquire()
         assert self._writer is not None
+        slot = self.pool.acquire()
         self._writer.run(self._shared.buffer, self.pool.address(slot) - self.pool.base)
-        self._pending.append((index, slot, Fence()))
-        return done
+        return self._hand_out(self._batches.add((index, slot)))
 
     def drain(self) -> list[DeviceFrame]:
-        return [self._collect() for _ in range(len(self._pending))]
+        return self._hand_out(self._batches.drain())
 
-    def _collect(self) -> DeviceFrame:
+    def _hand_out(self, done: list[tuple[int, int]]) -> list[DeviceFrame]:
+        # GL has finished writing these slots (their fence signalled): CUDA may read them now.
         assert self.pool is not None
-        index, slot, fence = self._pending.popleft()
-        fence.wait()  # GL finished writing the slot; CUDA may read it now
-        return DeviceFrame(index, self.layout, self.pool, slot, pending=False)
+        if done and self._gate is not None:
+            self._gate.handed_out(slot for _, slot in done)
+        return [DeviceFrame(index, self.layout, self.pool, slot, pending=False) for index, slot in done]
 
     def release(self) -> None:
         """Free the GL buffer, the memory object and the CUDA allocation. Safe twice."""
-        while self._pending:
-            self._pending.popleft()[2].release()
+        self._batches.discard()
         writer, self._writer = self._writer, None
         if writer is not None:
             writer.release()

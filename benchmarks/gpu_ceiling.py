@@ -1,0 +1,566 @@
+"""Where render -> nvJPEG -> file stops on an NVIDIA GPU: frames/s and per-stage times of each variant.
+
+    source .gpu/boot.sh && python3 benchmarks/gpu_ceiling.py                  # about 2-4 minutes on an H200
+    python3 benchmarks/gpu_ceiling.py --only pipe:recorder,pipe:phased-b8 --frames 300
+
+Every variant runs in a fresh process at 1920x1080 (``--size``), scene plasma
+(``--scene``), ``--frames`` frames after a warm-up, and reports frames/s and, per
+stage, milliseconds per frame: GPU time of the GL stages from GL timer queries
+(``gl:render``, ``gl:pack``, ``gl:write`` = the shared handoff's copy into CUDA
+memory), wall time of the calls on the CPU (``cpu:submit`` = handoff incl. fence
+waits, ``cpu:encode`` = nvImageCodec's encode call, ``cpu:copy`` = bitstream to
+bytes, ``cpu:mux``, ``cpu:gate`` = waiting for the consumer in phased variants) and,
+for the register handoff, CUDA events around its copies (``cuda:copy``).
+
+The variants isolate one suspect each (see ``VARIANTS``): the GL side alone, nvJPEG
+alone (batch sizes, backend, stream, bitstream copies, muxer), and the whole chain
+as the Recorder builds it and restructured: frames per fence, phased GL/CUDA turns
+(one switch per batch), frames in flight, one thread vs two, muxer on/off, and
+several processes at once. The summary compares the chain with the serial bound
+1 / (1/GL alone + 1/nvJPEG alone): far below it, the time goes to neither stage but
+to how they meet (synchronisation, GL<->CUDA switching).
+
+Results: a table on stdout and JSON in ``--json`` or ``$OUT/gpu_ceiling.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# name: (what it isolates, runner, keyword arguments)
+Runner = Callable[..., dict[str, Any]]
+VARIANTS: dict[str, tuple[str, str, dict[str, Any]]] = {}
+
+
+def variant(name: str, what: str, runner: str, **kwargs: Any) -> None:
+    VARIANTS[name] = (what, runner, kwargs)
+
+
+variant("gl:render", "GL alone: the scene, a fence per frame", "gl_side", stages=("render",))
+variant("gl:render+pack", "GL alone: + RGB pack stage", "gl_side", stages=("render", "pack"))
+variant("gl:shared", "GL alone: + shared handoff (batch 1, depth 3), frames released at once", "gl_side",
+        stages=("render", "pack", "shared"))  # fmt: skip
+variant("gl:shared-b8", "GL alone: shared handoff, one fence per 8 frames", "gl_side",
+        stages=("render", "pack", "shared"), batch=8, depth=2)  # fmt: skip
+variant("gl:register-b16", "GL alone: register handoff, map/unmap per 16 frames", "gl_side",
+        stages=("render", "pack", "register"))  # fmt: skip
+variant("nvjpeg:b1", "nvJPEG alone on frames in CUDA memory, one per call, bytes to host", "nvjpeg_alone")
+variant("nvjpeg:b4", "nvJPEG alone, 4 images per call", "nvjpeg_alone", batch=4)
+variant("nvjpeg:b8", "nvJPEG alone, 8 images per call", "nvjpeg_alone", batch=8)
+variant("nvjpeg:no-copy", "nvJPEG alone, bitstream left in its CodeStream (no bytes copy)", "nvjpeg_alone", copy=False)
+variant("nvjpeg:stream", "nvJPEG alone, glrec's CUDA stream passed to encode()", "nvjpeg_alone", stream=True)
+variant("nvjpeg:gpu-only", "nvJPEG alone, backend GPU_ONLY", "nvjpeg_alone", backend="GPU_ONLY")
+variant("nvjpeg:streams4", "nvJPEG alone, nvImageCodec option :num_cuda_streams=4, 4 per call", "nvjpeg_alone",
+        batch=4, options=":num_cuda_streams=4")  # fmt: skip
+variant("nvjpeg:mux", "nvJPEG alone + Matroska muxer", "nvjpeg_alone", mux=True)
+variant("pipe:recorder", "glrec.Recorder(encoder=nvjpeg) -> .mkv, as users get it", "recorder")
+variant("pipe:recorder-nomux", "the Recorder with a sink that drops packets", "recorder", mux=False)
+variant("pipe:recorder-register", "the Recorder with the register handoff", "recorder", handoff="register")
+variant("pipe:recorder-b8", "the Recorder, shared handoff fenced per 8 frames", "recorder", batch=8)
+variant("pipe:recorder-b8-phased", "the Recorder, per 8 frames, GL and CUDA taking turns", "recorder", batch=8,
+        phased=True)  # fmt: skip
+variant("pipe:recorder-b32-phased", "the Recorder, per 32 frames, GL and CUDA taking turns", "recorder", batch=32,
+        phased=True)  # fmt: skip
+variant("pipe:serial", "one thread: render, pack, hand off, encode each frame at once; no muxer", "pipeline",
+        threads=False, mux=False)  # fmt: skip
+variant("pipe:threads", "two threads (GL | encode), shared batch 1, no muxer", "pipeline", mux=False)
+variant("pipe:depth8", "two threads, 8 frames in flight before GL waits", "pipeline", depth=8, mux=False)
+variant("pipe:b8", "two threads, fenced per 8 frames", "pipeline", batch=8, depth=2, mux=False)
+variant("pipe:phased-b8", "two threads, GL and CUDA taking turns per 8 frames", "pipeline", batch=8, phased=True,
+        mux=False)  # fmt: skip
+variant("pipe:phased-b32", "two threads, turns per 32 frames", "pipeline", batch=32, phased=True, mux=False)
+variant("pipe:phased-b8-nvjpeg8", "turns per 8 frames, 8 images per nvJPEG call", "pipeline", batch=8, phased=True,
+        mux=False, nvjpeg_batch=8)  # fmt: skip
+variant("procs:4x-recorder", "4 processes of pipe:recorder at once (total frames/s)", "processes",
+        inner="pipe:recorder", count=4)  # fmt: skip
+variant("procs:4x-recorder-b8-phased", "4 processes of pipe:recorder-b8-phased at once", "processes",
+        inner="pipe:recorder-b8-phased", count=4)  # fmt: skip
+
+
+# -- measuring ---------------------------------------------------------------------------------
+
+
+class Clocks:
+    """Per-stage seconds: GL timer queries (GPU time) and wall clocks, summed over the timed frames."""
+
+    def __init__(self, ctx: Any) -> None:
+        from glrec.bench.meter import GLStageTimer, StageClock
+
+        self.clock = StageClock()
+        self.gl = GLStageTimer(ctx, self.clock, "query", depth=64) if ctx is not None else None
+
+    def gpu(self, name: str) -> Any:
+        assert self.gl is not None
+        return self.gl.stage(f"gl:{name}")
+
+    def wall(self, name: str) -> Any:
+        return self.clock.wall(f"cpu:{name}")
+
+    def result(self, frames: int) -> dict[str, float]:
+        if self.gl is not None:
+            self.gl.close()
+        return {k: round(v, 4) for k, v in sorted(self.clock.per_frame_ms(frames).items())}
+
+
+class NullSink:
+    """A sink that counts packets and drops them (the muxer switched off)."""
+
+    def __init__(self, path: str = "null") -> None:
+        self.path = path
+        self.packets = 0
+        self.bytes_written = 0
+
+    def write(self, packets: list[Any]) -> None:
+        self.packets += len(packets)
+        self.bytes_written += sum(len(p.data) for p in packets)
+
+    def close(self) -> None:
+        pass
+
+
+def _gl_stages(stack: ExitStack, args: argparse.Namespace) -> tuple[Any, Any, Any, Any, Any]:
+    """CUDA device, GL context on it, render target, scene and RGB pack stage, released by ``stack``."""
+    from glrec.context import create_cuda_context
+    from glrec.convert import RgbPacker
+    from glrec.interop.cuda import CudaDevice
+    from glrec.scenes import load_scene
+    from glrec.target import RenderTarget
+
+    device = CudaDevice.open(0)
+    stack.callback(device.release)
+    gl = create_cuda_context(0, device.info.pci_bus_id)
+    stack.enter_context(gl)  # current from here on, released (after everything made in it) with the stack
+    ctx = gl.mgl
+    target = RenderTarget(ctx, args.size)
+    stack.callback(target.release)
+    scene = load_scene(args.scene)
+    scene.setup(ctx, args.size)
+    stack.callback(scene.close)
+    packer = RgbPacker(ctx, args.size, "rgb24")
+    stack.callback(packer.release)
+    return device, gl, target, scene, packer
+
+
+def _options(args: argparse.Namespace) -> Any:
+    from glrec.options import VideoOptions
+
+    return VideoOptions.create(args.size, 60, codec="mjpeg", encoder="nvjpeg")
+
+
+def gl_side(args: argparse.Namespace, stages: tuple[str, ...], batch: int = 1, depth: int = 3) -> dict[str, Any]:
+    from glrec._gl import Fence
+
+    with ExitStack() as stack:
+        device, gl, target, scene, packer = _gl_stages(stack, args)
+        ctx = gl.mgl
+        handoff = None
+        if "shared" in stages:
+            from glrec.interop.shared import SharedHandoff
+
+            handoff = SharedHandoff(ctx, packer, device, depth=depth, batch=batch, slots=(depth + 2) * batch + 4)
+        elif "register" in stages:
+            from glrec.interop.register import RegisterHandoff
+
+            handoff = RegisterHandoff(packer, device, batch=16, pool_size=40)
+        if handoff is not None:
+            stack.callback(handoff.release)
+        fences: list[Any] = []
+
+        def frame(i: int, clocks: Clocks | None) -> None:
+            with clocks.gpu("render") if clocks else _nothing():
+                target.use()
+                scene.render(i / 60)
+            if "pack" in stages:
+                with clocks.gpu("pack") if clocks else _nothing():
+                    packer.run(target.colour)
+            if handoff is None:
+                fences.append(Fence())
+                if len(fences) > 3:
+                    fences.pop(0).wait()
+                return
+            timer = _nothing() if clocks is None else clocks.wall("submit")
+            if clocks is not None and "shared" in stages:
+                timer = _both(clocks, "submit", "write")
+            with timer:
+                done = handoff.submit(i)
+            for f in done:
+                f.synchronize()
+                f.release()
+
+        def finish() -> None:
+            for f in handoff.drain() if handoff is not None else []:
+                f.synchronize()
+                f.release()
+            while fences:
+                fences.pop(0).wait()
+
+        return _timed_loop(args, ctx, frame, finish)
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def _timed_loop(args: argparse.Namespace, ctx: Any, frame: Callable[[int, Clocks | None], None],
+                finish: Callable[[], None]) -> dict[str, Any]:  # fmt: skip
+    """Warm up, then a clean timed run (frames/s), then a profiled run (stage times)."""
+    for i in range(args.warmup):
+        frame(i, None)
+    finish()
+    t0, c0 = time.perf_counter(), time.process_time()
+    for i in range(args.frames):
+        frame(i, None)
+    finish()
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    clocks = Clocks(ctx)
+    t1 = time.perf_counter()
+    for i in range(args.frames):
+        frame(i, clocks)
+    finish()
+    profiled = time.perf_counter() - t1
+    return {"fps": args.frames / seconds, "cpu_ms_per_frame": 1e3 * cpu / args.frames,
+            "fps_profiled": args.frames / profiled, "stages_ms": clocks.result(args.frames)}  # fmt: skip
+
+
+def _device_frames(args: argparse.Namespace, device: Any, count: int) -> tuple[Any, list[Any]]:
+    """``count`` distinct rendered frames packed to RGB, uploaded into a device pool: (pool, slots)."""
+    from glrec.bench.gpu_stages import _rendered_rgb
+    from glrec.bench.spec import RowSpec
+    from glrec.interop.cuda import call
+    from glrec.interop.pool import DevicePool
+
+    host = _rendered_rgb(RowSpec("x", scene=args.scene, size=args.size, fps=60.0), count)
+    pool = DevicePool(device, host[0].data.nbytes, len(host))
+    device.bind()
+    for slot, f in enumerate(host):
+        data = f.data if f.data.flags.c_contiguous else f.data.copy()
+        call("cuMemcpyHtoD", pool.address(slot), data.ctypes.data, data.nbytes)
+    return pool, list(range(len(host)))
+
+
+def nvjpeg_alone(
+    args: argparse.Namespace, batch: int = 1, copy: bool = True, stream: bool = False, mux: bool = False,
+    backend: str | None = None, options: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    from glrec.convert import PlaneLayout
+    from glrec.encoders.nvjpeg import _params, load_nvimgcodec
+    from glrec.frame import Packet
+    from glrec.interop.cuda import CudaDevice
+    from glrec.interop.pool import DeviceFrame
+    from glrec.sinks import open_sink
+
+    nvimgcodec = load_nvimgcodec()
+    device = CudaDevice.open(0)
+    try:
+        pool, slots = _device_frames(args, device, 16)
+        kwargs: dict[str, Any] = {"device_id": 0}
+        if backend:
+            kwargs["backends"] = [nvimgcodec.Backend(getattr(nvimgcodec.BackendKind, backend))]
+        if options:
+            kwargs["options"] = options
+        encoder = nvimgcodec.Encoder(**kwargs)
+        params = _params(nvimgcodec, 90, "420")
+        layout = PlaneLayout.for_format("rgb24", *args.size)
+        frames = [DeviceFrame(s, layout, pool, s, pending=False) for s in slots]  # kept alive with the images
+        images = [nvimgcodec.as_image(f) for f in frames]
+        extra = {"cuda_stream": device.stream_handle} if stream else {}
+        with tempfile.TemporaryDirectory() as tmp:
+            sink = open_sink(Path(tmp) / "n.mkv", _options(args)) if mux else NullSink()
+            index = 0
+
+            def frame(i: int, clocks: Clocks | None) -> None:
+                nonlocal index
+                if i % batch:
+                    return
+                chunk = [images[(i + k) % len(images)] for k in range(batch)]
+                with clocks.wall("encode") if clocks else _nothing():
+                    streams = encoder.encode(chunk, "jpeg", params=params, **extra)
+                with clocks.wall("copy") if clocks else _nothing():
+                    data = [bytes(memoryview(s)) if copy else s for s in streams]
+                if mux:
+                    with clocks.wall("mux") if clocks else _nothing():
+                        packets = [Packet(d, index + k, index + k, True) for k, d in enumerate(data)]
+                        sink.write(packets)
+                index += batch
+
+            result = _timed_loop(args, None, frame, lambda: None)
+            sink.close()
+        pool.release()
+        return result
+    finally:
+        device.release()
+
+
+def recorder(args: argparse.Namespace, mux: bool = True, handoff: str = "shared", batch: int = 1,
+             phased: bool = False) -> dict[str, Any]:  # fmt: skip
+    import glrec
+    from glrec.interop import handoff as handoffs
+    from glrec.scenes import load_scene
+
+    # The shared handoff's batch and phasing as the Recorder would get them from glrec's defaults.
+    handoffs.SHARED_BATCH, handoffs.SHARED_PHASED = batch, phased
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for run in ("warmup", "clean", "profiled"):
+            frames = args.warmup if run == "warmup" else args.frames
+            kw: dict[str, Any] = {} if mux else {"sink": NullSink()}
+            rec = glrec.Recorder(Path(tmp) / f"{run}.mkv", size=args.size, fps=60, encoder="nvjpeg", codec="mjpeg",
+                                 handoff=handoff, overwrite=True, **kw)  # fmt: skip
+            with rec:
+                with rec.ctx:  # glrec's context current for the script's own GL objects; ends before close
+                    clocks = Clocks(rec.ctx) if run == "profiled" else None
+                    scene = load_scene(args.scene)
+                    scene.setup(rec.ctx, args.size)
+                    if clocks is not None:
+                        rec.time_stages(_recorder_timers(clocks))
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    for _ in range(frames):
+                        with rec.frame(), clocks.gpu("render") if clocks else _nothing():
+                            scene.render(rec.time)
+                    stages = clocks.result(frames) if clocks else {}  # the GL queries, read while current
+                    scene.close()
+                result = rec.close()
+                seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+            if result.frames != frames:
+                raise RuntimeError(f"the recorder wrote {result.frames} of {frames} frames")
+            if run == "clean":
+                out.update(fps=frames / seconds, cpu_ms_per_frame=1e3 * cpu / frames, plan=rec.plan.describe())
+            elif run == "profiled":
+                out.update(fps_profiled=frames / seconds, stages_ms=stages)
+    return out
+
+
+def _recorder_timers(c: Clocks) -> dict[str, Callable[[], Any]]:
+    # The handoff by the wall clock only: its last frames are drained inside close(), after the GL queries
+    # have been read (the hand-built variants time the copy's GPU work as gl:write).
+    return {"convert": lambda: c.gpu("pack"), "handoff": lambda: c.wall("submit"),
+            "encode": lambda: c.wall("encode"), "mux": lambda: c.wall("mux")}  # fmt: skip
+
+
+@contextlib.contextmanager
+def _both(clocks: Clocks, wall: str, gpu: str) -> Iterator[None]:
+    """Wall time of a call and the GPU time of the GL commands it issues."""
+    with clocks.wall(wall), clocks.gpu(gpu):
+        yield
+
+
+def pipeline(args: argparse.Namespace, threads: bool = True, mux: bool = True, batch: int = 1, depth: int = 3,
+             phased: bool = False, nvjpeg_batch: int = 1) -> dict[str, Any]:  # fmt: skip
+    from glrec.encoders.nvjpeg import NvJpegEncoder
+    from glrec.interop.shared import SharedHandoff
+    from glrec.pipeline.timing import timed
+    from glrec.sinks import open_sink
+    from glrec.worker import EncodeWorker
+
+    with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
+        device, gl, target, scene, packer = _gl_stages(stack, args)
+        ctx = gl.mgl
+        queue = max(8, 2 * batch)
+        handoff = SharedHandoff(ctx, packer, device, depth=depth, batch=batch, phased=phased,
+                                slots=(depth + 1) * batch + queue + nvjpeg_batch + 4)  # fmt: skip
+        stack.callback(handoff.release)
+        state: dict[str, Any] = {}
+
+        def start(clocks: Clocks | None) -> None:
+            encoder = NvJpegEncoder(_options(args), device.ordinal, batch=nvjpeg_batch)
+            sink = open_sink(Path(tmp) / f"p{len(state)}.mkv", _options(args)) if mux else NullSink()
+            timers = {"encode": lambda: clocks.wall("encode"), "mux": lambda: clocks.wall("mux")} if clocks else {}
+            if threads:
+                worker = EncodeWorker(encoder, sink, queue)
+                worker.time_stages(timers)
+                state["put"], state["end"] = worker.put, worker.finish
+            else:
+                enc, snk = timed("encode", encoder, timers), timed("mux", sink, timers)
+
+                def put(f: Any) -> None:
+                    snk.write(enc.encode(f))
+
+                def end() -> None:
+                    snk.write(enc.flush())
+                    snk.close()
+                    enc.close()
+
+                state["put"], state["end"] = put, end
+
+        def frame(i: int, clocks: Clocks | None) -> None:
+            if "put" not in state:  # a new encoder (and worker) for each run of _timed_loop
+                start(clocks)
+            with clocks.wall("gate") if clocks else _nothing():
+                handoff.before_frame()
+            with clocks.gpu("render") if clocks else _nothing():
+                target.use()
+                scene.render(i / 60)
+            with clocks.gpu("pack") if clocks else _nothing():
+                packer.run(target.colour)
+            with _both(clocks, "submit", "write") if clocks else _nothing():
+                done = handoff.submit(i)
+            for f in done:
+                state["put"](f)
+
+        def finish() -> None:
+            for f in handoff.drain():
+                state["put"](f)
+            state.pop("end")()
+            state.pop("put")
+
+        return _timed_loop(args, ctx, frame, finish)
+
+
+def processes(args: argparse.Namespace, inner: str, count: int) -> dict[str, Any]:
+    cmd = _child_command(inner, args)
+    started = time.perf_counter()
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(count)]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=args.timeout)
+        results.append(_parse(out, err, p.returncode))
+    fps = [r["fps"] for r in results]
+    note = f"sum of {count} processes' frames/s (their timed loops overlap; each ran {args.frames} frames)"
+    return {"fps": sum(fps), "fps_each": fps, "wall_seconds": time.perf_counter() - started, "note": note}
+
+
+# -- driver ------------------------------------------------------------------------------------
+
+
+def _child_command(name: str, args: argparse.Namespace) -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve()), "--child", name, "--size", f"{args.size[0]}x{args.size[1]}",
+            "--scene", args.scene, "--frames", str(args.frames), "--warmup", str(args.warmup)]  # fmt: skip
+
+
+def _parse(out: str, err: str, code: int) -> dict[str, Any]:
+    line = next((x for x in out.splitlines() if x.startswith("RESULT ")), None)
+    if code != 0 or line is None:
+        tail = (err or out).strip().splitlines()[-6:]
+        return {"status": "failed", "reason": f"exit {code}: " + " | ".join(tail)}
+    return {"status": "ok", **json.loads(line[len("RESULT ") :])}
+
+
+def _child(name: str, args: argparse.Namespace) -> int:
+    _, runner, kwargs = VARIANTS[name]
+    result = globals()[runner](args, **kwargs)
+    print("RESULT " + json.dumps(result))
+    return 0
+
+
+def _machine() -> dict[str, Any]:
+    info: dict[str, Any] = {"cores": len(os.sched_getaffinity(0))}
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm",
+                              "--format=csv,noheader"], capture_output=True, text=True, timeout=20).stdout  # fmt: skip
+        info["gpu"] = out.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        info["gpu"] = f"nvidia-smi failed: {exc}"
+    return info
+
+
+def _summary(results: dict[str, dict[str, Any]]) -> list[str]:
+    def fps(name: str) -> float | None:
+        r = results.get(name, {})
+        return r.get("fps") if r.get("status") == "ok" else None
+
+    lines = []
+    gl_alone, jpeg_alone, chain = fps("gl:shared"), fps("nvjpeg:b1"), fps("pipe:recorder")
+    if gl_alone and jpeg_alone:
+        serial = 1 / (1 / gl_alone + 1 / jpeg_alone)
+        lines.append(f"GL side alone {gl_alone:.0f} fps, nvJPEG alone {jpeg_alone:.0f} fps: one after the other "
+                     f"{serial:.0f} fps; with perfect overlap {min(gl_alone, jpeg_alone):.0f} fps")  # fmt: skip
+        if chain:
+            lines.append(f"the Recorder: {chain:.0f} fps = {chain / serial:.2f} of the serial bound; "
+                         f"{1e3 / chain - 1e3 / serial:.2f} ms per frame go to neither stage")  # fmt: skip
+    ok = {n: r["fps"] for n, r in results.items() if r.get("status") == "ok" and n.startswith("pipe:")}
+    if ok:
+        best = max(ok, key=lambda n: ok[n])
+        lines.append(f"fastest chain: {best} {ok[best]:.0f} fps ({VARIANTS[best][0]})")
+    return lines
+
+
+def main() -> int:
+    from glrec.bench.config import parse_list
+    from glrec.options import parse_size
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", type=parse_size, default=(1920, 1080))
+    ap.add_argument("--scene", default="plasma")
+    ap.add_argument("--frames", type=int, default=600, help="timed frames per run (default 600)")
+    ap.add_argument("--warmup", type=int, default=60)
+    ap.add_argument("--only", type=parse_list, help="comma-separated variants (default all)")
+    ap.add_argument("--timeout", type=float, default=90.0, help="seconds one variant may take (default 90)")
+    ap.add_argument("--json", type=Path, help="write results here (default $OUT/gpu_ceiling.json)")
+    ap.add_argument("--list", action="store_true", help="list the variants and exit")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return _child(args.child, args)
+    if args.list:
+        for name, (what, *_) in VARIANTS.items():
+            print(f"{name:28} {what}")
+        return 0
+    names = list(args.only or VARIANTS)
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        print(f"unknown variant(s) {unknown}; --list shows them", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    results: dict[str, dict[str, Any]] = {}
+    for name in names:
+        if VARIANTS[name][1] == "processes":
+            try:
+                results[name] = {"status": "ok", **processes(args, **VARIANTS[name][2])}
+            except Exception as exc:
+                results[name] = {"status": "failed", "reason": f"{type(exc).__name__}: {exc}"}
+        else:
+            try:
+                p = subprocess.run(_child_command(name, args), capture_output=True, text=True, timeout=args.timeout)
+                results[name] = _parse(p.stdout, p.stderr, p.returncode)
+            except subprocess.TimeoutExpired:
+                results[name] = {"status": "failed", "reason": f"timed out after {args.timeout:g} s"}
+        r = results[name]
+        what = f"{r['fps']:8.1f} fps" if r["status"] == "ok" else f"FAILED {r['reason'][:150]}"
+        print(f"[{time.perf_counter() - started:5.0f} s] {name:28} {what}", file=sys.stderr, flush=True)
+    base = results.get("pipe:recorder", {}).get("fps")
+    print(f"\n{args.size[0]}x{args.size[1]} {args.scene}, {args.frames} frames per run; stage columns: ms per frame")
+    keys = sorted({k for r in results.values() for k in r.get("stages_ms", {})})
+    print(f"{'variant':28} {'fps':>8} {'x rec':>6} {'cpu ms/f':>8}  " + "  ".join(f"{k:>10}" for k in keys))
+    for name, r in results.items():
+        if r["status"] != "ok":
+            print(f"{name:28} {'failed':>8}  {r['reason'][:100]}")
+            continue
+        ratio = f"{r['fps'] / base:6.2f}" if base else "     -"
+        cpu = f"{r['cpu_ms_per_frame']:8.3f}" if "cpu_ms_per_frame" in r else "       -"
+        stages = r.get("stages_ms", {})
+        cells = "  ".join(f"{stages[k]:10.3f}" if k in stages else f"{'':>10}" for k in keys)
+        print(f"{name:28} {r['fps']:8.1f} {ratio} {cpu}  {cells}")
+    for line in _summary(results):
+        print(line)
+    doc = {"schema": "glrec-gpu-ceiling/1", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": _machine(),
+           "size": list(args.size), "scene": args.scene, "frames": args.frames, "wall_seconds":
+           time.perf_counter() - started, "variants": {n: {"what": VARIANTS[n][0], **r} for n, r in results.items()},
+           "summary": _summary(results)}  # fmt: skip
+    path = args.json or (Path(os.environ["OUT"]) / "gpu_ceiling.json" if os.environ.get("OUT") else None)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=1) + "\n")
+        print(f"results: {path}")
+    return 0 if all(r["status"] == "ok" for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

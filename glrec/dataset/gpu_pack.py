@@ -1,0 +1,173 @@
+"""Ground-truth passes packed on the GPU: the bytes each file holds, read back in one copy.
+
+After a sample's draw, one compute pass (``shaders/dataset_pack.comp``) writes,
+rows top-down, the colour as RGB bytes, depth as float32, instance and class ids
+as uint16 and normals as 8-bit ``round((n + 1) * 127.5)`` (or float32) into one
+buffer, and a second pass (``shaders/dataset_boxes.comp``) finds each instance's
+tight box and pixel count and the largest ids. The host then reads only that
+buffer and a small table, instead of reading every render target in full and
+converting, flipping and reducing them in numpy. The arithmetic is numpy's
+(float32, no fused multiply-add, round half to even), so the files are the bytes
+the host path writes; ``tests/test_dataset_gpu.py`` checks them against it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+
+import moderngl
+import numpy as np
+
+from .. import glsl
+from .._gl import Fence, dispatch_compute, gl_function
+from ..errors import EncoderError
+from ..scenes.camera import mask_boxes
+from ..scenes.passes import GBuffer
+
+__all__ = ["MAX_IDS", "PackedFrame", "PassPacker"]
+
+#: Instance ids the box table holds (1..MAX_IDS-1); a frame with a larger id falls back to the mask.
+MAX_IDS = 4096
+_UNITS = {"rgb": 0, "depth": 1, "instance": 2, "semantic": 3, "normal": 4}
+_GL_R32UI, _GL_RED_INTEGER, _GL_UNSIGNED_INT = 0x8236, 0x8D94, 0x1405
+
+
+@dataclass
+class PackedFrame:
+    """One frame's passes as their files' arrays (views into one host buffer) and its boxes.
+
+    ``arrays``: ``rgb`` (h, w, 3) uint8, ``depth`` (h, w) float32, ``instance`` /
+    ``semantic`` (h, w) uint16, ``normal`` (h, w, 3) uint8 (png) or float32 (npy).
+    ``boxes``: instance id -> (``[x0, y0, x1, y1)``, pixel count), as
+    :func:`glrec.scenes.camera.mask_boxes` gives; None when not asked for.
+    """
+
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    boxes: dict[int, tuple[list[int], int]] | None = None
+    max_ids: dict[str, int] = field(default_factory=dict)
+
+
+class PassPacker:
+    """Packs the passes ``wanted`` of ``gbuffer`` after each draw; :meth:`run` returns a :class:`PackedFrame`.
+
+    ``normal`` is the normal pass's file format (``png``: 8 bit, ``npy``: float32);
+    ``boxes`` asks for the per-instance boxes and pixel counts.
+    """
+
+    GROUP = 64  # local_size_x of both shaders
+
+    def __init__(self, ctx: moderngl.Context, gbuffer: GBuffer, wanted: set[str], *, normal: str = "png",
+                 boxes: bool = False) -> None:  # fmt: skip
+        self.ctx = ctx
+        self.gbuffer = gbuffer
+        self.wanted = {p for p in wanted if p in _UNITS}
+        self.want_boxes = boxes
+        w, h = gbuffer.size
+        self.size = (w, h)
+        padded = (w * h + 3) // 4 * 4  # the shader writes whole groups of 4 pixels
+        widths = {"rgb": 3, "depth": 4, "instance": 2, "semantic": 2, "normal": 3 if normal == "png" else 12}
+        self._normal_dtype = np.uint8 if normal == "png" else np.float32
+        self._sections: dict[str, tuple[int, int]] = {}  # pass -> (byte offset, bytes)
+        at = 0
+        for name in _UNITS:
+            if name in self.wanted:
+                self._sections[name] = (at, widths[name] * w * h)
+                at += (widths[name] * padded + 15) // 16 * 16
+        self.nbytes = at
+        self._out: moderngl.Buffer | None = ctx.buffer(reserve=max(16, at))
+        self._table_bytes = 16 + 5 * MAX_IDS * 4
+        self._table: moderngl.Buffer | None = ctx.buffer(reserve=self._table_bytes)
+        self._ids = bool(self.wanted & {"instance", "semantic"}) or boxes
+        defines: dict[str, object] = {"RGB": int("rgb" in self.wanted), "DEPTH": int("depth" in self.wanted),
+                   "INSTANCE": int("instance" in self.wanted), "SEMANTIC": int("semantic" in self.wanted),
+                   "NORMAL": 0 if "normal" not in self.wanted else 1 if normal == "png" else 2}  # fmt: skip
+        self._pack: moderngl.ComputeShader | None = glsl.compute(ctx, "dataset_pack.comp", defines) if at else None
+        self._boxes: moderngl.ComputeShader | None = (
+            glsl.compute(ctx, "dataset_boxes.comp", {"MAX_IDS": MAX_IDS}) if self._ids else None
+        )
+        words = {name: off // 4 for name, (off, _) in self._sections.items()}
+        for shader in (self._pack, self._boxes):
+            if shader is None:
+                continue
+            values = {"size": (w, h), **{f"at_{n}": words.get(n, 0) for n in _UNITS}}
+            for key, value in values.items():
+                uniform = shader.get(key, None)  # unused sections are compiled out
+                if uniform is not None:
+                    uniform.value = value  # type: ignore[union-attr]
+
+    def run(self) -> PackedFrame:
+        """Pack the frame drawn last; waits for the GPU (with the GIL released) and reads the result."""
+        assert self._out is not None and self._table is not None, "released"
+        w, h = self.size
+        for name, tex in self.gbuffer.textures.items():
+            if name in ("instance", "semantic"):
+                tex.bind_to_image(_UNITS[name], read=True, write=False)
+            else:
+                tex.use(_UNITS[name])
+        if self._pack is not None:
+            self._out.bind_to_storage_buffer(0)
+            dispatch_compute(self._pack.glo, ((w * h + 3) // 4 + self.GROUP - 1) // self.GROUP, 1)
+        if self._boxes is not None:
+            self._clear_table()
+            self._table.bind_to_storage_buffer(1)
+            dispatch_compute(self._boxes.glo, (h + self.GROUP - 1) // self.GROUP, 1)
+        self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT)
+        Fence().wait()  # through ctypes: other threads run Python while the GPU (or llvmpipe) works
+        frame = PackedFrame()
+        if self._sections:
+            data = np.empty(self.nbytes, np.uint8)
+            self._out.read_into(data)
+            for name, (off, n) in self._sections.items():
+                frame.arrays[name] = self._view(name, data[off : off + n])
+        if self._ids:
+            self._read_table(frame)
+        return frame
+
+    def _view(self, name: str, raw: np.ndarray) -> np.ndarray:
+        w, h = self.size
+        if name == "rgb":
+            return raw.reshape(h, w, 3)
+        if name == "depth":
+            return raw.view(np.float32).reshape(h, w)
+        if name in ("instance", "semantic"):
+            return raw.view(np.uint16).reshape(h, w)
+        return raw.view(self._normal_dtype).reshape(h, w, 3)
+
+    def _clear_table(self) -> None:
+        assert self._table is not None
+        clear = gl_function("glClearNamedBufferSubData", None, ctypes.c_uint, ctypes.c_uint, ctypes.c_ssize_t,
+                            ctypes.c_ssize_t, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p)  # fmt: skip
+        zero, ones = ctypes.c_uint(0), ctypes.c_uint(0xFFFFFFFF)
+        split = 16 + 3 * MAX_IDS * 4  # header, count, x1, y1 start at 0; x0, y0 at the largest value
+        clear(self._table.glo, _GL_R32UI, 0, split, _GL_RED_INTEGER, _GL_UNSIGNED_INT, ctypes.byref(zero))
+        clear(self._table.glo, _GL_R32UI, split, self._table_bytes - split, _GL_RED_INTEGER, _GL_UNSIGNED_INT,
+              ctypes.byref(ones))  # fmt: skip
+
+    def _read_table(self, frame: PackedFrame) -> None:
+        assert self._table is not None
+        header = np.frombuffer(self._table.read(16), np.uint32)
+        frame.max_ids = {"instance": int(header[0]), "semantic": int(header[1])}
+        for name in ("instance", "semantic"):
+            if name in self.wanted and frame.max_ids[name] > 65535:
+                raise EncoderError(f"{name} id {frame.max_ids[name]} exceeds the 16 bits of {name}.png (65535).")
+        if not self.want_boxes:
+            return
+        top = frame.max_ids["instance"]
+        if top >= MAX_IDS:  # beyond the table: the mask itself, as the host path does
+            frame.boxes = mask_boxes(self.gbuffer.read("instance"))
+            return
+        table = np.frombuffer(self._table.read(5 * MAX_IDS * 4, offset=16), np.uint32).reshape(5, MAX_IDS)
+        count, x1, y1, x0, y0 = table[:, : top + 1]
+        frame.boxes = {
+            int(i): ([int(x0[i]), int(y0[i]), int(x1[i]), int(y1[i])], int(count[i]))
+            for i in np.flatnonzero(count[1:]) + 1
+        }
+
+    def release(self) -> None:
+        """Free the buffers and shaders; safe twice."""
+        for name in ("_out", "_table", "_pack", "_boxes"):
+            obj = getattr(self, name)
+            setattr(self, name, None)
+            if obj is not None:
+                obj.release()
