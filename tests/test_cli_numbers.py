@@ -13,10 +13,6 @@ import sys
 import pytest
 from crash_helpers import child_env
 
-# These fail on today's option layer, which the options rework replaces; strict, so that
-# once the rework refuses them the XPASS fails and this marker is removed.
-pytestmark = pytest.mark.xfail(strict=True, reason="issue 13 item 9: refused by the options rework (lead)")
-
 
 @pytest.mark.parametrize(
     "flags, words",
