@@ -16,7 +16,7 @@ import pytest
 from crash_helpers import decode_indices, start_child
 
 import glrec
-from glrec.sinks.paths import sequence_frames, staging_name
+from glrec.sinks import paths
 
 FPS = 30.0
 KINDS = [("out.mp4", "h264"), ("out.mkv", "h264"), ("out.h264", "h264"), ("out.ivf", "av1"), ("out.avi", "mjpeg")]
@@ -52,7 +52,7 @@ def test_overwriting_a_longer_sequence_removes_its_later_frames_and_nothing_else
     for name in others:
         (tmp_path / name).write_bytes(b"mine")
     _record(pattern, frames=3, codec="mjpeg", overwrite=True)
-    assert sorted(i for i, _ in sequence_frames(pattern)) == [0, 1, 2]
+    assert sorted(i for i, _ in paths.sequence_frames(pattern)) == [0, 1, 2]
     assert all((tmp_path / name).read_bytes() == b"mine" for name in others)
     assert not list(tmp_path.glob(".*glrec*"))
     for i in range(3):
@@ -63,12 +63,12 @@ def test_overwriting_a_longer_sequence_removes_its_later_frames_and_nothing_else
 def test_a_failed_replacement_leaves_the_old_sequence_as_it_was(gl, tmp_path):
     pattern = tmp_path / "f_%06d.jpg"
     _record(pattern, frames=4, codec="mjpeg")
-    before = {p.name: p.read_bytes() for _, p in sequence_frames(pattern)}
+    before = {p.name: p.read_bytes() for _, p in paths.sequence_frames(pattern)}
     shader = tmp_path / "broken.glsl"
     shader.write_text(BROKEN_SHADER)
     with pytest.raises(glrec.ShaderError):
         glrec.record(str(shader), pattern, size=(64, 48), frames=3, codec="mjpeg", overwrite=True)
-    assert {p.name: p.read_bytes() for _, p in sequence_frames(pattern)} == before
+    assert {p.name: p.read_bytes() for _, p in paths.sequence_frames(pattern)} == before
     assert not list(tmp_path.glob(".*glrec*"))
 
 
@@ -144,7 +144,7 @@ def test_disk_full_during_an_overwrite_keeps_the_old_file(gl, tmp_path, name):
     result = next(json.loads(line[7:]) for line in out.splitlines() if line.startswith("result "))
     assert result["type"] == "DiskFullError", err
     assert path.read_bytes() == old
-    staged = staging_name(path)
+    staged = paths.staging_name(path)
     assert str(staged) in result["message"] and "was left as it was" in result["message"]
     indices = decode_indices(staged, FPS)  # the new recording's frames, kept beside the old file
     assert len(indices) == result["frames_kept"] > 0 and indices == sorted(set(indices))
