@@ -21,6 +21,12 @@ crashes are seen. A child that dies or stops answering marks its current case
 Threading variants: ``glrec`` is the encoder as glrec opens it; for libx265
 ``frame-threads=1`` and ``frame-threads=4`` add that x265 parameter; for
 libx264 ``slice`` uses slice threads instead of glrec's frame threads.
+
+``--cases FILE`` runs the cases listed in a JSON file instead of the grids;
+``--classify`` runs each flagged case again alone under memcheck and records
+which kinds of invalid access it makes (``Invalid write`` corrupts the heap;
+an ``Invalid read`` past a block is an over-read), since memcheck prints only
+the first occurrence of each error in a process.
 """
 
 from __future__ import annotations
@@ -106,25 +112,7 @@ def near_minimum_cases(codec: str, quick: bool) -> list[dict]:
 # -- the child: encode cases, report each ---------------------------------------------------
 
 
-class _ExtraParams:
-    """Stands in for a PyAV codec context and adds x265 parameters to the options glrec sets."""
-
-    def __init__(self, cc, extra: str) -> None:
-        object.__setattr__(self, "_cc", cc)
-        object.__setattr__(self, "_extra", extra)
-
-    def __getattr__(self, name):
-        return getattr(self._cc, name)
-
-    def __setattr__(self, name, value):
-        if name == "options":
-            value = dict(value)
-            value["x265-params"] = ":".join(p for p in (value.get("x265-params"), self._extra) if p)
-        setattr(self._cc, name, value)
-
-
 def _encode_case(case: dict) -> dict:
-    import av
     import numpy as np
 
     import glrec.encoders.cpu as cpu
@@ -134,21 +122,21 @@ def _encode_case(case: dict) -> dict:
 
     codec, w, h, pix_fmt = case["codec"], case["w"], case["h"], case["pix_fmt"]
     preset, live = case["preset"], case["preset"] == "live"
+    extra = ()
+    if case["threads"].startswith("frame-threads"):  # the escape hatch replaces glrec's x265-params: keep its part
+        extra = (("x265-params", f"log-level=error:{case['threads']}"),)
     options = VideoOptions.create(
-        (w, h), 30, codec=codec, pix_fmt=pix_fmt, encoder="auto", live=live, preset=None if live else preset
-    )
-    real_create = av.CodecContext.create
+        (w, h), 30, codec=codec, pix_fmt=pix_fmt, encoder="auto", live=live, preset=None if live else preset,
+        encoder_options=extra,
+    )  # fmt: skip
     thread_type = cpu._THREAD_TYPE
-    if case["threads"].startswith("frame-threads"):
-        av.CodecContext.create = lambda *a, **k: _ExtraParams(real_create(*a, **k), case["threads"])
-    elif case["threads"] == "slice":
+    if case["threads"] == "slice":
         cpu._THREAD_TYPE = "SLICE"
     try:
         encoder = cpu.CpuEncoder(options)
     except GlrecError as exc:
         return {"open": "refused", "message": str(exc)}
     finally:
-        av.CodecContext.create = real_create
         cpu._THREAD_TYPE = thread_type
     ew, eh = options.encoded_size
     rng = np.random.default_rng(w * 1000 + h)
@@ -219,7 +207,8 @@ def run_cases(cases: list[dict], *, valgrind: bool, repeat: int, timeout: float,
         if valgrind:
             log = tmp / f"memcheck-{at}.log"
             logs.append(log)
-            cmd = ["valgrind", "--error-limit=no", "--undef-value-errors=no", "--num-callers=6", f"--log-file={log}", *cmd]
+            memcheck = ["valgrind", "--error-limit=no", "--undef-value-errors=no", "--num-callers=6"]
+            cmd = [*memcheck, f"--log-file={log}", *cmd]
             env.update(PYTHONMALLOC="malloc", GLREC_VG_HELPER=str(helper))
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
         lines: queue.Queue[str | None] = queue.Queue()
@@ -280,10 +269,26 @@ def memcheck_sites(logs: list[Path]) -> dict[str, list[str]]:
     return sites
 
 
+def classify(cases: list[dict], results: list[dict], tmp: Path, helper: Path, timeout: float) -> None:
+    """Run each flagged case alone under memcheck; add ``access`` (the kinds of invalid access) to its result."""
+    for n, (case, result) in enumerate(zip(cases, results, strict=True)):
+        if not result.get("memcheck_errors") and result["open"] not in ("crash", "hang"):
+            continue
+        sub = tmp / f"classify-{n}"
+        sub.mkdir()
+        _, logs = run_cases([case], valgrind=True, repeat=1, timeout=timeout, tmp=sub, helper=helper)
+        kinds = set()
+        for line in logs[0].read_text(errors="replace").split("@@case", 1)[-1].splitlines():
+            text = line.split("== ", 1)[-1]
+            if text.startswith("Invalid "):
+                kinds.add(text.split(" of size")[0])
+        result["access"] = sorted(kinds)
+
+
 def summarise(cases: list[dict], results: list[dict]) -> dict:
     """Per codec and pixel format: how many cases, which were bad (memory errors, crash, hang) or refused."""
     out: dict = {}
-    for case, result in zip(cases, results):
+    for case, result in zip(cases, results, strict=True):
         key = f"{case['codec']} {case['pix_fmt']}"
         entry = out.setdefault(key, {"cases": 0, "bad": [], "refused": [], "errors": []})
         entry["cases"] += 1
@@ -307,6 +312,8 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=None, help="seconds a case may take (default 120/20)")
     ap.add_argument("--jobs", type=int, default=1, help="children at once")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--cases", help="a JSON file of cases to run instead of the grids")
+    ap.add_argument("--classify", action="store_true", help="re-run flagged cases alone: writes or reads?")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -317,7 +324,9 @@ def main() -> None:
     timeout = args.timeout or (120.0 if valgrind else 20.0)
     codecs = (args.only or "hevc,h264,av1,mjpeg").split(",")
     cases: list[dict] = []
-    for codec in codecs:
+    if args.cases:
+        cases = [_case(**c) for c in json.loads(Path(args.cases).read_text())]
+    for codec in codecs if not args.cases else []:
         cases += hevc_cases(args.quick) if codec == "hevc" else near_minimum_cases(codec, args.quick)
     print(f"{len(cases)} cases, {'memcheck' if valgrind else f'{repeat} encodes each, crashes only'}", file=sys.stderr)
     started = time.time()
@@ -340,8 +349,10 @@ def main() -> None:
             t.start()
         for t in threads:
             t.join()
-        ordered = [(c, r) for k in range(jobs) for c, r in zip(parts[k], outputs[k][0])]
+        ordered = [(c, r) for k in range(jobs) for c, r in zip(parts[k], outputs[k][0], strict=True)]
         sites = memcheck_sites([log for k in range(jobs) for log in outputs[k][1]])
+        if args.classify and helper is not None:
+            classify([c for c, _ in ordered], [r for _, r in ordered], tmp, helper, timeout)
     import av
 
     report = {
@@ -357,7 +368,8 @@ def main() -> None:
         "cases": [{**c, **r} for c, r in ordered],
     }
     for key, entry in report["summary"].items():
-        print(f"{key}: {entry['cases']} cases, {len(entry['bad'])} bad, {len(entry['refused'])} refused", file=sys.stderr)
+        counts = f"{entry['cases']} cases, {len(entry['bad'])} bad, {len(entry['refused'])} refused"
+        print(f"{key}: {counts}", file=sys.stderr)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
 

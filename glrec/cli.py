@@ -141,7 +141,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
     return 0
 
 
-def _interrupted_output(args: argparse.Namespace) -> str:
+def _interrupted_output(args: argparse.Namespace | None) -> str:
     """What became of the output when a recording was cut short (the recorder has finished it)."""
     rec = getattr(args, "recorder", None)
     out = getattr(args, "output", None)
