@@ -161,6 +161,7 @@ def test_every_combination_records_a_decodable_file_or_raises_glrec_error(gl, tm
         ({"codec": "hevc", "size": (64, 14)}, "at least 16 pixels high"),
         ({"codec": "av1", "size": (2, 2)}, "4 to 16384"),
         ({"codec": "av1", "size": (96, 16)}, "SVT-AV1 hangs"),
+        ({"codec": "av1", "size": (24, 64)}, "at least 26 pixels wide"),
         ({"size": (16386, 64)}, "at most 16384 pixels"),
         ({"codec": "av1", "fps": 1000}, "SVT-AV1 (av1) takes, 240"),
         ({"gop": 2.5}, "gop 2.5 is not a whole number"),
