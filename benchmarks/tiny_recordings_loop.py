@@ -83,8 +83,11 @@ def child(count: int, seed: int) -> None:
                 ok = case["expect_refusal"] and not path.exists()
                 print(f"{n} refused {'ok' if ok else 'BAD'} {json.dumps(case)} {exc}", flush=True)
                 continue
-            with av.open(str(path)) as c:
-                decoded = sum(1 for _ in c.decode(video=0))
+            try:  # a file that an independent reader cannot open is a finding, not the end of the loop
+                with av.open(str(path)) as c:
+                    decoded: int | str = sum(1 for _ in c.decode(video=0))
+            except (OSError, av.FFmpegError) as exc:
+                decoded = f"unreadable ({type(exc).__name__}: {exc}; {path.stat().st_size} bytes)"
             ok = decoded == case["frames"] == result.frames and not case["expect_refusal"]
             path.unlink()
             print(f"{n} recorded {'ok' if ok else 'BAD'} {json.dumps(case)} decoded={decoded}", flush=True)
@@ -107,6 +110,7 @@ def main() -> None:
     counts = {"recorded": 0, "refused": 0, "bad": 0}
     by_codec: dict[str, int] = {}
     bad: list[str] = []
+    bad_kinds: dict[str, int] = {}
     last = ""
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -118,6 +122,10 @@ def main() -> None:
         if verdict != "ok":
             counts["bad"] += 1
             bad.append(last)
+            case = json.loads(rest[: rest.index("}") + 1])
+            why = rest[rest.index("}") + 1 :].strip().split(";")[0][:60]
+            key = f"{what} {case['codec']} {case['ext']} {case['pix_fmt']}: {why}"
+            bad_kinds[key] = bad_kinds.get(key, 0) + 1
         if (int(n) + 1) % 500 == 0:
             print(f"  {int(n) + 1} recordings, {counts}", file=sys.stderr, flush=True)
     stderr = proc.stderr.read() if proc.stderr else ""
@@ -134,6 +142,7 @@ def main() -> None:
         "seconds": round(time.time() - started),
         **counts,
         "by_codec": by_codec,
+        "bad_kinds": bad_kinds,
         "bad_cases": bad[:50],
         "last_line": last,
         "stderr_tail": stderr[-2000:],

@@ -134,6 +134,16 @@ def test_a_failed_overwrite_keeps_the_old_file_and_says_what_happened(gl, tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([name, "broken.glsl"])
 
 
+@pytest.mark.parametrize("name", ["new.mp4", "new.mov"])
+def test_a_recording_that_fails_before_its_first_frame_says_nothing_about_a_rewrite(gl, tmp_path, caplog, name):
+    """It used to warn "Could not rewrite X.mp4 ... kept the fragmented MP4" when no file existed at all."""
+    shader = tmp_path / "broken.glsl"
+    shader.write_text(BROKEN_SHADER)
+    with caplog.at_level(logging.WARNING, logger="glrec"), pytest.raises(glrec.ShaderError):
+        glrec.record(str(shader), tmp_path / name, size=(64, 48), frames=3, encoder="cpu")
+    assert caplog.text == "" and not (tmp_path / name).exists()
+
+
 @pytest.mark.parametrize("name", ["full.mp4", "full.h264"])
 def test_disk_full_during_an_overwrite_keeps_the_old_file(gl, tmp_path, name):
     path = tmp_path / name
