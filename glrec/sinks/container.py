@@ -219,8 +219,6 @@ class ContainerSink:
             raise self._fail(self._write_error() or exc) from exc
         out, writer = self._out, self._writer
         assert writer is not None
-        if self._kind.muxer == "mpegts" and out.regular and writer.error is None:
-            _pad_transport_stream(writer)
         writer.close()
         if writer.error is not None:  # FFmpeg let it pass (the final flush); the sink does not
             raise self._fail(writer.error) from writer.error
@@ -313,21 +311,6 @@ class ContainerSink:
                 dst.mux(pkt)
                 muxed += video
         return muxed
-
-
-# FFmpeg's MPEG-TS probe (ffprobe, players) does not recognise a file of 10 packets or
-# fewer: a 3-frame recording of a tiny picture was unreadable. Null packets (PID 0x1FFF)
-# are the standard's own padding; every reader skips them.
-_TS_PACKET = 188
-_TS_MIN_PACKETS = 16
-_TS_NULL = bytes([0x47, 0x1F, 0xFF, 0x10]) + b"\xff" * (_TS_PACKET - 4)
-
-
-def _pad_transport_stream(writer: CheckedWriter) -> None:
-    packets = writer.tell() // _TS_PACKET
-    if packets < _TS_MIN_PACKETS:
-        with contextlib.suppress(OSError):  # padding is for readers' probes; a full disk is seen at close
-            writer.write(_TS_NULL * (_TS_MIN_PACKETS - packets))
 
 
 def _no_space_left(path: Path) -> bool:
