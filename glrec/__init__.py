@@ -5,6 +5,11 @@
 >>> glrec.write_video("frames.mp4", frames, fps=30)  # numpy / PIL / CUDA frames  # doctest: +SKIP
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     ConfigError,
     ContextError,
@@ -25,21 +30,31 @@ from .errors import (
     ShaderError,
     UnsupportedInputError,
 )
-from .recorder import Recorder
-from .result import RecordResult, record, write_video
-from .scenes import Scene, load_scene
-from .sources import VideoSource
+
+if TYPE_CHECKING:
+    from .recorder import Recorder
+    from .result import RecordResult, record, write_video
+    from .scenes import Scene, load_scene
+    from .sources import VideoSource
 
 __version__ = "0.1.0"
 
+# Imported on first use (PEP 562): `import glrec` stays light, so the command line
+# starts in a few milliseconds and handles a Ctrl-C during its imports itself;
+# glrec.gym needs Gymnasium, an optional extra.
+_LAZY = {"Recorder": "recorder", "RecordResult": "result", "record": "result", "write_video": "result",
+         "Scene": "scenes", "load_scene": "scenes", "VideoSource": "sources"}  # fmt: skip
 
-def __getattr__(name: str) -> object:
-    # glrec.gym needs Gymnasium, an optional extra: imported on first use, not with glrec.
+
+def __getattr__(name: str) -> Any:
     if name == "gym":
-        import importlib
-
         return importlib.import_module(".gym", __name__)
-    raise AttributeError(f"module 'glrec' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'glrec' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from . import __version__
 from .errors import ConfigError, GlrecError
+from .lifecycle import StdoutError, Terminated, abandon_stdout, catch_termination, checked_stdout, restore_handlers, say
 from .options import InputOptions, LengthOptions, PipelineOptions, VideoOptions, add_flags, values_from_args
-from .recorder import Recorder
-from .sinks.registry import describe as describe_outputs
 
 log = logging.getLogger("glrec")
 
@@ -28,14 +26,6 @@ SUBCOMMAND_MODULES: list[str] = [
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-
-
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, handled like Ctrl-C: finish the file, exit non-zero."""
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise _Terminated()
 
 
 def add_recording_flags(p: argparse.ArgumentParser, *, length_help: dict[str, str] | None = None) -> None:
@@ -63,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     rec = sub.add_parser("record", parents=[common], help="record a scene, or re-encode a video input, to a file")
     rec.add_argument("scene", help="built-in name (see 'glrec scenes'), file.py[:Class], a Shadertoy shader "
                      "(.glsl, folder, .json), or a video input (file, image, URL, /dev/videoN)")  # fmt: skip
+    from .sinks.registry import describe as describe_outputs  # here: it imports numpy, inside main()'s guard
+
     rec.add_argument("-o", "--output", required=True, help=f"output file ({describe_outputs()})")
     rec.add_argument("--overwrite", action="store_true", help="replace the output if it exists")
     add_recording_flags(rec)
@@ -120,6 +112,7 @@ def _cmd_scenes(args: argparse.Namespace) -> int:
 def _cmd_record(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from .recorder import Recorder  # here, not at the top: main() handles a Ctrl-C during these imports
     from .transcode import is_input, scene_with_channels, transcode_command
 
     if is_input(args.scene):
@@ -148,7 +141,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
     return 0
 
 
-def _interrupted_output(args: argparse.Namespace) -> str:
+def _interrupted_output(args: argparse.Namespace | None) -> str:
     """What became of the output when a recording was cut short (the recorder has finished it)."""
     rec = getattr(args, "recorder", None)
     out = getattr(args, "output", None)
@@ -166,21 +159,36 @@ def _interrupted_output(args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    _setup_logging(args.verbose)
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    # Signals are caught before the heavy imports (build_parser imports every subcommand),
+    # so a Ctrl-C or SIGTERM at any moment ends with one line and a known exit status.
+    previous = catch_termination()
+    stdout = checked_stdout()
+    args: argparse.Namespace | None = None
+    status: int | None = None
     try:
-        return int(args.func(args))
+        args = build_parser().parse_args(argv)
+        _setup_logging(args.verbose)
+        status = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe or a full device shows here, not at interpreter exit
+        return status
     except KeyboardInterrupt as exc:
-        what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
-        print(f"glrec: {what}; {_interrupted_output(args)}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        status = EXIT_INTERRUPTED
+        restore_handlers(previous, leaving=argv is None)  # from here on, a second signal cannot change that
+        what = exc.word if isinstance(exc, Terminated) else "interrupted"
+        say(f"glrec: {what}; {_interrupted_output(args)}")
+        return status
+    except StdoutError as exc:
+        if abandon_stdout(exc, redirect=argv is None):
+            return status if status is not None else 0  # the reader stopped reading (| head): not a failure
+        say(f"glrec: error: could not write to standard output ({exc.strerror}); the work itself was done.")
+        return EXIT_ERROR
     except GlrecError as exc:
-        print(f"glrec: error: {exc}", file=sys.stderr)
+        say(f"glrec: error: {exc}")
         return EXIT_USAGE if isinstance(exc, ValueError) else EXIT_ERROR
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        sys.stdout = stdout
+        if not (status == EXIT_INTERRUPTED and argv is None):  # else done above, for the program's last moments
+            restore_handlers(previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,7 +2,7 @@
 
 Two small guards keep a recording from being cut short:
 
-- :data:`frame_gate` holds SIGINT/SIGTERM back while a frame is handed on
+- :data:`frame_gate` holds SIGINT/SIGTERM/SIGHUP/SIGQUIT back while a frame is handed on
   (read-back frames move from the GPU ring to the encode queue), and
   :func:`deferred_signals` while a file is finished (flushing the encoder,
   writing the trailer, rewriting the MP4); both deliver them right after: a
@@ -18,18 +18,24 @@ Two small guards keep a recording from being cut short:
 from __future__ import annotations
 
 import atexit
+import contextlib
+import errno
 import logging
+import os
 import signal
+import sys
 import threading
-from typing import Any, Protocol
+from typing import Any, Protocol, TextIO
 
 log = logging.getLogger("glrec")
 
-_DEFERRED = (signal.SIGINT, signal.SIGTERM)
+# The signals that end a program politely: Ctrl-C, kill, a closed terminal or dropped
+# ssh session (SIGHUP), Ctrl-\ (SIGQUIT). Each is held while a frame or a file is finished.
+_DEFERRED = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name))
 
 
 class deferred_signals:  # lower case: it reads like the function it stands in for
-    """Hold SIGINT and SIGTERM back for the duration of the block, then deliver them.
+    """Hold SIGINT, SIGTERM, SIGHUP and SIGQUIT back for the duration of the block, then deliver them.
 
     This swaps the handlers in and out (about 10 us), so it guards rare, long
     steps such as finishing a file; a default SIGTERM (which would kill the
@@ -77,7 +83,7 @@ _MAIN_THREAD = threading.main_thread().ident
 
 
 class FrameGate:
-    """Holds Python-handled SIGINT/SIGTERM for the few microseconds a frame is handed on.
+    """Holds Python-handled SIGINT/SIGTERM/SIGHUP/SIGQUIT for the few microseconds a frame is handed on.
 
     Swapping handlers for every frame costs about 8 % at 64x64 (measured), so
     the gate installs its own handler once, in front of the program's, and a
@@ -177,3 +183,105 @@ def _finish_open() -> None:
             obj._finish_at_exit()
         except Exception as exc:  # exiting anyway: report, and go on with the others
             log.error("Could not finish %r at exit: %r", obj, exc)
+
+
+# -- the command line's side: signals that end the program, and its standard output ----------
+
+_TERMINATING = tuple(sig for sig in _DEFERRED if sig != signal.SIGINT)
+_WORDS = {"SIGTERM": "terminated", "SIGHUP": "hung up", "SIGQUIT": "quit"}
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, SIGHUP or SIGQUIT, handled like Ctrl-C: the file is finished, the program exits non-zero."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+    @property
+    def word(self) -> str:
+        """What happened, for the user: 'terminated', 'hung up', 'quit'."""
+        return _WORDS.get(signal.Signals(self.signum).name, "terminated")
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated(signum)
+
+
+def catch_termination() -> dict[int, Any]:
+    """Make SIGTERM, SIGHUP and SIGQUIT raise :class:`Terminated` (main thread); return the handlers replaced."""
+    return {sig: signal.signal(sig, _raise_terminated) for sig in _TERMINATING}
+
+
+def restore_handlers(previous: dict[int, Any], *, leaving: bool = False) -> None:
+    """Put the handlers back; with ``leaving``, the program is on its way out because of a signal.
+
+    A second signal while it leaves (threads finishing, the interpreter's own
+    teardown, which puts every Python handler back to the default) would meet
+    the default action and end the process by that signal (exit -15) instead of
+    with the status already chosen. The file is finished by then, so further
+    ending signals are ignored (only where the program had left them at their
+    default) for the last milliseconds of the process.
+    """
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+    if not leaving:
+        return
+    for sig in _DEFERRED:
+        if signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
+            signal.signal(sig, signal.SIG_IGN)
+
+
+class StdoutError(OSError):
+    """Writing to standard output failed (a closed pipe, a full device)."""
+
+
+class _CheckedStdout:
+    """Standard output whose write errors say where they come from (:class:`StdoutError`)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise StdoutError(exc.errno, exc.strerror) from exc
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise StdoutError(exc.errno, exc.strerror) from exc
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def checked_stdout() -> TextIO:
+    """Wrap ``sys.stdout`` so its failures raise StdoutError; returns the stream it replaced."""
+    original = sys.stdout
+    sys.stdout = _CheckedStdout(original)  # type: ignore[assignment]
+    return original
+
+
+def abandon_stdout(exc: StdoutError, *, redirect: bool = True) -> bool:
+    """After a failed write to standard output: point it at /dev/null so exiting prints no second error.
+
+    ``redirect=False`` leaves file descriptor 1 alone (``main()`` called inside
+    another program, which owns it). Returns True for a reader that went away (EPIPE: ``glrec ... | head``),
+    which is not a failure of the command; False for anything else (a full disk).
+    """
+    if not redirect:
+        return exc.errno == errno.EPIPE
+    with contextlib.suppress(OSError, AttributeError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())  # type: ignore[union-attr]
+        os.close(devnull)
+    return exc.errno == errno.EPIPE
+
+
+def say(text: str) -> None:
+    """One line to standard error, if there still is one (after SIGHUP the terminal may be gone)."""
+    with contextlib.suppress(OSError, ValueError):
+        print(text, file=sys.stderr, flush=True)

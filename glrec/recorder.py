@@ -107,6 +107,7 @@ class Recorder:
         self.path = check_output_path(path, overwrite) if sink is None else Path(path)
         self._sink = sink
         self._sink_options = dict(sink_options or {})
+        self._overwrite = overwrite
         self.frames_submitted = 0
         self._closed = False
         self._started = time.perf_counter()
@@ -171,7 +172,11 @@ class Recorder:
         self._encoder = pipeline.encoder
         self.encoder_name = pipeline.name
         # The stream's options: the processing stage may encode another size than is rendered.
-        sink = self._sink if self._sink is not None else open_sink(self.path, pipeline.video, **self._sink_options)
+        sink = (
+            self._sink
+            if self._sink is not None
+            else open_sink(self.path, pipeline.video, overwrite=self._overwrite, **self._sink_options)
+        )
         self._worker = EncodeWorker(pipeline.encoder, sink, self.pipeline_options.queue_size)
         stack.callback(self._worker.finish)
         log.info("recording %s: %dx%d @ %g fps, %s via %s", self.path, *opts.size, opts.fps, opts.codec,
@@ -434,7 +439,7 @@ class Recorder:
                 if error is exc:
                     raise
                 raise error from exc
-            self._stack.callback(obj.close)
+            self._stack.callback(_close_scene, obj)
             self._scenes[key] = obj
         return self._scenes[key]
 
@@ -537,3 +542,11 @@ class Recorder:
         except Exception as err:
             if err is not exc[1]:
                 log.warning("While finishing %s after an error, closing failed too: %r", self.path, err)
+
+
+def _close_scene(scene: Scene) -> None:
+    """Close a scene at the recorder's end; a failure there is the scene's, named as such (the file is finished)."""
+    try:
+        scene.close()
+    except Exception as exc:
+        raise SceneError(f"Closing scene {type(scene).__name__} failed: {type(exc).__name__}: {exc}") from exc

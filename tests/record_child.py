@@ -33,13 +33,14 @@ def main() -> int:
     p.add_argument("--gop", type=int)
     p.add_argument("--fsize", type=int)
     p.add_argument("--no-close", action="store_true")
+    p.add_argument("--overwrite", action="store_true")
     args = p.parse_args()
     if args.fsize is not None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (args.fsize, args.fsize))
 
     rec = glrec.Recorder(args.output, size=args.size, fps=args.fps, codec=args.codec, gop=args.gop, encoder="cpu",
-                         ring=3, queue_size=8)  # fmt: skip
+                         ring=3, queue_size=8, overwrite=args.overwrite)  # fmt: skip
     if args.no_close:
         for _ in range(args.frames):
             rec.render("bars")

@@ -60,7 +60,7 @@ def test_parameters_draw_from_their_own_streams():
         ({"int": [0.5, 2]}, "two integers"),
         ({"normal": [0, 1], "weights": [1]}, r"unknown key\(s\) \['weights'\]"),
         ({"choice": []}, "non-empty list"),
-        ({"choice": [1, 2], "weights": [1]}, "2 non-negative numbers"),
+        ({"choice": [1, 2], "weights": [1]}, "2 finite, non-negative numbers"),
         ({"loguniform": [0, 1]}, "low > 0"),
         ({"bool": 2}, "probability in 0..1"),
     ],

@@ -2,7 +2,8 @@
 
 The file-size limit (RLIMIT_FSIZE, in a child process with SIGXFSZ ignored)
 makes writes fail with EFBIG exactly as a full disk fails them with ENOSPC,
-without mounting anything; /dev/full gives a real ENOSPC.
+without mounting anything; a character device like /dev/full (made with
+mknod where that is allowed) gives a real ENOSPC.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import errno
 import json
 import logging
 import os
+import stat
 
 import av
 import pytest
@@ -26,7 +28,8 @@ MAX_BFRAMES = 4
 
 
 @pytest.mark.parametrize(
-    "name, codec", [("full.mp4", "h264"), ("full.mkv", "h264"), ("full.h264", "h264"), ("full.ivf", "av1")]
+    "name, codec",
+    [("full.mp4", "h264"), ("full.mkv", "h264"), ("full.h264", "h264"), ("full.ivf", "av1"), ("full.avi", "mjpeg")],
 )
 def test_file_size_limit_raises_disk_full_and_keeps_complete_fragments(gl, tmp_path, ffprobe, name, codec):
     path = tmp_path / name
@@ -53,17 +56,29 @@ def test_file_size_limit_raises_disk_full_and_keeps_complete_fragments(gl, tmp_p
         # Containers lose at most the fragment that did not fit (<= 1 s of video).
         assert kept >= result["frames_written"] - FPS - MAX_BFRAMES
     else:
-        assert kept == result["frames_written"]  # raw: cut back to the last whole packet only
+        assert kept == result["frames_written"]  # raw and AVI: cut back to the last whole packet only
+    if path.suffix == ".avi":
+        with av.open(str(path)) as c:  # every JPEG whole, to its end-of-image marker
+            assert all(bytes(p).endswith(b"\xff\xd9") for p in c.demux(video=0) if p.size)
     assert not list(tmp_path.glob(".*glrec-tmp*"))
 
 
-@pytest.mark.parametrize("name", ["devfull.h264", "devfull.mkv", "devfull.mp4"])
-def test_enospc_from_dev_full_is_a_disk_full_error(gl, tmp_path, name):
+def _dev_full(path):
+    """A character device at ``path`` that is /dev/full (every write: ENOSPC), or skip."""
     if not os.path.exists("/dev/full"):
         pytest.skip("needs /dev/full (Linux)")
+    st = os.stat("/dev/full")
+    try:
+        os.mknod(path, 0o666 | stat.S_IFCHR, st.st_rdev)
+    except (PermissionError, OSError) as exc:
+        pytest.skip(f"needs permission to make a device node (mknod): {exc}")
+
+
+@pytest.mark.parametrize("name", ["devfull.h264", "devfull.mkv", "devfull.mp4"])
+def test_enospc_from_a_full_device_is_a_disk_full_error(gl, tmp_path, name):
     path = tmp_path / name
-    path.symlink_to("/dev/full")  # every write fails with ENOSPC
-    rec = glrec.Recorder(path, size=(64, 48), fps=FPS, overwrite=True, encoder="cpu")
+    _dev_full(path)  # every write fails with ENOSPC; a device is written in place, without --overwrite
+    rec = glrec.Recorder(path, size=(64, 48), fps=FPS, encoder="cpu")
     mgl = rec.ctx
     with pytest.raises(glrec.DiskFullError) as info:
         for _ in range(300):
@@ -77,6 +92,66 @@ def test_enospc_from_dev_full_is_a_disk_full_error(gl, tmp_path, name):
     assert glrec_threads() == [] and live_gl_objects(mgl) == []
     with pytest.raises(glrec.GlrecError, match="closed"):
         rec.render("plasma")
+    assert stat.S_ISCHR(os.lstat(path).st_mode)
+
+
+@pytest.mark.parametrize("name", ["short.mp4", "short.mkv", "short.h264"])
+def test_a_full_device_at_the_finish_is_a_disk_full_error_not_a_success(gl, tmp_path, name):
+    """10 frames fit in FFmpeg's buffers; the only write is the one at the finish, and it fails."""
+    path = tmp_path / name
+    _dev_full(path)
+    with pytest.raises(glrec.DiskFullError) as info:
+        glrec.record("plasma", path, size=(64, 48), fps=FPS, frames=10, encoder="cpu")
+    assert info.value.errno == errno.ENOSPC and info.value.frames_kept is None
+
+
+def _fragmented_reference(tmp_path, name, frames):
+    """The bytes of the fragmented file a recording of ``frames`` frames writes, and where its last fragment starts."""
+    ref = tmp_path / f"ref-{name}"
+    original = container.ContainerSink._rewrite_unfragmented
+    try:
+        container.ContainerSink._rewrite_unfragmented = lambda self: self._out.commit()
+        glrec.record("bars", ref, size=(192, 128), fps=FPS, frames=frames, encoder="cpu")
+    finally:
+        container.ContainerSink._rewrite_unfragmented = original
+    data = ref.read_bytes()
+    marker = b"moof" if name.endswith(".mp4") else bytes.fromhex("1F43B675")  # MP4 fragment / Matroska cluster
+    return data, data.rfind(marker)
+
+
+@pytest.mark.parametrize("name", ["finish.mp4", "finish.mkv"])
+def test_disk_full_while_the_last_fragment_is_written_at_the_finish(gl, tmp_path, ffprobe, name):
+    """The last fragment goes to disk only when the file is closed; if that write fails, the recording failed.
+
+    FFmpeg does not report an error of that last write: glrec used to say "100
+    frames" for a file that decoded 91-97.
+    """
+    frames = 100
+    data, last_fragment = _fragmented_reference(tmp_path, name, frames)
+    assert 0 < last_fragment < len(data) - 200
+    path = tmp_path / name
+    limit = (last_fragment + len(data)) // 2  # room for everything but the second half of the last fragment
+    child = start_child(str(path), "--fsize", str(limit), "--frames", str(frames))
+    out, err = child.communicate(timeout=300)
+    results = [json.loads(line[len("result ") :]) for line in out.splitlines() if line.startswith("result ")]
+    assert results, err
+    result = results[0]
+    assert child.returncode == 1 and result["type"] == "DiskFullError", result
+    assert result["errno"] == errno.EFBIG
+    kept = result["frames_kept"]
+    assert result["frames_written"] == frames and 0 < kept < frames
+    assert f"keeps the first {kept} frames" in result["message"]
+    assert decode_indices(path, FPS) == list(range(kept))  # exactly what the error says, nothing half
+    assert int(ffprobe(path, "nb_read_frames")["nb_read_frames"]) == kept
+    assert not list(tmp_path.glob(".*glrec-tmp*"))
+
+
+def test_symlink_to_a_full_device_is_refused_before_recording(tmp_path):
+    """A link is never written through (see glrec.sinks.paths), so /dev/full behind one is refused up front."""
+    path = tmp_path / "link.mp4"
+    path.symlink_to("/dev/full")
+    with pytest.raises(glrec.OutputError, match="symbolic link"):
+        glrec.Recorder(path, size=(64, 48), overwrite=True, encoder="cpu")
     assert path.is_symlink()
 
 
@@ -102,7 +177,7 @@ class _FailingMux:
         self.real.mux(packet)
 
 
-def test_failed_final_rewrite_keeps_the_complete_fragmented_mp4(gl, tmp_path, monkeypatch, caplog):
+def test_full_disk_in_the_final_rewrite_is_reported_and_keeps_the_complete_fragmented_mp4(gl, tmp_path, monkeypatch):
     real_open = av.open
 
     def open_failing_tmp(file, mode="r", **kwargs):
@@ -111,16 +186,28 @@ def test_failed_final_rewrite_keeps_the_complete_fragmented_mp4(gl, tmp_path, mo
 
     monkeypatch.setattr(container.av, "open", open_failing_tmp)
     path = tmp_path / "kept.mp4"
-    with caplog.at_level(logging.WARNING, logger="glrec"):
-        result = glrec.record("bars", path, size=(192, 128), fps=FPS, frames=75, encoder="cpu")
-    assert "kept the fragmented MP4" in caplog.text
-    assert result.frames == 75
+    with pytest.raises(glrec.DiskFullError) as info:
+        glrec.record("bars", path, size=(192, 128), fps=FPS, frames=75, encoder="cpu")
+    assert info.value.frames_written == info.value.frames_kept == 75
+    assert "complete fragmented MP4 with all 75 frames" in str(info.value)
     assert b"moof" in path.read_bytes()  # the fragmented original, untouched
     assert decode_indices(path, FPS) == list(range(75))
     assert not list(tmp_path.glob(".*glrec-tmp*"))
 
 
-@pytest.mark.parametrize("name", ["cut.mp4", "cut.mkv"])
+def test_other_rewrite_failures_keep_the_fragmented_mp4_with_a_true_warning(gl, tmp_path, monkeypatch, caplog):
+    def failing_remux(self, src, dst):
+        raise av.FFmpegError(-22, "Invalid argument")
+
+    monkeypatch.setattr(container.ContainerSink, "_remux_faststart", failing_remux)
+    path = tmp_path / "kept.mp4"
+    with caplog.at_level(logging.WARNING, logger="glrec"):
+        result = glrec.record("bars", path, size=(64, 48), fps=FPS, frames=40, encoder="cpu")
+    assert result.frames == 40 and "complete fragmented MP4 with all 40 frames" in caplog.text
+    assert decode_indices(path, FPS) == list(range(40))
+
+
+@pytest.mark.parametrize("name", ["cut.mp4", "cut.mkv", "cut.avi"])
 def test_a_file_cut_at_any_byte_is_trimmed_to_one_that_decodes(gl, tmp_path, name):
     """Whatever byte a failed write stopped at, trimming leaves a file that decodes cleanly."""
     from glrec.sinks.trim import trim_to_complete_fragments
@@ -129,8 +216,9 @@ def test_a_file_cut_at_any_byte_is_trimmed_to_one_that_decodes(gl, tmp_path, nam
     # finalize=False keeps the MP4 fragmented, as it is on disk while recording
     monkey_finalize = container.ContainerSink._rewrite_unfragmented
     try:
-        container.ContainerSink._rewrite_unfragmented = lambda self: None
-        glrec.record("bars", whole, size=(96, 64), fps=FPS, frames=150, encoder="cpu")
+        container.ContainerSink._rewrite_unfragmented = lambda self: self._out.commit()
+        codec = "mjpeg" if name.endswith(".avi") else "h264"
+        glrec.record("bars", whole, size=(96, 64), fps=FPS, frames=150, encoder="cpu", codec=codec)
     finally:
         container.ContainerSink._rewrite_unfragmented = monkey_finalize
     data = whole.read_bytes()

@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM finish the file: the CLI for real in a subprocess, the library in process."""
+"""Ctrl-C, SIGTERM, SIGHUP and SIGQUIT finish the file: the CLI for real in a subprocess, the library in process."""
 
 from __future__ import annotations
 
@@ -26,20 +26,30 @@ def _assert_normal_mp4(path) -> None:
     assert not list(path.parent.glob(".*glrec-tmp*"))
 
 
-@pytest.mark.parametrize("sig, word", [(signal.SIGINT, "interrupted"), (signal.SIGTERM, "terminated")])
-def test_cli_finishes_the_file_on_signal_and_exits_130_with_one_line(gl, tmp_path, sig, word):
-    out = tmp_path / "cut.mp4"
+def _start_cli_recording(out):
+    """``glrec record`` in a child, returned once its first fragment (one second of video) is on disk."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "glrec", "record", "bars", "-o", str(out), "--size", "192x128", "--fps", "30",
          "--frames", "100000"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
     )  # fmt: skip
     deadline = time.monotonic() + 120
-    # The fragmented file grows once its first fragment (one second of video) is written.
     while not (out.exists() and out.stat().st_size > 0):
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "the recording never wrote a fragment"
         time.sleep(0.02)
+    return proc
+
+
+@pytest.mark.parametrize(
+    "sig, word",
+    [(signal.SIGINT, "interrupted"), (signal.SIGTERM, "terminated"), (signal.SIGHUP, "hung up"),
+     (signal.SIGQUIT, "quit")],
+)  # fmt: skip
+def test_cli_finishes_the_file_on_signal_and_exits_130_with_one_line(gl, tmp_path, sig, word):
+    """SIGHUP is a closed terminal or a dropped ssh session; SIGQUIT is Ctrl-\\. Both used to lose the last fragment."""
+    out = tmp_path / "cut.mp4"
+    proc = _start_cli_recording(out)
     proc.send_signal(sig)
     _stdout, stderr = proc.communicate(timeout=120)
 
@@ -58,6 +68,52 @@ def test_cli_finishes_the_file_on_signal_and_exits_130_with_one_line(gl, tmp_pat
         assert s.frames == frames
         c.seek(int((frames / FPS / 2) / s.time_base), stream=s)
         assert next(c.decode(s)).key_frame
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.02, 0.05, 0.1])
+def test_a_second_signal_while_finishing_or_exiting_keeps_exit_status_130(gl, tmp_path, delay):
+    """Ctrl-C, then SIGTERM a moment later: the file is finished and the status is 130, never death by SIGTERM.
+
+    The SIGTERM lands while the file is finished (it waits), or while the
+    interpreter exits (which had put the default, deadly, action back: -15).
+    """
+    out = tmp_path / "twice.mp4"
+    proc = _start_cli_recording(out)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(delay)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    _stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    finished = r"glrec: (?:interrupted|terminated); .+ was finished with all (\d+) frames recorded so far\.$"
+    m = re.search(finished, stderr.strip())
+    assert m, stderr
+    assert decode_indices(out, FPS) == list(range(int(m.group(1))))
+    _assert_normal_mp4(out)
+
+
+def test_ctrl_c_during_the_start_up_imports_exits_130_with_one_line(tmp_path):
+    """The heavy imports (numpy, PyAV, moderngl) run inside main(), where a Ctrl-C is handled."""
+    out = tmp_path / "never.mp4"
+    proc = subprocess.Popen(
+        [sys.executable, "-X", "importtime", "-m", "glrec", "record", "bars", "-o", str(out), "--frames", "3"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
+    )  # fmt: skip
+    assert proc.stderr is not None
+    lines = []
+    for line in proc.stderr:  # -X importtime reports each import as it completes
+        lines.append(line)
+        if re.search(r"\|\s+numpy$", line.rstrip()):
+            proc.send_signal(signal.SIGINT)  # numpy is done; PyAV, moderngl and the rest are still to come
+            break
+    else:
+        pytest.fail("numpy was never imported: " + "".join(lines[-5:]))
+    lines += proc.stderr.readlines()
+    proc.wait(timeout=60)
+    said = [line for line in lines if not line.startswith("import time:")]
+    assert proc.returncode == 130, "".join(said)
+    assert len(said) == 1 and said[0].startswith("glrec: interrupted; nothing was recorded"), said
+    assert not out.exists()
 
 
 class _SigintAt:
@@ -97,7 +153,7 @@ class _Terminated(BaseException):
     pass
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
 def test_signal_while_finishing_waits_until_the_file_is_complete(gl, tmp_path, monkeypatch, sig):
     """A second Ctrl-C (or a SIGTERM) during close() is held until the trailer is written, then delivered."""
     original = EncodeWorker.finish
@@ -111,7 +167,7 @@ def test_signal_while_finishing_waits_until_the_file_is_complete(gl, tmp_path, m
         raise _Terminated()
 
     monkeypatch.setattr(EncodeWorker, "finish", finish_interrupted)
-    previous = signal.signal(signal.SIGTERM, on_term)  # stands in for the CLI's handler
+    previous = signal.signal(sig, on_term) if sig != signal.SIGINT else None  # stands in for the CLI's handler
     try:
         path = tmp_path / "late.mp4"
         rec = glrec.Recorder(path, size=(64, 48), fps=FPS)
@@ -120,7 +176,8 @@ def test_signal_while_finishing_waits_until_the_file_is_complete(gl, tmp_path, m
         with pytest.raises(KeyboardInterrupt if sig == signal.SIGINT else _Terminated):
             rec.close()
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if previous is not None:
+            signal.signal(sig, previous)
     assert rec.close().frames == 50
     with av.open(str(path)) as c:
         assert sum(1 for _ in c.decode(video=0)) == 50

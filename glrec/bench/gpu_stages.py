@@ -64,7 +64,7 @@ def nvjpeg_alone(spec: RowSpec) -> RowResult:
             call("cuMemcpyHtoD", pool.address(slot), data.ctypes.data, data.nbytes)
         planes = PlaneLayout.for_format("rgb24", *spec.size)
         clock, meter = StageClock(), LoopMeter()
-        sink = open_sink(spec.output, options)
+        sink = open_sink(spec.output, options, overwrite=True)
         meter.start()
         # Slots come back to the pool as nvJPEG finishes with each frame, as from the handoff.
         device_frames = (DeviceFrame(i, planes, pool, pool.acquire(), pending=False) for i in range(spec.frames))

@@ -143,7 +143,7 @@ def encode_alone(spec: RowSpec) -> RowResult:
     clock, meter = StageClock(), LoopMeter()
     path = spec.output
     encoder = CpuEncoder(options)
-    sink = open_sink(path, options)
+    sink = open_sink(path, options, overwrite=True)
     # Frame i is the (i mod distinct)-th pre-rendered frame, renumbered so timestamps keep rising.
     cycle = (frames[i % len(frames)] for i in range(spec.frames))
     renumbered = (HostFrame(i, f.pix_fmt, f.width, f.height, f.data) for i, f in enumerate(cycle))

@@ -13,6 +13,7 @@ from .folder import FORMAT, FORMAT_VERSION, DatasetFolder
 from .render import Sample, SampleRenderer, check_scene
 from .runner import Progress, run_local
 from .spec import DatasetSpec
+from .writers import disk_full
 
 log = logging.getLogger("glrec")
 
@@ -124,7 +125,13 @@ def generate(
     check_scene(scene, spec)  # before anything is written
     info = dataset_info(spec, scene)
     folder = DatasetFolder(Path(out), spec)
-    folder.prepare(resume=resume, overwrite=overwrite, info=info)
+    try:
+        folder.prepare(resume=resume, overwrite=overwrite, info=info)
+    except OSError as exc:
+        full = disk_full(exc, f"Preparing {folder.root}")
+        if full is not None:
+            raise full from exc
+        raise
     started = time.perf_counter()
     records: dict[int, dict[str, Any]] = {}
     pending: list[int] = []
@@ -146,9 +153,15 @@ def generate(
             records.update(run_on_ray(spec, folder, pending, address=ray, progress=progress, **(ray_options or {})))
         else:
             records.update(run_local(spec, folder, pending, device, progress))
-    folder.write_manifest([records[s] for s in range(spec.shards)])
-    info["status"] = "complete"
-    folder.write_info(info)
+    try:
+        folder.write_manifest([records[s] for s in range(spec.shards)])
+        info["status"] = "complete"
+        folder.write_info(info)
+    except OSError as exc:
+        full = disk_full(exc, f"Writing the manifest of {folder.root}")
+        if full is not None:
+            raise full from exc
+        raise
     rendered = sum(len(spec.shard_range(s)) for s in pending)
     return DatasetResult(Path(out), spec.samples, spec.shards, skipped, rendered, time.perf_counter() - started)
 

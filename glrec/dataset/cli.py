@@ -15,9 +15,16 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "dataset",
         parents=[common],
         help="render a synthetic dataset from a TOML spec",
-        description="Render the samples of a dataset spec (TOML) with ground truth into shards or folders.",
+        description="Render the samples of a dataset spec (TOML) with ground truth into shards or folders. "
+        'A spec whose scene is a Python file (scene = "my_scene.py:MyScene") runs that file\'s code, like '
+        "'glrec record my_scene.py' does; only files in the spec's folder, unless --allow-scene-outside.",
     )
     p.add_argument("spec", help="dataset spec (TOML), e.g. examples/dataset.toml")
+    p.add_argument(
+        "--allow-scene-outside",
+        action="store_true",
+        help="run a Python scene file that is outside the spec's folder (only for a spec you trust)",
+    )
     p.add_argument("-o", "--output", required=True, help="output folder (new or empty, unless --resume/--overwrite)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true", help="keep the complete shards of this dataset, redo the rest")
@@ -45,7 +52,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="write a PNG of one sample's colour, depth, instance and normal side by side",
     )
-    v.add_argument("spec", help="dataset spec (TOML)")
+    v.add_argument("spec", help="dataset spec (TOML); a Python scene it names is run, as for 'glrec dataset'")
+    v.add_argument("--allow-scene-outside", action="store_true", help="as for 'glrec dataset'")
     v.add_argument("-o", "--output", required=True, help="PNG file to write")
     v.add_argument("--index", type=int, default=0, help="sample index (default 0)")
     v.add_argument("--overwrite", action="store_true", help="replace the PNG if it exists")
@@ -69,7 +77,7 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
     from .runner import write_samples
     from .spec import DatasetSpec
 
-    spec = DatasetSpec.load(args.spec)
+    spec = DatasetSpec.load(args.spec, allow_scene_outside=args.allow_scene_outside)
     if args.only is not None:
         if args.ray is not None or args.resume:
             raise ConfigError("--only renders single samples here; it does not combine with --ray or --resume.")
@@ -107,19 +115,18 @@ def _cmd_preview(args: argparse.Namespace) -> int:
     from dataclasses import replace
     from pathlib import Path
 
-    from ..errors import OutputExistsError
+    from ..sinks.paths import check_output_path
     from .api import render_sample
     from .encode import encode_png
     from .preview import compose
     from .spec import DatasetSpec
+    from .writers import atomic_write
 
-    out = Path(args.output)
-    if out.exists() and not args.overwrite:
-        raise OutputExistsError(f"{out} exists; pass --overwrite to replace it.")
-    spec = DatasetSpec.load(args.spec)
+    out = check_output_path(Path(args.output), args.overwrite)  # links refused, existing only with --overwrite
+    spec = DatasetSpec.load(args.spec, allow_scene_outside=args.allow_scene_outside)
     spec = spec.with_(output=replace(spec.output, passes=("rgb", "depth", "instance", "normal")))
     sample = render_sample(spec, args.index)
-    out.write_bytes(encode_png(compose(sample)))
+    atomic_write(out, encode_png(compose(sample)))
     if not args.quiet:
         print(f"{out}: sample {args.index} (seed {sample.seed}): colour with boxes | depth | instance | normal")
     return 0

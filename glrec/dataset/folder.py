@@ -12,9 +12,11 @@ The ``folder`` layout has ``OUT/KEY/`` sample folders instead of tar files.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +26,12 @@ from .writers import PARTIAL, atomic_write
 
 __all__ = ["DatasetFolder"]
 
+log = logging.getLogger("glrec")
+
 FORMAT = "glrec-dataset"
 FORMAT_VERSION = 1
-_OURS = re.compile(r"^(dataset\.json|manifest\.jsonl|shard-\d+\.tar|\d{6,})(\.partial)?$")
+# Scratch files a clip shard writes in .glrec/ while it encodes a sample's video.
+_CLIP_SCRATCH = re.compile(r"^clip-\d+-\d+\.mp4$")
 
 
 class DatasetFolder:
@@ -36,6 +41,7 @@ class DatasetFolder:
         self.root = Path(root)
         self.spec = spec
         self.records = self.root / ".glrec"
+        self.scratch = self.records  # where clip videos are encoded before they join their sample
 
     # -- names -------------------------------------------------------------------------------
 
@@ -84,7 +90,7 @@ class DatasetFolder:
         if old is not None:
             same = old.get("identity") == info["identity"]
             if overwrite:
-                self.wipe()
+                self.wipe(old)
             elif not resume:
                 what = "this dataset" if same else "another dataset"
                 raise OutputExistsError(
@@ -102,15 +108,39 @@ class DatasetFolder:
         self.records.mkdir(exist_ok=True)
         self.write_info(info)
 
-    def wipe(self) -> None:
-        """Remove what a glrec dataset consists of (and nothing else)."""
-        shutil.rmtree(self.records, ignore_errors=True)
-        for p in self.root.iterdir():
-            if _OURS.match(p.name):
-                if p.is_dir():
-                    shutil.rmtree(p)
-                else:
-                    p.unlink()
+    def wipe(self, old: dict[str, Any]) -> None:
+        """Remove the dataset that ``old`` (its ``dataset.json``) describes, and nothing else.
+
+        Only the names that dataset consists of go: its description and manifest,
+        its shards (or its samples' files, then their folders if that empties
+        them) and its shard records. Anything else in the folder, including
+        files someone added to a sample folder or to ``.glrec/``, stays.
+        """
+        try:
+            shards, samples, layout = int(old["shards"]), int(old["samples"]), str(old["layout"])
+            members = [str(n) for n in old["keys"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OutputError(
+                f"{self.info_path} does not say what the dataset holds ({exc!r}), so glrec cannot remove only its "
+                "files; move the folder aside or delete it yourself."
+            ) from None
+        for name in ("dataset.json", "manifest.jsonl"):
+            _remove_file(self.root / name)
+        for shard in range(shards):
+            if layout == "webdataset":
+                _remove_file(self.root / self.shard_name(shard))
+            _remove_file(self.record_path(shard))
+        if layout == "folder":
+            width = max(6, len(str(samples - 1)))
+            for i in range(samples):
+                for folder in (self.root / f"{i:0{width}d}", self.root / f"{i:0{width}d}{PARTIAL}"):
+                    _remove_sample_folder(folder, members)
+        if self.records.is_dir() and not self.records.is_symlink():
+            for entry in os.scandir(self.records):
+                if _CLIP_SCRATCH.match(entry.name):
+                    _remove_file(Path(entry.path))
+            with contextlib.suppress(OSError):
+                self.records.rmdir()  # only if that emptied it
 
     def write_info(self, info: dict[str, Any]) -> None:
         atomic_write(self.info_path, (json.dumps(info, indent=2) + "\n").encode())
@@ -141,9 +171,12 @@ class DatasetFolder:
         for p in (self.root / name, self.root / (name + PARTIAL)):
             p.unlink(missing_ok=True)
         if self.spec.output.layout == "folder":
+            from .api import member_names  # here: api builds on this module
+
+            members = member_names(self.spec)
             for i in self.spec.shard_range(shard):
                 for p in (self.root / self.spec.key(i), self.root / (self.spec.key(i) + PARTIAL)):
-                    shutil.rmtree(p, ignore_errors=True)
+                    _remove_sample_folder(p, members)
 
     def write_record(self, shard: int, record: dict[str, Any]) -> None:
         atomic_write(self.record_path(shard), (json.dumps(record) + "\n").encode())
@@ -151,3 +184,24 @@ class DatasetFolder:
     def write_manifest(self, records: list[dict[str, Any]]) -> None:
         lines = [json.dumps(s) for r in records for s in r["samples"]]
         atomic_write(self.manifest_path, ("\n".join(lines) + "\n").encode())
+
+
+def _remove_file(path: Path) -> None:
+    """Remove ``path`` and its ``.partial`` if they are files (a link is removed, never what it points to)."""
+    for p in (path, path.with_name(path.name + PARTIAL)):
+        if p.is_symlink() or p.is_file():
+            p.unlink()
+
+
+def _remove_sample_folder(folder: Path, members: list[str]) -> None:
+    """Remove a sample's files (the dataset's member names), then the folder if nothing else is in it."""
+    if folder.is_symlink() or not folder.is_dir():
+        return
+    for name in members:
+        p = folder / name
+        if p.is_symlink() or p.is_file():
+            p.unlink()
+    try:
+        folder.rmdir()
+    except OSError:
+        log.warning("kept %s: it holds files that are not the dataset's (%s)", folder, sorted(os.listdir(folder)))

@@ -76,13 +76,37 @@ class Distribution:
         raise AssertionError(k)  # parse_param admits only the kinds above
 
 
+#: How deeply a constant may nest lists and tables (it is written into every sample's meta.json).
+MAX_DEPTH = 16
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def check_constant(name: str, value: Any, depth: int = 0) -> None:
+    """Refuse a constant JSON cannot hold (NaN, infinity) or that nests more than :data:`MAX_DEPTH` deep."""
+    if depth > MAX_DEPTH:
+        raise ConfigError(f"Parameter {name!r} nests lists or tables more than {MAX_DEPTH} deep; flatten it.")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(
+            f"Parameter {name!r} holds {value!r}, which is not a finite number (meta.json could not hold it)."
+        )
+    if isinstance(value, dict):
+        for v in value.values():
+            check_constant(name, v, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            check_constant(name, v, depth + 1)
+
+
 def _pair(name: str, kind: str, value: Any, *, integers: bool = False) -> tuple[Any, Any]:
     ok = isinstance(value, (list, tuple)) and len(value) == 2
-    ok = ok and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    ok = ok and all(_finite(v) for v in value)
     if ok and integers:
         ok = all(isinstance(v, int) for v in value)
     if not ok:
-        what = "two integers" if integers else "two numbers"
+        what = "two integers" if integers else "two finite numbers"
         raise ConfigError(f"Parameter {name!r}: {kind} takes {what} [low, high], not {value!r}.")
     return value[0], value[1]
 
@@ -94,6 +118,7 @@ def parse_param(name: str, value: Any) -> Distribution:
     'int'
     """
     if not isinstance(value, dict):
+        check_constant(name, value)
         return Distribution(name, "constant", value)
     kinds = [k for k in value if k in KINDS]
     if len(kinds) != 1:
@@ -117,17 +142,20 @@ def parse_param(name: str, value: Any) -> Distribution:
         if kind == "loguniform" and lo <= 0:
             raise ConfigError(f"Parameter {name!r}: loguniform needs low > 0, not {lo}.")
         clip = _pair(name, "clip", value["clip"]) if "clip" in value else None
+        if clip is not None and clip[0] > clip[1]:
+            raise ConfigError(f"Parameter {name!r}: clip low {clip[0]} is above high {clip[1]}; swap them.")
         return Distribution(name, kind, (lo, hi), clip=clip)
     if kind == "choice":
         if not isinstance(arg, list) or not arg:
             raise ConfigError(f"Parameter {name!r}: choice takes a non-empty list, not {arg!r}.")
+        check_constant(name, arg)
         weights = value.get("weights")
         if weights is not None:
             good = isinstance(weights, list) and len(weights) == len(arg)
-            if not good or any(not isinstance(w, (int, float)) or w < 0 for w in weights) or sum(weights) <= 0:
+            if not good or any(not _finite(w) or w < 0 for w in weights) or not sum(weights) > 0:
                 raise ConfigError(
-                    f"Parameter {name!r}: weights must be {len(arg)} non-negative numbers with a positive sum, "
-                    f"not {weights!r}."
+                    f"Parameter {name!r}: weights must be {len(arg)} finite, non-negative numbers with a positive "
+                    f"sum, not {weights!r}."
                 )
             weights = tuple(float(w) for w in weights)
         return Distribution(name, kind, list(arg), weights=weights)
@@ -135,6 +163,7 @@ def parse_param(name: str, value: Any) -> Distribution:
         if not isinstance(arg, (int, float)) or isinstance(arg, bool) or not 0 <= arg <= 1:
             raise ConfigError(f"Parameter {name!r}: bool takes a probability in 0..1, not {arg!r}.")
         return Distribution(name, kind, float(arg))
+    check_constant(name, arg)
     return Distribution(name, "constant", arg)
 
 

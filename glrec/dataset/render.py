@@ -81,6 +81,19 @@ def check_scene(scene: object, spec: DatasetSpec) -> None:
                 f"Scene {spec.scene!r} has no parameter {unknown[0]!r}. Its parameters: "
                 f"{', '.join(sorted(known))} (and 'time')."
             )
+    randomise = getattr(scene, "randomise", None)
+    if callable(randomise):
+        # A dry run with sample 0's parameters: a constant the scene refuses (fov = 0) fails
+        # here, before anything is written, instead of at the first sample.
+        seed, values = sample_plan(spec, 0)
+        try:
+            randomise({k: v for k, v in values.items() if k != TIME_PARAM}, rng_for(seed, "scene"))
+        except GlrecError as exc:
+            raise ConfigError(f"Scene {spec.scene!r} refuses sample 0's parameters: {exc}") from None
+        except Exception as exc:
+            raise ConfigError(
+                f"Scene {spec.scene!r} failed on sample 0's parameters: {type(exc).__name__}: {exc}"
+            ) from None
 
 
 def sample_plan(spec: DatasetSpec, index: int) -> tuple[int, dict[str, Any]]:
@@ -217,7 +230,15 @@ class SampleRenderer:
         meta: dict[str, Any] = {"t": t}
         annotate = getattr(self.scene, "annotations", None)
         if callable(annotate):
-            meta.update(annotate(t))
+            try:
+                meta.update(annotate(t))
+            except GlrecError:
+                raise
+            except Exception as exc:
+                raise SceneError(
+                    f"Scene {self.spec.scene!r} failed to annotate sample {sample.index} at t={t:g}: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
         if "instance" in getattr(self.scene, "passes", ()) and meta.get("objects") is not None:
             instance = arrays["instance"] if "instance" in arrays else gb.read("instance")
             _add_visible(meta, mask_boxes(instance))
@@ -253,10 +274,16 @@ class SampleRenderer:
             packer.release()
         gb, self._gbuffer = self._gbuffer, None
         scene, self.scene = self.scene, None  # type: ignore[assignment]
-        if scene is not None:
-            scene.close()
-        if gb is not None:
-            gb.release()
+        try:
+            if scene is not None:
+                scene.close()
+        except GlrecError:
+            raise
+        except Exception as exc:
+            raise SceneError(f"Closing scene {self.spec.scene!r} failed: {type(exc).__name__}: {exc}") from exc
+        finally:
+            if gb is not None:
+                gb.release()
 
 
 def _add_visible(meta: dict[str, Any], visible: dict[int, tuple[list[int], int]]) -> None:

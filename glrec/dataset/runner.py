@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import shutil
+import tempfile
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -14,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from ..context import GLContext, create_context
+from ..errors import SceneError
 from .encode import ColourEncoder, colour_encoder, encode_clip_pass, encode_pass
 from .folder import DatasetFolder
 from .render import Sample, SampleRenderer, finish_colour
 from .spec import DatasetSpec
-from .writers import FolderWriter, ShardWriter, TarWriter
+from .writers import FolderWriter, ShardWriter, TarWriter, disk_full
 
 log = logging.getLogger("glrec")
 
@@ -43,13 +45,24 @@ def sample_files(spec: DatasetSpec, sample: Sample, video: bytes | None = None) 
             if name != "rgb":
                 fname, data = encode_pass(name, sample.frames[0][name], out, packed=packed)
                 files[fname] = data
-    files["meta.json"] = (json.dumps(sample.meta) + "\n").encode()
+    files["meta.json"] = (meta_json(sample.meta, sample.key) + "\n").encode()
     return files
 
 
 def file_digests(files: dict[str, bytes]) -> dict[str, dict[str, Any]]:
     """Size and SHA-256 of each file, as the manifest lists them."""
     return {n: {"bytes": len(d), "sha256": hashlib.sha256(d).hexdigest()} for n, d in files.items()}
+
+
+def meta_json(meta: dict[str, Any], key: str) -> str:
+    """``meta`` as strict JSON: a NaN or infinity (which no JSON reader takes) is an error, not a broken file."""
+    try:
+        return json.dumps(meta, allow_nan=False)
+    except ValueError:
+        raise SceneError(
+            f"Sample {key}: meta.json would hold NaN or infinity (from the scene's parameters or annotations), "
+            "which JSON cannot; check the [params] values."
+        ) from None
 
 
 def manifest_line(
@@ -128,7 +141,7 @@ class ShardWorker:
         from ..recorder import Recorder  # the video path: GL convert, readback, PyAV encode, MP4
 
         spec = self.spec
-        tmp = self.folder.records / f"clip-{os.getpid()}-{spec.key(index)}.mp4"
+        tmp = self.folder.scratch / f"clip-{os.getpid()}-{spec.key(index)}.mp4"
         tmp.unlink(missing_ok=True)
         try:
             with Recorder(
@@ -214,16 +227,25 @@ class ShardWorker:
             while pending:
                 write_oldest()
             result = writer.commit()
-        except BaseException:
+        except BaseException as exc:
             for *_, job in pending:
                 job.cancel()
             wait([job for *_, job in pending])  # jobs already running finish; what they made is dropped
             writer.abort()
+            full = disk_full(exc, f"Writing shard {shard} of {folder.root}")
+            if full is not None:
+                raise full from exc
             raise
         record = {"shard": shard, "file": result["file"], "samples": lines}
         if result["file"] is not None:
             record.update(bytes=result["bytes"], sha256=result["sha256"])
-        folder.write_record(shard, record)
+        try:
+            folder.write_record(shard, record)
+        except OSError as exc:
+            full = disk_full(exc, f"Recording that shard {shard} of {folder.root} is complete")
+            if full is not None:
+                raise full from exc
+            raise
         log.info("shard %d: %d samples -> %s", shard, len(lines), where or "folders")
         return record
 
@@ -284,7 +306,9 @@ def write_samples(
             shutil.rmtree(root / spec.key(i), ignore_errors=True)
     root.mkdir(parents=True, exist_ok=True)
     folder = DatasetFolder(root, spec)
-    folder.records.mkdir(exist_ok=True)  # scratch space for clip videos
+    # Clip videos are encoded in a scratch folder of this run's own: .glrec/ may hold a
+    # finished dataset's shard records, which --resume needs.
+    folder.scratch = Path(tempfile.mkdtemp(prefix=".glrec-only-", dir=root))
     writer = FolderWriter(root)
     try:
         with ShardWorker(spec, folder, device) as worker:
@@ -293,5 +317,5 @@ def write_samples(
                 writer.add(sample.key, files)
         writer.commit()
     finally:
-        shutil.rmtree(folder.records, ignore_errors=True)
+        shutil.rmtree(folder.scratch, ignore_errors=True)
     return [root / spec.key(i) for i in indices]

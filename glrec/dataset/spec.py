@@ -22,6 +22,12 @@
     objects = { int = [3, 8] }
 
 Every key is checked; an unknown one is an error that lists the valid ones.
+
+A spec whose scene is a Python file (``scene = "my_scene.py:MyScene"``) runs
+that file's code when the dataset is made, as ``glrec record my_scene.py``
+does. So the file must be inside the spec's folder (after following links);
+a scene elsewhere is refused unless ``allow_scene_outside=True``
+(``--allow-scene-outside``) says the user trusts it.
 """
 
 from __future__ import annotations
@@ -52,6 +58,11 @@ RGB_FORMATS = ("png", "jpg")
 DEPTH_FORMATS = ("npy", "png16")
 NORMAL_FORMATS = ("png", "npy")
 VIDEO_CODECS = ("h264", "hevc")
+#: Bytes of render target per pixel: every G-buffer target exists whatever passes are written
+#: (RGBA8 + R32F + 2 x R32UI + RGBA32F + a 32-bit depth buffer); see glrec.scenes.passes.
+GBUFFER_BYTES_PER_PIXEL = 36
+#: The most G-buffer one sample may need (a 16384x16384 sample would need 9.7 GB).
+MAX_GBUFFER_BYTES = 4 << 30
 
 
 @dataclass(frozen=True)
@@ -113,21 +124,26 @@ class DatasetSpec:
     output: OutputSpec = field(default_factory=OutputSpec)
     params: dict[str, Any] = field(default_factory=dict)  # the [params] table as written
     base_dir: str = "."  # where a relative scene file is looked up (the spec's folder)
+    allow_scene_outside: bool = False  # a scene file outside base_dir may run (the user trusts it)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> DatasetSpec:
+    def load(cls, path: str | os.PathLike[str], *, allow_scene_outside: bool = False) -> DatasetSpec:
         """Read and validate a TOML spec file."""
         p = Path(path)
         try:
-            data = tomllib.loads(p.read_text())
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ConfigError(f"Dataset spec {str(p)!r} does not exist; check the path.") from None
-        except tomllib.TOMLDecodeError as exc:
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"Dataset spec {str(p)!r} is not valid TOML: {exc}.") from None
-        return cls.from_dict(data, base_dir=p.resolve().parent)
+        except RecursionError:
+            raise ConfigError(f"Dataset spec {str(p)!r} nests tables or lists too deeply to read.") from None
+        return cls.from_dict(data, base_dir=p.resolve().parent, allow_scene_outside=allow_scene_outside)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], base_dir: str | os.PathLike[str] = ".") -> DatasetSpec:
+    def from_dict(
+        cls, data: dict[str, Any], base_dir: str | os.PathLike[str] = ".", *, allow_scene_outside: bool = False
+    ) -> DatasetSpec:
         """Validate a spec given as nested dicts (the TOML's tables)."""
         _only(data, {"dataset", "output", "params"}, "top-level table")
         ds = dict(data.get("dataset", {}))
@@ -156,6 +172,7 @@ class DatasetSpec:
             output=output,
             params=dict(data.get("params", {})),
             base_dir=str(base_dir),
+            allow_scene_outside=allow_scene_outside,
         )
         spec.check()
         return spec
@@ -171,12 +188,33 @@ class DatasetSpec:
         w, h = self.size
         if w < 1 or h < 1 or w > 16384 or h > 16384:
             raise ConfigError(f"size {w}x{h} must be between 1x1 and 16384x16384.")
+        need = w * h * GBUFFER_BYTES_PER_PIXEL
+        if need > MAX_GBUFFER_BYTES:
+            raise ConfigError(
+                f"size {w}x{h} needs {need / 1e9:.1f} GB of render targets per sample "
+                f"({GBUFFER_BYTES_PER_PIXEL} bytes a pixel), more than glrec's {MAX_GBUFFER_BYTES / 1e9:.1f} GB "
+                "limit; use at most 8192x8192 (or render tiles as separate samples)."
+            )
         if self.frames > 1 and (w % 2 or h % 2):
             raise ConfigError(f"size {w}x{h} must be even in both dimensions for clips (4:2:0 video).")
         if not isinstance(self.fps, (int, float)) or not 0 < self.fps <= 1000:
             raise ConfigError(f"fps {self.fps!r} must be a number in (0, 1000], e.g. 30.")
         self.output.check()
         self.distributions()
+        self._check_scene_place()
+
+    def _check_scene_place(self) -> None:
+        p = self.scene_path()
+        if p is None or self.allow_scene_outside:
+            return
+        base = Path(self.base_dir).resolve()
+        where = p.resolve()
+        if where != base and base not in where.parents:
+            raise ConfigError(
+                f"The spec's scene {self.scene!r} is outside the spec's folder ({base}). A spec that names a "
+                "Python scene runs that file's code, so glrec runs only files beside the spec; move the scene "
+                "there, or pass --allow-scene-outside (allow_scene_outside=True) if you trust it."
+            )
 
     # -- derived -----------------------------------------------------------------------------
 
@@ -222,6 +260,7 @@ class DatasetSpec:
         d["size"] = list(self.size)
         d["output"]["passes"] = list(self.output.passes)
         d.pop("base_dir")
+        d.pop("allow_scene_outside")
         return d
 
     def identity(self) -> str:

@@ -10,6 +10,8 @@ samples always make a byte-identical shard. The shard is written as
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import io
 import os
@@ -18,7 +20,9 @@ import tarfile
 from pathlib import Path
 from typing import BinaryIO, Protocol, cast
 
-__all__ = ["FolderWriter", "ShardWriter", "TarWriter", "atomic_write", "sha256_file"]
+from ..errors import DiskFullError, GlrecError
+
+__all__ = ["FolderWriter", "ShardWriter", "TarWriter", "atomic_write", "disk_full", "sha256_file"]
 
 PARTIAL = ".partial"
 
@@ -40,14 +44,31 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def disk_full(exc: BaseException, what: str) -> DiskFullError | None:
+    """A DiskFullError for ``exc`` if it is the OS saying "no room" (full disk, file-size limit, quota), else None."""
+    if isinstance(exc, GlrecError) or not isinstance(exc, OSError):
+        return None
+    if exc.errno not in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        return None
+    return DiskFullError(
+        exc.errno,
+        f"{what} failed ({exc.strerror}): the disk is full or a file-size limit was reached. Complete shards are "
+        "kept and the unfinished one was removed; free space and run again with --resume (resume=True).",
+    )
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename, so readers never see half of it."""
     tmp = path.with_name(path.name + PARTIAL)
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
     _fsync_dir(path.parent)
 
 
@@ -115,9 +136,10 @@ class TarWriter:
         return {"file": self.path.name, "bytes": self._hashing.written, "sha256": self._hashing.sha256.hexdigest()}
 
     def abort(self) -> None:
-        tar, self._tar = self._tar, None
-        if tar is not None:
-            tar.close()
+        # The archive's end blocks are not needed for a file about to be removed (and on
+        # a full disk writing them fails too): only the file is closed.
+        self._tar = None
+        with contextlib.suppress(OSError):
             self._file.close()
         self.tmp.unlink(missing_ok=True)
 
@@ -128,22 +150,39 @@ class FolderWriter:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.keys: list[str] = []
+        self._names: dict[str, list[str]] = {}
 
     def add(self, key: str, files: dict[str, bytes]) -> None:
         final = self.root / key
         tmp = self.root / (key + PARTIAL)
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        for name, data in files.items():
-            (tmp / name).write_bytes(data)
-        shutil.rmtree(final, ignore_errors=True)
-        os.replace(tmp, final)
+        try:
+            for name, data in files.items():
+                (tmp / name).write_bytes(data)
+            if final.is_dir() and not final.is_symlink():
+                # The sample is made again (a resumed shard, --only): its files are replaced one by
+                # one, so files someone else put in the folder stay.
+                for name in files:
+                    os.replace(tmp / name, final / name)
+                tmp.rmdir()
+            else:
+                os.replace(tmp, final)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         self.keys.append(key)
+        self._names[key] = list(files)
 
     def commit(self) -> dict[str, object]:
         _fsync_dir(self.root)
         return {"file": None, "folders": list(self.keys)}
 
     def abort(self) -> None:
+        """Remove the files this shard wrote, and each sample folder they leave empty."""
         for key in self.keys:
-            shutil.rmtree(self.root / key, ignore_errors=True)
+            folder = self.root / key
+            for name in self._names.get(key, []):
+                (folder / name).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                folder.rmdir()

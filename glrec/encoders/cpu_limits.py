@@ -29,23 +29,45 @@ CPU_PIX_FMTS: dict[str, tuple[str, ...]] = {
 MAX_SVTAV1_FPS = 240.0
 
 
+#: libx265 (3.x, as in PyAV 18's wheels) writes past heap blocks in its lookahead's cuTree
+#: pass (AVX2 code, 16 bytes at a time over per-row arrays of 8x8 blocks of the half-size
+#: picture) when the picture is 48 pixels wide or less, whatever its height, pixel format,
+#: preset or threading; glibc notices only later (free(): invalid next size), often
+#: hundreds of recordings on. Measured with valgrind: benchmarks/encoder_size_limits.py.
+X265_MIN_WIDTH = 49
+#: libx265 itself refuses pictures under 16 pixels on a side (placebo: under 32).
+X265_MIN_SIDE = 16
+#: SVT-AV1 reads a pointer from a zero-size allocation on pictures under 26 pixels wide
+#: (memcheck: invalid reads and writes, and a crash under valgrind); 26 and up are clean
+#: apart from over-reads SVT-AV1's SIMD code makes at many widths (reads, not writes).
+SVTAV1_MIN_WIDTH = 26
+
+
 def cpu_size_problem(codec: str, width: int, height: int) -> str | None:
     """Why the CPU encoder for ``codec`` cannot take an encoded picture of this size (None if it can).
 
-    Measured with PyAV 18's libx264, libx265 3.x and SVT-AV1 by encoding every size
-    on a grid in a child process: x264 refuses over 16384 a side; x265 opens from
-    16x16, but small pictures corrupt its heap and abort the process when it closes;
-    SVT-AV1 refuses under 4 or over 16384 a side, and never finishes (its flush
-    waits forever) when one side is over 64 and the other under 26.
+    Measured with PyAV 18's libx264, libx265 3.x, SVT-AV1 and mjpeg on grids of
+    sizes near each encoder's minimum, every case in a child process under
+    valgrind's memcheck (``benchmarks/encoder_size_limits.py``; results in
+    ``benchmarks/results/``): x264 and mjpeg are clean from 1x1 (x264 refuses
+    over 16384 a side); x265 and SVT-AV1 damage memory on narrow pictures (see
+    :data:`X265_MIN_WIDTH`, :data:`SVTAV1_MIN_WIDTH`); SVT-AV1 refuses under 4 or
+    over 16384 a side, and never finishes (its flush waits forever) when one side
+    is over 64 and the other under 26.
     """
     short, long = min(width, height), max(width, height)
     if codec == "h264" and long > 16384:
         return "libx264 takes at most 16384 pixels a side"
-    if codec == "hevc" and short <= 32:
-        return "libx265 needs more than 32 pixels a side (smaller pictures can crash it)"
+    if codec == "hevc":
+        if width < X265_MIN_WIDTH:
+            return "libx265 needs a picture more than 48 pixels wide (narrower ones corrupt its heap)"
+        if height < X265_MIN_SIDE:
+            return "libx265 needs a picture at least 16 pixels high"
     if codec == "av1":
         if short < 4 or long > 16384:
             return "SVT-AV1 takes 4 to 16384 pixels a side"
+        if width < SVTAV1_MIN_WIDTH:
+            return "SVT-AV1 needs a picture at least 26 pixels wide (narrower ones make it access memory out of bounds)"
         if long > 64 and short < 32:
             return "SVT-AV1 hangs when one side is over 64 pixels and the other under 26; use at least 32"
     return None

@@ -172,6 +172,20 @@ def _check_code(code: str, origin: str) -> None:
     )
 
 
+def _read_text(path: Path) -> str:
+    """A shader (or manifest) file's text; not UTF-8 or unreadable is a SceneError naming the file."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        bad = exc.object[exc.start : exc.start + 1]
+        raise SceneError(
+            f"Shader file {str(path)!r} is not UTF-8 text (byte {exc.start} is {bad!r}); "
+            "save it as UTF-8 (GLSL itself is ASCII)."
+        ) from None
+    except OSError as exc:
+        raise SceneError(f"Cannot read {str(path)!r}: {exc.strerror}.") from None
+
+
 def load_program(path: str | Path) -> Program:
     """Read a Shadertoy program from a shader file, a folder of passes, or a JSON export."""
     p = Path(path)
@@ -181,7 +195,7 @@ def load_program(path: str | Path) -> Program:
         return _from_folder(p)
     if p.suffix.lower() == ".json":
         return _from_json(p)
-    code = p.read_text()
+    code = _read_text(p)
     _check_code(code, str(p))
     return Program([Pass("Image", code, str(p))], origin=str(p))
 
@@ -202,10 +216,10 @@ def _from_folder(folder: Path) -> Program:
     passes = []
     for name in PASS_ORDER:
         if name in files:
-            code = files[name].read_text()
+            code = _read_text(files[name])
             _check_code(code, str(files[name]))
             passes.append(Pass(name, code, str(files[name])))
-    program = Program(passes, files["Common"].read_text() if "Common" in files else "", str(folder))
+    program = Program(passes, _read_text(files["Common"]) if "Common" in files else "", str(folder))
     manifest = folder / "shadertoy.toml"
     if manifest.is_file():
         _apply_manifest(program, manifest, folder)
@@ -218,7 +232,7 @@ def _apply_manifest(program: Program, manifest: Path, base: Path) -> None:
     else:  # pragma: no cover - Python 3.10 has the backport (a dependency there)
         import tomli as tomllib
     try:
-        table = tomllib.loads(manifest.read_text())
+        table = tomllib.loads(_read_text(manifest))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SceneError(f"{manifest} is not valid TOML: {exc}") from None
     by_name = {p.name: p for p in program.passes}
@@ -235,7 +249,7 @@ def _apply_manifest(program: Program, manifest: Path, base: Path) -> None:
 
 def _from_json(path: Path) -> Program:
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(_read_text(path))
     except (ValueError, UnicodeDecodeError) as exc:
         raise SceneError(f"{path} is not valid JSON: {exc}") from None
     if isinstance(data, dict) and "Shader" in data:

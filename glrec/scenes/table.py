@@ -86,6 +86,17 @@ class Table:
     def randomise(self, params: dict[str, Any], rng: np.random.Generator) -> None:
         """Lay the table out from ``params`` (missing ones take their defaults) and ``rng``."""
         p = {**self.parameters, **params}
+        for key, default in self.parameters.items():
+            if isinstance(default, float) and not (
+                isinstance(p[key], (int, float)) and not isinstance(p[key], bool) and math.isfinite(p[key])
+            ):
+                raise SceneError(f"table: {key} {p[key]!r} must be a finite number (default {default:g}).")
+        if not 0 < p["fov"] < 180:
+            raise SceneError(f"table: fov {p['fov']!r} must be above 0 and below 180 degrees (default 45).")
+        if not p["camera_distance"] > 0 or not p["table_size"] > 0:
+            raise SceneError(
+                f"table: camera_distance {p['camera_distance']!r} and table_size {p['table_size']!r} must be positive."
+            )
         shapes = list(p["shapes"])
         if not shapes or any(s not in MESHES for s in shapes):
             raise SceneError(f"table: shapes {shapes!r} must be a non-empty list of {', '.join(MESHES)}.")

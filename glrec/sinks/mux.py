@@ -24,9 +24,12 @@ _PROBE_FORMAT = {"h264": "h264", "hevc": "hevc", "mjpeg": "mjpeg"}
 class Muxer:
     """One video stream in an opened PyAV output container; counts what it muxed."""
 
-    def __init__(self, container: av.container.OutputContainer, options: VideoOptions) -> None:
+    def __init__(
+        self, container: av.container.OutputContainer, options: VideoOptions, *, codec_tag: str | None = None
+    ) -> None:
         self.container = container
         self.options = options
+        self.codec_tag = codec_tag  # the sample entry to write ('hvc1'), where the container's default is wrong
         self.time_base = 1 / frame_rate(options.fps)
         self.packets = 0
         self.bytes_written = 0
@@ -42,6 +45,8 @@ class Muxer:
         finally:
             probe.close()
         stream.time_base = self.time_base
+        if self.codec_tag is not None:
+            stream.codec_tag = self.codec_tag
         # Tag the stream with the conversion glrec did; bitstreams without colour
         # fields (JPEG) would otherwise leave the container saying "unknown".
         cc = stream.codec_context
@@ -59,6 +64,9 @@ class Muxer:
         pkt = av.Packet(p.data)
         pkt.pts, pkt.dts = p.pts, p.dts
         pkt.time_base = self.time_base
+        # Each packet is one frame, shown for one frame time: with the duration a container's
+        # length covers the last frame too (Matroska otherwise ends where the last frame starts).
+        pkt.duration = 1
         pkt.is_keyframe = p.keyframe
         pkt.stream = self._stream
         self.container.mux(pkt)

@@ -127,13 +127,47 @@ def complete_mkv_prefix(data: bytes) -> int:
     return good
 
 
+def complete_avi_prefix(data: bytes) -> int:
+    """Length of the longest prefix of an AVI file that ends after a complete chunk.
+
+    While recording, an AVI is a ``RIFF AVI`` list whose ``movi`` list grows by
+    one chunk per frame (OpenDML files continue in ``RIFF AVIX`` lists). A chunk
+    counts when all of its data is there, so the file never ends in part of a
+    JPEG. Chunk sizes are little-endian and chunks are padded to even lengths.
+    """
+    good = at = 0
+    n = len(data)
+    while at + 12 <= n and data[at : at + 4] == b"RIFF" and data[at + 8 : at + 12] in (b"AVI ", b"AVIX"):
+        riff_end = at + 8 + struct.unpack_from("<I", data, at + 4)[0]
+        at += 12
+        while at + 8 <= n:
+            kind, size = data[at : at + 4], struct.unpack_from("<I", data, at + 4)[0]
+            if kind == b"LIST" and at + 12 <= n and data[at + 8 : at + 12] == b"movi":
+                at += 12  # walk into the frames
+                good = max(good, at)
+                continue
+            end = at + 8 + size + (size & 1)
+            if end > n:
+                return good
+            at = end
+            good = at
+            if at >= riff_end:
+                break
+    return good
+
+
 def trim_to_complete_fragments(path: Path) -> int:
-    """Truncate an MP4/MOV/MKV file after its last complete fragment; return the bytes removed."""
+    """Truncate an MP4/MOV/MKV/AVI file after its last complete fragment (AVI: chunk).
+
+    Returns the bytes removed.
+    """
     kind = path.suffix.lower()
     if kind in (".mp4", ".mov"):
         prefix = complete_mp4_prefix
     elif kind == ".mkv":
         prefix = complete_mkv_prefix
+    elif kind == ".avi":
+        prefix = complete_avi_prefix
     else:
         return 0
     if not path.is_file():  # a device (/dev/full) or a pipe: nothing to cut, and reading may never end

@@ -60,6 +60,9 @@ _CSP = (
     "media-src 'self' blob:"
 )
 _KEYFRAME_REQUEST_GAP_S = 0.2  # at most this often, however many viewers ask
+# And at most this often for any one viewer: a viewer asks when it joins or loses its place,
+# not 5 times a second (which made every viewer's stream mostly keyframes).
+_VIEWER_KEYFRAME_GAP_S = 2.0
 
 
 class StreamExtraMissingError(GlrecError, ImportError):
@@ -88,6 +91,7 @@ class _Viewer:
     queue: ViewerQueue
     sent: int = 0
     task: asyncio.Task[None] | None = field(default=None, repr=False)
+    last_key_request: float = -_VIEWER_KEYFRAME_GAP_S  # monotonic time of its last request that was passed on
 
 
 class StreamServer:
@@ -156,6 +160,7 @@ class StreamServer:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._last_key_request = 0.0
+        self.keyframe_requests_dropped = 0  # asked for more often than _VIEWER_KEYFRAME_GAP_S allows
         self.viewer_stats: dict[int, dict[str, int]] = {}
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -235,11 +240,19 @@ class StreamServer:
         self.frames_published += 1
         for viewer in list(self._viewers.values()):
             if not viewer.queue.offer(message, key=key, index=index) and viewer.queue.waiting_for_key:
-                self.request_keyframe()
+                self.request_keyframe(viewer)
 
-    def request_keyframe(self) -> None:
-        """Ask the encoder for a keyframe, at most every 0.2 s."""
+    def request_keyframe(self, viewer: _Viewer | None = None) -> None:
+        """Ask the encoder for a keyframe: at most every 0.2 s, and every 2 s on behalf of one ``viewer``.
+
+        A viewer asking more often is not passed on (it gets the next periodic keyframe).
+        """
         now = time.monotonic()
+        if viewer is not None:
+            if now - viewer.last_key_request < _VIEWER_KEYFRAME_GAP_S:
+                self.keyframe_requests_dropped += 1
+                return
+            viewer.last_key_request = now
         if self.on_keyframe_request is not None and now - self._last_key_request >= _KEYFRAME_REQUEST_GAP_S:
             self._last_key_request = now
             self.on_keyframe_request()
@@ -256,6 +269,10 @@ class StreamServer:
         from websockets.http11 import Response
 
         parts = urlsplit(request.path)
+        for name in ("Host", "Origin"):
+            # Two of either leave no single answer to check (websockets raises on .get): refused.
+            if len(request.headers.get_all(name)) > 1:
+                return self._refuse(connection, 400, "duplicate header", f"More than one {name} header.")
         host = _hostname(request.headers.get("Host", ""))
         if is_loopback(self.host) and not is_loopback(host):
             return self._refuse(connection, 403, "host", f"Host {host!r} is not a loopback name; open {self.url}")
@@ -303,7 +320,7 @@ class StreamServer:
             hello = {"type": "hello", "viewer": viewer.id, "width": self.size[0], "height": self.size[1],
                      "fps": self.fps, "codec": "h264"}  # fmt: skip
             await ws.send(json.dumps(hello))
-            self.request_keyframe()  # so the new viewer starts now, not at the next periodic keyframe
+            self.request_keyframe(viewer)  # so the new viewer starts now, not at the next periodic keyframe
             viewer.task = asyncio.create_task(self._send_loop(viewer))
             async for message in ws:
                 await self._on_message(viewer, message)
@@ -341,7 +358,7 @@ class StreamServer:
             await viewer.ws.send(json.dumps({"type": "pong", "t": msg.t, "server": time.time() * 1000.0}))
         elif isinstance(msg, KeyframeRequest):
             viewer.queue.waiting_for_key = True  # the viewer lost its place: restart it at the next keyframe
-            self.request_keyframe()
+            self.request_keyframe(viewer)
 
     # -- numbers ------------------------------------------------------------------------------
 
@@ -381,4 +398,5 @@ class StreamServer:
             "inputs_dropped": self.inputs.dropped,
             "inputs_rejected": dict(self.inputs.rejected),
             "refused": dict(self.refused),
+            "keyframe_requests_dropped": self.keyframe_requests_dropped,
         }
