@@ -35,7 +35,8 @@ def decode_rgb(path) -> list[np.ndarray]:
 def user():
     """A user's own moderngl context, current on this thread, with a framebuffer and a picture in it."""
     assert egl.current_context() == 0, "a test before this one left a context current"
-    ctx = moderngl.create_standalone_context(backend="egl")
+    # 4.3: glrec needs compute shaders; NVIDIA gives a context exactly the version asked for (moderngl asks 3.3)
+    ctx = moderngl.create_standalone_context(backend="egl", require=430)
     tex = ctx.texture((W, H), 4)
     fbo = ctx.framebuffer(color_attachments=[tex])
     yield ctx, fbo, tex
@@ -358,7 +359,7 @@ def test_recorders_in_callers_contexts_on_two_threads_record_their_own_pictures(
 
     def work(k: int) -> None:
         try:
-            ctx = moderngl.create_standalone_context(backend="egl")
+            ctx = moderngl.create_standalone_context(backend="egl", require=430)  # 4.3 as NVIDIA must be asked
             fbo = ctx.framebuffer(color_attachments=[ctx.texture((W, H), 4)])
             barrier.wait()
             with glrec.Recorder(tmp_path / f"{k}.mkv", size=(W, H), context="current", **LOSSLESS) as rec:
