@@ -194,10 +194,13 @@ def main() -> None:
         for r in range(args.repeat):
             this: dict[str, dict] = {}
             for name in rows:
-                env = {**os.environ, "PYTHONPATH": str(ROOT)}
+                path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+                env = {**os.environ, "PYTHONPATH": path}  # the checkout first, the packages the parent has after
                 cmd = [sys.executable, __file__, "--row", name, "--input", str(src), "--decoder", args.decoder,
                        "--encoder", args.encoder]  # fmt: skip
-                proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+                proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+                if proc.returncode:
+                    raise SystemExit(f"row {name} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
                 this[name] = json.loads(proc.stdout.strip().splitlines()[-1])
                 print(f"round {r + 1} {name:<14} {this[name]['fps']:7.2f} fps", file=sys.stderr)
             rounds.append(this)

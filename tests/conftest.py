@@ -17,6 +17,9 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# pygame (CartPole's renderer in the Gymnasium tests) draws off screen and plays no sound.
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 sys.path.insert(0, str(ROOT / "tests"))
 
 

@@ -64,7 +64,9 @@ def nvjpeg_alone(spec: RowSpec) -> RowResult:
             call("cuMemcpyHtoD", pool.address(slot), data.ctypes.data, data.nbytes)
         planes = PlaneLayout.for_format("rgb24", *spec.size)
         clock, meter = StageClock(), LoopMeter()
-        sink = open_sink(spec.output, options, overwrite=True)
+        # MJPEG into Matroska: the row times nvJPEG + mux whatever extension the run gave its outputs.
+        output = spec.output.with_suffix(".mkv")
+        sink = open_sink(output, options, overwrite=True)
         meter.start()
         # Slots come back to the pool as nvJPEG finishes with each frame, as from the handoff.
         device_frames = (DeviceFrame(i, planes, pool, pool.acquire(), pending=False) for i in range(spec.frames))
@@ -75,5 +77,5 @@ def nvjpeg_alone(spec: RowSpec) -> RowResult:
         device.release()
     out = figures(spec, meter, clock)
     out["distinct_frames"] = len(host)
-    out.update(describe_output(spec.output))
+    out.update(describe_output(output))
     return out
