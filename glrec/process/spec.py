@@ -6,7 +6,6 @@ OpenCL, so options can be checked before anything is built.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import sys
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ..errors import ConfigError, ProcessError
+from ..userfile import import_user_file
 from ..values import parse_size
 
 if TYPE_CHECKING:
@@ -163,17 +163,4 @@ def _usable(value: object) -> bool:
 
 def _import(path: Path) -> Any:
     """Import ``path`` once per process, as Python imports modules (naming it twice runs it once)."""
-    module_name = f"{_MODULE_PREFIX}{abs(hash(str(path.resolve())))}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"Cannot import {str(path)!r} as Python.")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        del sys.modules[module_name]
-        raise ProcessError(f"Importing process file {str(path)!r} failed: {type(exc).__name__}: {exc}") from exc
-    return module
+    return import_user_file(path, _MODULE_PREFIX, ProcessError, "process file", once=True)

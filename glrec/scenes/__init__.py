@@ -8,14 +8,13 @@ with ``mainImage`` (``my_shader.glsl``), a folder of passes (``image.glsl``,
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import SceneError
+from ..userfile import import_user_file
 from .bars import Bars
 from .base import Scene, ShaderScene
 from .cube import Cube
@@ -74,16 +73,7 @@ def _has_image_pass(folder: Path) -> bool:
 def _load_python_scene(path: Path, name: str | None) -> Scene:
     if not path.is_file():
         raise SceneError(f"Scene file {str(path)!r} does not exist; check the path.")
-    module_name = f"glrec_user_scene_{abs(hash(str(path.resolve())))}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise SceneError(f"Cannot import {str(path)!r} as Python.")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        raise SceneError(f"Importing scene file {str(path)!r} failed: {type(exc).__name__}: {exc}") from exc
+    module = import_user_file(path, "glrec_user_scene_", SceneError, "scene file", keep_failed=True)
     if name is not None:
         if not hasattr(module, name):
             raise SceneError(
