@@ -73,10 +73,10 @@ def _stop_on_signals() -> Iterator[threading.Event]:
             signal.signal(s, h)
 
 
-def _length(args: argparse.Namespace, options: dict[str, Any]) -> dict[str, Any]:
+def _length(args: argparse.Namespace, video: VideoOptions) -> dict[str, Any]:
     """The run's length as LiveSession takes it; neither given: until stopped."""
     length = LengthOptions.parse(values_from_args(args, LengthOptions))
-    return {"frames": length.count(_video(options).fps, default=None), "seconds": None}
+    return {"frames": length.count(video.fps, default=None), "seconds": None}
 
 
 def _video(options: dict[str, Any]) -> VideoOptions:
@@ -110,8 +110,8 @@ def _cmd_stream(args: argparse.Namespace) -> int:
     from .live import LiveSession
 
     scene, options = _scene(args)
-    length = _length(args, options)
     video = _video(options)
+    length = _length(args, video)
     check_url(args.to, video.codec)
     times, latency = FrameTimes(), LatencyStats()
     sink = NetworkSink(args.to, video, times=times, latency=latency)
@@ -129,8 +129,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from .live import LiveSession
 
     scene, options = _scene(args)
-    length = _length(args, options)
     video = _video(options)
+    length = _length(args, video)
     if video.pix_fmt != "yuv420p":
         raise ConfigError(f"The browser viewer needs pix_fmt yuv420p, not {video.pix_fmt}.")
     # The viewer is told the encoded size (odd sizes are padded to even), which is what its decoder gets.
