@@ -67,6 +67,27 @@ variant("nvjpeg:gpu-only", "nvJPEG alone, backend GPU_ONLY", "nvjpeg_alone", bac
 variant("nvjpeg:streams4", "nvJPEG alone, nvImageCodec option :num_cuda_streams=4, 4 per call", "nvjpeg_alone",
         batch=4, options=":num_cuda_streams=4")  # fmt: skip
 variant("nvjpeg:mux", "nvJPEG alone + Matroska muxer", "nvjpeg_alone", mux=True)
+variant(
+    "nvjpeg:vmm", "nvJPEG alone on frames in VMM memory (cuMemCreate, exportable), no GL", "nvjpeg_alone", memory="vmm"
+)
+variant(
+    "nvjpeg:vmm-gl",
+    "nvJPEG alone on VMM memory imported as a GL buffer (the shared handoff's pool), GL idle",
+    "nvjpeg_alone",
+    memory="vmm-gl",
+)
+variant(
+    "nvjpeg:gl-ctx",
+    "nvJPEG alone on plain CUDA memory with an idle GL context on the GPU",
+    "nvjpeg_alone",
+    memory="gl-ctx",
+)
+variant(
+    "nvjpeg:gl-busy",
+    "nvJPEG alone on plain CUDA memory while another thread renders GL nonstop",
+    "nvjpeg_alone",
+    memory="gl-busy",
+)
 variant("pipe:recorder", "glrec.Recorder(encoder=nvjpeg) -> .mkv, as users get it", "recorder")
 variant("pipe:recorder-nomux", "the Recorder with a sink that drops packets", "recorder", mux=False)
 variant("pipe:recorder-register", "the Recorder with the register handoff", "recorder", handoff="register")
@@ -240,15 +261,25 @@ def _timed_loop(args: argparse.Namespace, ctx: Any, frame: Callable[[int, Clocks
             "fps_profiled": args.frames / profiled, "stages_ms": clocks.result(args.frames)}  # fmt: skip
 
 
-def _device_frames(args: argparse.Namespace, device: Any, count: int) -> tuple[Any, list[Any]]:
-    """``count`` distinct rendered frames packed to RGB, uploaded into a device pool: (pool, slots)."""
+def _device_frames(args: argparse.Namespace, device: Any, count: int, stack: ExitStack | None = None,
+                   memory: str = "plain") -> tuple[Any, list[Any]]:  # fmt: skip
+    """``count`` distinct rendered frames packed to RGB, uploaded into a device pool: (pool, slots).
+
+    ``memory``: ``plain`` (cuMemAlloc), ``vmm`` (exportable VMM memory, as the shared handoff allocates),
+    ``vmm-gl`` (that memory imported as a GL buffer), ``gl-ctx``/``gl-busy`` (plain memory next to
+    an idle / a busy GL context, which ``stack`` keeps alive).
+    """
     from glrec.bench.gpu_stages import _rendered_rgb
     from glrec.bench.spec import RowSpec
     from glrec.interop.cuda import call
     from glrec.interop.pool import DevicePool
 
     host = _rendered_rgb(RowSpec("x", scene=args.scene, size=args.size, fps=60.0), count)
-    pool = DevicePool(device, host[0].data.nbytes, len(host))
+    nbytes = host[0].data.nbytes
+    if memory == "plain" or stack is None:
+        pool = DevicePool(device, nbytes, len(host))
+    else:
+        pool = _special_pool(args, device, nbytes, len(host), stack, memory)
     device.bind()
     for slot, f in enumerate(host):
         data = f.data if f.data.flags.c_contiguous else f.data.copy()
@@ -256,9 +287,57 @@ def _device_frames(args: argparse.Namespace, device: Any, count: int) -> tuple[A
     return pool, list(range(len(host)))
 
 
+def _special_pool(args: argparse.Namespace, device: Any, nbytes: int, count: int, stack: ExitStack,
+                  memory: str) -> Any:  # fmt: skip
+    import threading
+
+    from glrec.context import create_cuda_context
+    from glrec.interop.pool import DevicePool
+    from glrec.interop.vmm import SharedBuffer
+
+    stride = (nbytes + 255) // 256 * 256
+    if memory == "vmm":
+        shared = SharedBuffer(None, device, stride * count)
+        stack.callback(shared.release)
+        return DevicePool(device, nbytes, count, base=shared.address, stride=stride)
+    if memory == "gl-busy":
+        stop = threading.Event()
+
+        def render() -> None:
+            from glrec._gl import Fence
+            from glrec.scenes import load_scene
+            from glrec.target import RenderTarget
+
+            with create_cuda_context(0, device.info.pci_bus_id) as gl:
+                target = RenderTarget(gl.mgl, args.size)
+                scene = load_scene(args.scene)
+                scene.setup(gl.mgl, args.size)
+                i = 0
+                while not stop.is_set():
+                    target.use()
+                    scene.render(i / 60)
+                    Fence().wait()
+                    i += 1
+                scene.close()
+                target.release()
+
+        thread = threading.Thread(target=render, daemon=True)
+        thread.start()
+        stack.callback(thread.join)
+        stack.callback(stop.set)
+        return DevicePool(device, nbytes, count)
+    gl = create_cuda_context(0, device.info.pci_bus_id)
+    stack.enter_context(gl)
+    if memory == "gl-ctx":
+        return DevicePool(device, nbytes, count)
+    shared = SharedBuffer(gl.mgl, device, stride * count)
+    stack.callback(shared.release)
+    return DevicePool(device, nbytes, count, base=shared.address, stride=stride)
+
+
 def nvjpeg_alone(
     args: argparse.Namespace, batch: int = 1, copy: bool = True, stream: bool = False, mux: bool = False,
-    backend: str | None = None, options: str | None = None,
+    backend: str | None = None, options: str | None = None, memory: str = "plain",
 ) -> dict[str, Any]:  # fmt: skip
     from glrec.convert import PlaneLayout
     from glrec.encoders.nvjpeg import _params, load_nvimgcodec
@@ -269,8 +348,9 @@ def nvjpeg_alone(
 
     nvimgcodec = load_nvimgcodec()
     device = CudaDevice.open(0)
+    stack = ExitStack()
     try:
-        pool, slots = _device_frames(args, device, 16)
+        pool, slots = _device_frames(args, device, 16, stack, memory)
         kwargs: dict[str, Any] = {"device_id": 0}
         if backend:
             kwargs["backends"] = [nvimgcodec.Backend(getattr(nvimgcodec.BackendKind, backend))]
@@ -306,6 +386,7 @@ def nvjpeg_alone(
         pool.release()
         return result
     finally:
+        stack.close()
         device.release()
 
 

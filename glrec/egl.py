@@ -146,6 +146,7 @@ EGL_NONE = 0x3038
 EGL_PLATFORM_DEVICE_EXT = 0x313F
 EGL_PLATFORM_SURFACELESS_MESA = 0x31DD
 EGL_ALLOC_NEW_DISPLAY_EXT = 0x3379  # EGL_EXT_display_alloc
+EGL_TRACK_REFERENCES_KHR = 0x3352  # EGL_KHR_display_reference
 _CONFIG = (0x3033, 0x0001, 0x3040, 0x0008, 0x3024, 8, 0x3023, 8, 0x3022, 8)  # pbuffer, OpenGL, RGB8
 EGL_CONTEXT_MAJOR_VERSION, EGL_CONTEXT_MINOR_VERSION = 0x3098, 0x30FB
 EGL_CONTEXT_OPENGL_PROFILE_MASK, EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT = 0x30FD, 0x1
@@ -166,14 +167,18 @@ def _attribs(values: tuple[int, ...]) -> Any:
 class Headless:
     """A surfaceless EGL context glrec created, and the display it lives on.
 
-    ``private`` displays (EGL_EXT_display_alloc) belong to glrec alone and are
-    terminated with the context; a shared display is never terminated by glrec.
+    ``private`` displays cannot be ended by another library's ``eglTerminate``:
+    one glrec allocated (EGL_EXT_display_alloc, ``allocated``), terminated and
+    destroyed with the context, or a reference-counted one (EGL_KHR_display_reference),
+    whose ``eglTerminate`` only takes back glrec's own ``eglInitialize``. A shared
+    display is never terminated by glrec.
     """
 
     display: int
     context: int
     private: bool
     how: str
+    allocated: bool = False
 
     def destroy(self) -> None:
         """Destroy the context (EGL frees it once no thread has it current) and a private display."""
@@ -183,20 +188,22 @@ class Headless:
         if self.private:
             egl.eglTerminate.argtypes = [ctypes.c_void_p]
             egl.eglTerminate(self.display)
-            destroy = _ext("eglDestroyDisplayEXT", ctypes.c_uint, ctypes.c_void_p)
+            destroy = _ext("eglDestroyDisplayEXT", ctypes.c_uint, ctypes.c_void_p) if self.allocated else None
             if destroy is not None:
                 destroy(self.display)
 
 
-def _display(device_index: int | None) -> tuple[int, bool, str]:
-    """An initialised EGL display for glrec's context: (display, private, how it was chosen).
+def _display(device_index: int | None) -> tuple[int, bool, str, bool]:
+    """An initialised EGL display for glrec's context: (display, private, how it was chosen, allocated).
 
     Other libraries (pyrender on delete, MuJoCo at exit) call ``eglTerminate``
     on the display of EGL device 0, which destroys every context on it, glrec's
     included. So glrec asks for a display of its own: EGL_EXT_display_alloc
-    where the driver has it (NVIDIA), else Mesa's surfaceless platform (a
-    display nobody else terminates) when no device was named, else the shared
-    device display.
+    where the driver has it, else a reference-counted device display
+    (EGL_KHR_display_reference: a display requested with reference tracking is
+    not the one other libraries get, and its ``eglTerminate`` undoes one
+    ``eglInitialize`` only), else Mesa's surfaceless platform (a display nobody
+    else terminates) when no device was named, else the shared device display.
     """
     egl = lib()
     egl.eglQueryString.restype, egl.eglQueryString.argtypes = ctypes.c_char_p, [ctypes.c_void_p, ctypes.c_int]
@@ -219,6 +226,9 @@ def _display(device_index: int | None) -> tuple[int, bool, str]:
     candidates: list[tuple[int, Any, tuple[int, ...], bool, str]] = []
     if "EGL_EXT_display_alloc" in client:
         candidates.append((EGL_PLATFORM_DEVICE_EXT, device, (EGL_ALLOC_NEW_DISPLAY_EXT, 1), True, "private"))
+    if "EGL_KHR_display_reference" in client:
+        how = f"device {index}, reference-counted"
+        candidates.append((EGL_PLATFORM_DEVICE_EXT, device, (EGL_TRACK_REFERENCES_KHR, 1), True, how))
     if device_index is None and "EGL_MESA_platform_surfaceless" in client:
         shared = platform_display(EGL_PLATFORM_DEVICE_EXT, device, _attribs(()))
         vendor = b""
@@ -230,7 +240,7 @@ def _display(device_index: int | None) -> tuple[int, bool, str]:
     for platform, native, attribs, private, how in candidates:
         display = platform_display(platform, native, _attribs(attribs))
         if display and egl.eglInitialize(display, None, None):
-            return int(display), private, how
+            return int(display), private, how, attribs[:1] == (EGL_ALLOC_NEW_DISPLAY_EXT,)
         egl.eglGetError()
     raise RuntimeError(f"eglInitialize failed ({error_text(int(egl.eglGetError()))})")
 
@@ -238,7 +248,7 @@ def _display(device_index: int | None) -> tuple[int, bool, str]:
 def create_headless(device_index: int | None, major: int = 4, minor: int = 3) -> Headless:
     """Create a surfaceless OpenGL core context (not made current); raises RuntimeError with EGL's reason."""
     egl = lib()
-    display, private, how = _display(device_index)
+    display, private, how, allocated = _display(device_index)
     egl.eglChooseConfig.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
                                     ctypes.POINTER(ctypes.c_int)]  # fmt: skip
     config, found = ctypes.c_void_p(0), ctypes.c_int(0)
@@ -260,4 +270,4 @@ def create_headless(device_index: int | None, major: int = 4, minor: int = 3) ->
         egl.eglBindAPI(api)
     if not context:
         raise RuntimeError(f"eglCreateContext for OpenGL {major}.{minor} core failed ({error_text(error)})")
-    return Headless(display, int(context), private, how)
+    return Headless(display, int(context), private, how, allocated)

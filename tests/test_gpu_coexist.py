@@ -1,7 +1,9 @@
 """GPU tier (``-m gpu``): glrec next to MuJoCo on the NVIDIA EGL driver, with the CUDA handoffs.
 
-- glrec's own context gets a display of its own (EGL_EXT_display_alloc), so a
-  library's ``eglTerminate`` on the shared device display cannot end it;
+- glrec's own context gets a display of its own (EGL_EXT_display_alloc, or a
+  reference-counted one through EGL_KHR_display_reference), so a library's
+  ``eglTerminate`` on the shared device display cannot end it: checked by doing
+  what pyrender's ``delete()`` does between two recordings' frames;
 - ``context="current"`` inside MuJoCo's context, with the register and the
   shared CUDA handoffs, records MuJoCo's frames (PSNR >= 40 dB, lossless x264
   from CUDA device frames).
@@ -32,6 +34,48 @@ h.destroy()
             "eglTerminate (pyrender's delete()) ends glrec's context here"
         )
     assert out["private"], f"glrec's EGL display is shared ({out['how']}): another library's eglTerminate ends it"
+
+
+def test_another_librarys_egl_terminate_leaves_glrecs_recording_intact(tmp_path) -> None:
+    out = run_child(
+        f"""
+import ctypes
+import glrec
+from glrec import egl
+
+lib = egl.lib()
+query = egl._ext("eglQueryDevicesEXT", ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
+                 ctypes.POINTER(ctypes.c_int))
+get = egl._ext("eglGetPlatformDisplayEXT", ctypes.c_void_p, ctypes.c_uint, ctypes.c_void_p,
+               ctypes.POINTER(ctypes.c_int))
+devices, count = (ctypes.c_void_p * 8)(), ctypes.c_int(0)
+query(8, devices, ctypes.byref(count))
+lib.eglInitialize.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+lib.eglTerminate.argtypes = [ctypes.c_void_p]
+
+def foreign_terminate():
+    # What pyrender's OffscreenRenderer.delete() and MuJoCo's atexit do: the device display, no attributes.
+    d = get(egl.EGL_PLATFORM_DEVICE_EXT, devices[0], egl._attribs(()))
+    lib.eglInitialize(d, None, None)
+    lib.eglTerminate(d)
+
+h = egl.create_headless(None)
+how, private = h.how, h.private
+h.destroy()
+rec = glrec.Recorder(r"{tmp_path}/t.mkv", size=(160, 96), fps=30, encoder="cpu", **LOSSLESS)
+for i in range(10):
+    if i == 5:
+        foreign_terminate()
+    rec.render("plasma")
+result = rec.close()
+video = decode(result.path)
+done(how=how, private=private, frames=result.frames, decoded=len(video), means=[float(v.mean()) for v in video])
+"""
+    )
+    if not out["private"] and "shared" in out["how"]:
+        pytest.skip(f"this driver offers glrec no display of its own ({out['how']}); see the test above")
+    assert out["frames"] == out["decoded"] == 10, out
+    assert min(out["means"]) > 5, out  # no black frames after the foreign eglTerminate
 
 
 @pytest.mark.parametrize("handoff", ["register", "shared"])
