@@ -88,7 +88,14 @@ variant(
     "nvjpeg_alone",
     memory="gl-busy",
 )
-variant("pipe:recorder", "glrec.Recorder(encoder=nvjpeg) -> .mkv, as users get it", "recorder")
+variant("pipe:recorder", "glrec.Recorder(encoder=nvjpeg) -> .mkv, as users get it", "recorder", batch=None, phased=None)
+variant(
+    "pipe:recorder-b1",
+    "the Recorder, shared handoff fenced per frame (the default before 2026-12-01)",
+    "recorder",
+    batch=1,
+    phased=False,
+)
 variant("pipe:recorder-nomux", "the Recorder with a sink that drops packets", "recorder", mux=False)
 variant("pipe:recorder-register", "the Recorder with the register handoff", "recorder", handoff="register")
 variant("pipe:recorder-b8", "the Recorder, shared handoff fenced per 8 frames", "recorder", batch=8)
@@ -390,13 +397,13 @@ def nvjpeg_alone(
         device.release()
 
 
-def recorder(args: argparse.Namespace, mux: bool = True, handoff: str = "shared", batch: int = 1,
-             phased: bool = False) -> dict[str, Any]:  # fmt: skip
+def recorder(args: argparse.Namespace, mux: bool = True, handoff: str = "shared", batch: int | None = 1,
+             phased: bool | None = False) -> dict[str, Any]:  # fmt: skip
     import glrec
     from glrec.interop import handoff as handoffs
     from glrec.scenes import load_scene
 
-    # The shared handoff's batch and phasing as the Recorder would get them from glrec's defaults.
+    # The shared handoff's batch and phasing fixed (None: glrec's defaults, as users get them).
     handoffs.SHARED_BATCH, handoffs.SHARED_PHASED = batch, phased
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -147,6 +147,7 @@ EGL_PLATFORM_DEVICE_EXT = 0x313F
 EGL_PLATFORM_SURFACELESS_MESA = 0x31DD
 EGL_ALLOC_NEW_DISPLAY_EXT = 0x3379  # EGL_EXT_display_alloc
 EGL_TRACK_REFERENCES_KHR = 0x3352  # EGL_KHR_display_reference
+EGL_DEVICE_EXT = 0x322C  # EGL_EXT_explicit_device: a platform's display on a named EGL device
 _CONFIG = (0x3033, 0x0001, 0x3040, 0x0008, 0x3024, 8, 0x3023, 8, 0x3022, 8)  # pbuffer, OpenGL, RGB8
 EGL_CONTEXT_MAJOR_VERSION, EGL_CONTEXT_MINOR_VERSION = 0x3098, 0x30FB
 EGL_CONTEXT_OPENGL_PROFILE_MASK, EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT = 0x30FD, 0x1
@@ -202,8 +203,11 @@ def _display(device_index: int | None) -> tuple[int, bool, str, bool]:
     where the driver has it, else a reference-counted device display
     (EGL_KHR_display_reference: a display requested with reference tracking is
     not the one other libraries get, and its ``eglTerminate`` undoes one
-    ``eglInitialize`` only), else Mesa's surfaceless platform (a display nobody
-    else terminates) when no device was named, else the shared device display.
+    ``eglInitialize`` only), else the surfaceless platform's display on the
+    device (EGL_EXT_explicit_device; NVIDIA's driver 580 has it: libraries
+    terminate the device platform's display, not this one), else Mesa's
+    surfaceless platform when no device was named, else the shared device
+    display. Surfaceless displays are never terminated by glrec either.
     """
     egl = lib()
     egl.eglQueryString.restype, egl.eglQueryString.argtypes = ctypes.c_char_p, [ctypes.c_void_p, ctypes.c_int]
@@ -229,6 +233,14 @@ def _display(device_index: int | None) -> tuple[int, bool, str, bool]:
     if "EGL_KHR_display_reference" in client:
         how = f"device {index}, reference-counted"
         candidates.append((EGL_PLATFORM_DEVICE_EXT, device, (EGL_TRACK_REFERENCES_KHR, 1), True, how))
+    wide = _wide_platform_display()
+    if wide is not None and "EGL_EXT_explicit_device" in client and "EGL_MESA_platform_surfaceless" in client:
+        display = wide(
+            EGL_PLATFORM_SURFACELESS_MESA, None, (ctypes.c_ssize_t * 3)(EGL_DEVICE_EXT, int(device or 0), EGL_NONE)
+        )
+        if display and egl.eglInitialize(display, None, None):
+            return int(display), False, f"device {index}, surfaceless", False
+        egl.eglGetError()
     if device_index is None and "EGL_MESA_platform_surfaceless" in client:
         shared = platform_display(EGL_PLATFORM_DEVICE_EXT, device, _attribs(()))
         vendor = b""
@@ -243,6 +255,16 @@ def _display(device_index: int | None) -> tuple[int, bool, str, bool]:
             return int(display), private, how, attribs[:1] == (EGL_ALLOC_NEW_DISPLAY_EXT,)
         egl.eglGetError()
     raise RuntimeError(f"eglInitialize failed ({error_text(int(egl.eglGetError()))})")
+
+
+def _wide_platform_display() -> Any:
+    """EGL 1.5's ``eglGetPlatformDisplay`` (attributes as EGLAttrib, wide enough for a device handle), or None."""
+    try:
+        fn = lib().eglGetPlatformDisplay
+    except AttributeError:
+        return None
+    fn.restype, fn.argtypes = ctypes.c_void_p, [ctypes.c_uint, ctypes.c_void_p, ctypes.POINTER(ctypes.c_ssize_t)]
+    return fn
 
 
 def create_headless(device_index: int | None, major: int = 4, minor: int = 3) -> Headless:

@@ -77,7 +77,7 @@ class NvJpegColour:
         packer = RgbPacker(ctx, size, "rgb24")  # type: ignore[arg-type]
         self._stages.append(packer)
         kind = cuda_handoff_kind("auto", ctx)
-        self._stages.append(open_handoff(kind, ctx, packer, device, depth=1, consumer_slots=2))
+        self._stages.append(open_handoff(kind, ctx, packer, device, depth=1, consumer_slots=2, live=True))
         options = VideoOptions.create(size, 30, codec="mjpeg", encoder="nvjpeg", quality=self.output.jpeg_quality)
         self._stages.append(NvJpegEncoder(options, device.ordinal))
         log.info("nvjpeg colour: %dx%d, quality %d, CUDA %s handoff", *size, self.output.jpeg_quality, kind)

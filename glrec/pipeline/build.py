@@ -94,7 +94,8 @@ def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOpti
         plan = plan.with_(handoff=kind)
         # Frames the consumer may hold: the queue, the one being encoded, and nvJPEG's batch.
         held = pipeline.queue_size + 2 + (NVJPEG_BATCH if plan.encoder == "nvjpeg" else 0)
-        handoff = open_handoff(kind, ctx, convert, plan.device, depth=pipeline.ring, consumer_slots=held)
+        handoff = open_handoff(kind, ctx, convert, plan.device, depth=pipeline.ring, consumer_slots=held,
+                               live=video.live)  # fmt: skip
         build.callback(handoff.release)
         # CUDA frames come in the way the handoff goes out: through shared memory, or registered buffers.
         direct = _direct_frames(pipeline, plan, gl, video)
