@@ -88,6 +88,12 @@ variant(
     "nvjpeg_alone",
     memory="gl-busy",
 )
+variant(
+    "nvjpeg:gl-turns32",
+    "one thread: GL renders 32 frames and waits, then nvJPEG encodes 32 (plain memory)",
+    "nvjpeg_alone",
+    memory="gl-turns",
+)
 variant("pipe:recorder", "glrec.Recorder(encoder=nvjpeg) -> .mkv, as users get it", "recorder", batch=None, phased=None)
 variant(
     "pipe:recorder-b1",
@@ -294,6 +300,9 @@ def _device_frames(args: argparse.Namespace, device: Any, count: int, stack: Exi
     return pool, list(range(len(host)))
 
 
+_TURNS: dict[str, Callable[[int], None]] = {}
+
+
 def _special_pool(args: argparse.Namespace, device: Any, nbytes: int, count: int, stack: ExitStack,
                   memory: str) -> Any:  # fmt: skip
     import threading
@@ -335,7 +344,25 @@ def _special_pool(args: argparse.Namespace, device: Any, nbytes: int, count: int
         return DevicePool(device, nbytes, count)
     gl = create_cuda_context(0, device.info.pci_bus_id)
     stack.enter_context(gl)
-    if memory == "gl-ctx":
+    if memory == "gl-turns":
+        from glrec._gl import Fence
+        from glrec.scenes import load_scene
+        from glrec.target import RenderTarget
+
+        target = RenderTarget(gl.mgl, args.size)
+        stack.callback(target.release)
+        scene = load_scene(args.scene)
+        scene.setup(gl.mgl, args.size)
+        stack.callback(scene.close)
+
+        def render(frames: int) -> None:
+            for i in range(frames):
+                target.use()
+                scene.render(i / 60)
+            Fence().wait()
+
+        _TURNS["render"] = render
+    if memory in ("gl-ctx", "gl-turns"):
         return DevicePool(device, nbytes, count)
     shared = SharedBuffer(gl.mgl, device, stride * count)
     stack.callback(shared.release)
@@ -377,6 +404,9 @@ def nvjpeg_alone(
                 nonlocal index
                 if i % batch:
                     return
+                if "render" in _TURNS and i % 32 == 0:
+                    with clocks.wall("render") if clocks else _nothing():
+                        _TURNS["render"](32)
                 chunk = [images[(i + k) % len(images)] for k in range(batch)]
                 with clocks.wall("encode") if clocks else _nothing():
                     streams = encoder.encode(chunk, "jpeg", params=params, **extra)
