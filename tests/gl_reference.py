@@ -4,6 +4,12 @@ Renders a scene, converts (or packs, for rgba) it on the GPU, hands each frame t
 NVENC through glrec's real CUDA handoff (``register`` or ``shared``) and writes,
 as the reference for frame ``i``, what ``glReadPixels`` reads from the planes the
 handoff copied (``inputs/frame_<i>.bin``, glrec's host layout).
+
+The reference is read per output texture with that texture's own component count
+(``PlaneLayout.textures``: a texel holds up to four bytes of a plane row), not the
+plane's bytes per sample: reading an rgba8 Y texture as one component would give
+every fourth byte (a quarter of the plane). Its length is checked against the
+layout, so a wrong reference fails as such, not as a short NVENC surface.
 """
 
 from __future__ import annotations
@@ -21,6 +27,28 @@ def _read_pixels(ctx, tex, components: int) -> np.ndarray:
         return np.frombuffer(fbo.read(components=components, alignment=1), np.uint8).reshape(h, w, components)
     finally:
         fbo.release()
+
+
+def reference_bytes(ctx, source, target) -> bytes:
+    """What ``glReadPixels`` reads from ``source``'s output planes, in glrec's host layout (rows top-down).
+
+    rgba is read from the render target itself (flipped, alpha 1 as the pack stage writes it), so the
+    pack shader is checked too; YUV planes are read from the converter's textures.
+    """
+    layout = source.layout
+    if layout.pix_fmt == "rgba":
+        w, h = target.size
+        rgba = np.frombuffer(target.fbo.read(components=4, alignment=1), np.uint8).reshape(h, w, 4)
+        ref = rgba[::-1].copy()
+        ref[..., 3] = 255  # the pack stage writes opaque alpha
+        data = ref.tobytes()
+    else:
+        data = b"".join(_read_pixels(ctx, t, c).tobytes()
+                        for t, (_, _, c) in zip(source.planes, layout.textures, strict=True))  # fmt: skip
+    if len(data) != layout.nbytes:
+        raise AssertionError(f"reference for {layout.pix_fmt} {layout.width}x{layout.height} holds {len(data)} bytes, "
+                             f"the layout {layout.nbytes}")  # fmt: skip
+    return data
 
 
 def encode_through_handoff(job: dict, work: Path) -> dict:
@@ -71,15 +99,7 @@ def encode_through_handoff(job: dict, work: Path) -> dict:
             target.use()
             scene.render(i / options.fps)
             source.run(target.colour)
-            if options.pix_fmt == "rgba":
-                rgba = np.frombuffer(target.fbo.read(components=4, alignment=1), np.uint8).reshape(size[1], size[0], 4)
-                ref = rgba[::-1].copy()
-                ref[..., 3] = 255  # the pack stage writes opaque alpha
-                data = ref.tobytes()
-            else:
-                data = b"".join(_read_pixels(ctx, t, c).tobytes()
-                                for t, (_, _, c) in zip(source.planes, source.layout.planes, strict=True))  # fmt: skip
-            (work / "inputs" / f"frame_{i}.bin").write_bytes(data)
+            (work / "inputs" / f"frame_{i}.bin").write_bytes(reference_bytes(ctx, source, target))
             feed(handoff.submit(i))
         feed(handoff.drain())
         out["flush"] = packets_json(enc.flush())

@@ -125,15 +125,27 @@ def assert_surfaces_match(work: Path, nvenc: list[dict], frames: list[int], pix_
     assert not read_failures(nvenc), read_failures(nvenc)
     encodes = [r for r in nvenc if r["event"] == "encode"]
     assert [r["picture"] for r in encodes] == list(range(len(frames)))
+    from glrec.convert import PlaneLayout
+
+    nbytes = PlaneLayout.for_format(pix_fmt, w, h).nbytes
     for rec, index in zip(encodes, frames, strict=True):
+        # the reference first: a short one is the harness's fault, not a short surface
+        ref = (work / "inputs" / f"frame_{index}.bin").read_bytes()
+        assert len(ref) == nbytes, f"reference frame_{index}.bin holds {len(ref)} bytes, {pix_fmt} {w}x{h} {nbytes}"
         assert rec["surface_format"] == NV_FORMATS[pix_fmt], rec
         assert (rec["surface_width"], rec["surface_height"]) == (w, h)
+        assert rec["resource_type"] == 1 and rec["memory_type"] == 2, rec  # a CUDA device pointer, device memory
+        # the dump is every plane's rows at full pitch, inside the allocation PyNvVideoCodec registered
+        offset, rows, _, pitch = rec["planes"][-1]
+        assert rec["dump_bytes"] == offset + rows * pitch, rec
+        assert rec["alloc_base"] <= rec["surface_ptr"], rec
+        assert rec["surface_ptr"] + rec["dump_bytes"] <= rec["alloc_base"] + rec["alloc_size"], rec
         raw = Path(rec["dump"]).read_bytes()
         assert len(raw) == rec["dump_bytes"] > 0, f"picture {rec['picture']}: dump holds {len(raw)} bytes: {rec}"
         got = planes_from_surface(raw, pix_fmt, w, h, rec["surface_pitch"])
-        want = host_planes((work / "inputs" / f"frame_{index}.bin").read_bytes(), pix_fmt, w, h)
+        want = host_planes(ref, pix_fmt, w, h)
         for p, (a, b) in enumerate(zip(got, want, strict=True)):
-            assert np.array_equal(a, b), f"frame {index} plane {p}: {int((a != b).sum())} bytes differ"
+            assert np.array_equal(a, b), f"frame {index} plane {p}: {int((a != b).sum())} bytes differ: {rec}"
 
 
 # -- what NVENC reads ----------------------------------------------------------------------------

@@ -422,6 +422,18 @@ EXPORT CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr
     }
 }
 
+/* The allocation holding ptr: the NVENC stand-in checks a surface fits in it before reading. */
+EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr ptr) {
+    pthread_mutex_lock(&lock);
+    struct alloc *a = find_alloc((uintptr_t)ptr);
+    if (a) {
+        if (base) *base = (CUdeviceptr)a->base;
+        if (size) *size = a->size;
+    }
+    pthread_mutex_unlock(&lock);
+    return a ? OK : ERR_NOT_FOUND;
+}
+
 EXPORT CUresult cuStreamCreate(CUstream *s, unsigned flags) {
     CUcontext c = current();
     if (!c) return ERR_INVALID_CONTEXT;
@@ -547,7 +559,8 @@ static const struct {
     F(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2), F(cuMemcpy, cuMemcpy), F(cuMemcpyAsync, cuMemcpyAsync),
     F(cuMemcpy2D, cuMemcpy2D_v2), F(cuMemcpy2DAsync, cuMemcpy2DAsync_v2),
     F(cuMemcpy2DUnaligned, cuMemcpy2DUnaligned_v2), F(cuMemsetD8, cuMemsetD8_v2), F(cuMemsetD8Async, cuMemsetD8Async),
-    F(cuPointerGetAttribute, cuPointerGetAttribute), F(cuStreamCreate, cuStreamCreate),
+    F(cuPointerGetAttribute, cuPointerGetAttribute), F(cuMemGetAddressRange, cuMemGetAddressRange_v2),
+    F(cuStreamCreate, cuStreamCreate),
     F(cuStreamDestroy, cuStreamDestroy_v2), F(cuStreamSynchronize, cuStreamSynchronize),
     F(cuStreamQuery, cuStreamQuery), F(cuStreamGetCtx, cuStreamGetCtx), F(cuStreamWaitEvent, cuStreamWaitEvent),
     F(cuEventCreate, cuEventCreate), F(cuEventDestroy, cuEventDestroy_v2), F(cuEventRecord, cuEventRecord),

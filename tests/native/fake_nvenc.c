@@ -8,7 +8,10 @@
  *     in $GLREC_FAKE_NVENC_DUMP/surface_<session>_<n>.bin. A registered CUDA surface is read
  *     through whichever libcuda.so.1 the process loaded (the real driver on a GPU, where device
  *     memory is not host-addressable, or the stand-in), in the session's context after the
- *     input stream has finished; a read that fails fails the picture and says why in the log;
+ *     input stream has finished, after checking it is device memory and that every plane's rows fit
+ *     in its allocation (cuMemGetAddressRange); each picture's record gives the resource type, the
+ *     planes (offset, rows, row bytes, pitch), the memory type and the allocation; a read that fails
+ *     fails the picture and says why in the log;
  *   - one marker packet per picture, "GLRECFAKE picture=N frameIdx=N timestamp=N type=N flags=N;"
  *     (picture type as NV_ENC_PIC_TYPE, encodePicFlags as given), wrapped as a unit a bitstream
  *     parser accepts (see wrap_marker).
@@ -71,6 +74,7 @@ struct surface { /* a registered CUDA surface, or an input buffer in host memory
     uint32_t width, height, pitch;
     NV_ENC_BUFFER_FORMAT format;
     int in_use;
+    int resource_type; /* NV_ENC_INPUT_RESOURCE_TYPE of a registered surface; -1 for an input buffer */
 };
 
 struct bitstream {
@@ -443,15 +447,51 @@ static NVENCSTATUS NVENCAPI reconfigure(void *encoder, NV_ENC_RECONFIGURE_PARAMS
 
 /* -- surfaces -------------------------------------------------------------------------------- */
 
-static size_t surface_bytes(const struct surface *f) {
-    size_t p = f->pitch, h = f->height;
+/* One plane of a surface as NVENC reads it: rows of row_bytes, pitch apart, from offset. */
+struct plane {
+    size_t offset, rows, row_bytes, pitch;
+};
+
+/* The planes of a surface in one pitched allocation, as NVENC lays them out: chroma follows luma at the
+ * same pitch, except IYUV/YV12, whose two chroma planes have half the pitch. Returns how many. */
+static int surface_planes(const struct surface *f, struct plane out[3]) {
+    size_t p = f->pitch, w = f->width, h = f->height, cw = (w + 1) / 2, ch = (h + 1) / 2;
     switch (f->format & 0x7fffffffu) {
-    case NV_ENC_BUFFER_FORMAT_NV12: return p * h + p * ((h + 1) / 2);
+    case NV_ENC_BUFFER_FORMAT_NV12:
+        out[0] = (struct plane){0, h, w, p};
+        out[1] = (struct plane){p * h, ch, 2 * cw, p};
+        return 2;
     case NV_ENC_BUFFER_FORMAT_IYUV:
-    case NV_ENC_BUFFER_FORMAT_YV12: return p * h + 2 * ((p + 1) / 2) * ((h + 1) / 2); /* chroma pitch = pitch / 2 */
-    case NV_ENC_BUFFER_FORMAT_YUV444: return 3 * p * h;
-    default: return p * h; /* packed RGB: pitch is in bytes */
+    case NV_ENC_BUFFER_FORMAT_YV12: {
+        size_t cp = (p + 1) / 2;
+        out[0] = (struct plane){0, h, w, p};
+        out[1] = (struct plane){p * h, ch, cw, cp};
+        out[2] = (struct plane){p * h + cp * ch, ch, cw, cp};
+        return 3;
     }
+    case NV_ENC_BUFFER_FORMAT_YUV444:
+        for (int i = 0; i < 3; i++) out[i] = (struct plane){i * p * h, h, w, p};
+        return 3;
+    default: out[0] = (struct plane){0, h, 4 * w, p}; return 1; /* packed RGB: 4 bytes a pixel, pitch in bytes */
+    }
+}
+
+/* Bytes from the surface's start to the end of its last plane's last row (all rows at full pitch). */
+static size_t surface_bytes(const struct surface *f) {
+    struct plane planes[3];
+    int n = surface_planes(f, planes);
+    return planes[n - 1].offset + planes[n - 1].rows * planes[n - 1].pitch;
+}
+
+/* The planes as JSON, for the encode record: [[offset, rows, row_bytes, pitch], ...]. */
+static void planes_json(const struct surface *f, char *out, size_t size) {
+    struct plane planes[3];
+    int n = surface_planes(f, planes);
+    size_t at = (size_t)snprintf(out, size, "[");
+    for (int i = 0; i < n && at < size; i++)
+        at += (size_t)snprintf(out + at, size - at, "%s[%zu, %zu, %zu, %zu]", i ? ", " : "", planes[i].offset,
+                               planes[i].rows, planes[i].row_bytes, planes[i].pitch);
+    if (at < size) snprintf(out + at, size - at, "]");
 }
 
 static struct surface *new_surface(struct session *s) {
@@ -479,7 +519,7 @@ static NVENCSTATUS NVENCAPI register_resource(void *encoder, NV_ENC_REGISTER_RES
         return fail(NV_ENC_ERR_UNIMPLEMENTED, "the stand-in registers CUDA device pointers only");
     struct surface *f = new_surface(s);
     if (!f) return fail(NV_ENC_ERR_OUT_OF_MEMORY, "too many registered resources");
-    *f = (struct surface){p->resourceToRegister, p->width, p->height, p->pitch, p->bufferFormat, 1};
+    *f = (struct surface){p->resourceToRegister, p->width, p->height, p->pitch, p->bufferFormat, 1, p->resourceType};
     p->registeredResource = f;
     return NV_ENC_SUCCESS;
 }
@@ -509,7 +549,8 @@ static NVENCSTATUS NVENCAPI create_input_buffer(void *encoder, NV_ENC_CREATE_INP
     struct surface *f = new_surface(s);
     if (!f) return fail(NV_ENC_ERR_OUT_OF_MEMORY, "too many input buffers");
     uint32_t bpp = (p->bufferFmt == NV_ENC_BUFFER_FORMAT_ARGB || p->bufferFmt == NV_ENC_BUFFER_FORMAT_ABGR) ? 4 : 1;
-    *f = (struct surface){NULL, p->width, p->height, (p->width * bpp + 255) / 256 * 256, p->bufferFmt | 0x80000000u, 1};
+    *f = (struct surface){NULL, p->width, p->height, (p->width * bpp + 255) / 256 * 256, p->bufferFmt | 0x80000000u, 1,
+                          -1};
     f->ptr = calloc(1, surface_bytes(f));
     p->inputBuffer = f;
     logf_("{\"event\": \"create_input_buffer\", \"session\": %d, \"width\": %u, \"height\": %u, \"bufferFmt\": %u}",
@@ -581,6 +622,7 @@ static struct {
     int (*ctx_sync)(void);
     int (*dtoh)(void *dst, unsigned long long src, size_t n);
     int (*error_name)(int status, const char **name);
+    int (*address_range)(unsigned long long *base, size_t *size, unsigned long long ptr); /* NULL: not checked */
 } cu;
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 
@@ -604,6 +646,7 @@ static void cu_load(void) {
             cu.problem = why;
             return;
         }
+    *(void **)&cu.address_range = dlsym(lib, "cuMemGetAddressRange_v2");
 }
 
 /* JSON-safe text: dlerror() and driver messages are free text. */
@@ -620,9 +663,18 @@ static int cu_failed(int status, const char *step, char *why, size_t why_size) {
     return 1;
 }
 
-/* Copy a registered surface's bytes from device memory to host; 0 when done, else 1 with why. */
-static int read_device_surface(struct session *s, const struct surface *f, void *host, size_t bytes, char *why,
-                               size_t why_size) {
+/* What the driver says about the memory behind a registered surface (logged with each picture). */
+struct memory_info {
+    unsigned memory_type;             /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE: 2 device, 1 host; 0 not asked */
+    unsigned long long base;          /* the allocation holding the surface (cuMemGetAddressRange), 0 unknown */
+    size_t size;
+};
+
+/* Copy a registered surface's bytes from device memory to host; 0 when done, else 1 with why. The surface
+ * must be device memory and fit in its allocation (every plane's rows at full pitch), so a surface read
+ * with the wrong layout says so instead of reading past its end. */
+static int read_device_surface(struct session *s, const struct surface *f, void *host, size_t bytes,
+                               struct memory_info *info, char *why, size_t why_size) {
     pthread_once(&cu_once, cu_load);
     if (cu.problem) {
         snprintf(why, why_size, "%s", cu.problem);
@@ -634,11 +686,25 @@ static int read_device_surface(struct session *s, const struct surface *f, void 
                               "cuPointerGetAttribute(CONTEXT)", why, why_size))
         return 1;
     if (cu_failed(cu.push(context), "cuCtxPushCurrent", why, why_size)) return 1;
+    int failed = cu_failed(cu.pointer_attribute(&info->memory_type, 2 /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE */, ptr),
+                           "cuPointerGetAttribute(MEMORY_TYPE)", why, why_size);
+    if (!failed && info->memory_type != 2 /* CU_MEMORYTYPE_DEVICE */) {
+        snprintf(why, why_size, "surface at %llu is memory type %u, not device memory", ptr, info->memory_type);
+        failed = 1;
+    }
+    if (!failed && cu.address_range) {
+        failed = cu_failed(cu.address_range(&info->base, &info->size, ptr), "cuMemGetAddressRange", why, why_size);
+        if (!failed && ptr + bytes > info->base + info->size) {
+            snprintf(why, why_size, "surface needs %zu bytes from %llu, its allocation holds %zu from %llu", bytes, ptr,
+                     info->size, info->base);
+            failed = 1;
+        }
+    }
     /* NVENC waits for the input stream before it reads; the caller's copies into the surface are queued there. */
     void *stream = s->input_stream;
-    int failed = (stream && cu_failed(cu.stream_sync(stream), "cuStreamSynchronize", why, why_size)) ||
-                 cu_failed(cu.ctx_sync(), "cuCtxSynchronize", why, why_size) ||
-                 cu_failed(cu.dtoh(host, ptr, bytes), "cuMemcpyDtoH", why, why_size);
+    failed = failed || (stream && cu_failed(cu.stream_sync(stream), "cuStreamSynchronize", why, why_size)) ||
+             cu_failed(cu.ctx_sync(), "cuCtxSynchronize", why, why_size) ||
+             cu_failed(cu.dtoh(host, ptr, bytes), "cuMemcpyDtoH", why, why_size);
     char popped[256];
     if (cu_failed(cu.pop(NULL), "cuCtxPopCurrent", popped, sizeof popped) && !failed) {
         snprintf(why, why_size, "%s", popped);
@@ -650,7 +716,7 @@ static int read_device_surface(struct session *s, const struct surface *f, void 
 /* Write the surface's bytes to the dump directory when one is set: name gets the file, bytes its size.
  * Returns 0, or 1 with why when the surface could not be read or written. */
 static int dump_surface(struct session *s, const struct surface *f, unsigned n, char *name, size_t name_size,
-                        size_t *bytes, char *why, size_t why_size) {
+                        size_t *bytes, struct memory_info *info, char *why, size_t why_size) {
     const char *dir = getenv("GLREC_FAKE_NVENC_DUMP");
     name[0] = 0;
     *bytes = surface_bytes(f);
@@ -668,7 +734,7 @@ static int dump_surface(struct session *s, const struct surface *f, unsigned n, 
             snprintf(why, why_size, "no host memory for %zu bytes", *bytes);
             return 1;
         }
-        if (read_device_surface(s, f, host, *bytes, why, why_size)) {
+        if (read_device_surface(s, f, host, *bytes, info, why, why_size)) {
             free(host);
             return 1;
         }
@@ -728,15 +794,20 @@ static NVENCSTATUS NVENCAPI encode_picture(void *encoder, NV_ENC_PIC_PARAMS *p) 
     struct bitstream *b = find_bitstream(s, p->outputBitstream);
     if (!f || !b) return fail(NV_ENC_ERR_INVALID_PTR, "unknown input surface or output bitstream");
     unsigned n = s->pictures;
-    char name[4096], why[1024];
+    char name[4096], why[1024], planes[256];
     size_t bytes;
-    if (dump_surface(s, f, n, name, sizeof name, &bytes, why, sizeof why)) {
+    struct memory_info info = {0, 0, 0};
+    planes_json(f, planes, sizeof planes);
+    if (dump_surface(s, f, n, name, sizeof name, &bytes, &info, why, sizeof why)) {
         static char error[1200];
         json_safe(why);
         logf_("{\"event\": \"surface_read_failed\", \"session\": %d, \"picture\": %u, \"surface_ptr\": %llu, "
-              "\"bytes\": %zu, \"context\": %llu, \"stream\": %llu, \"why\": \"%s\"}",
+              "\"bytes\": %zu, \"context\": %llu, \"stream\": %llu, \"resource_type\": %d, \"surface_format\": %u, "
+              "\"surface_width\": %u, \"surface_height\": %u, \"surface_pitch\": %u, \"planes\": %s, "
+              "\"memory_type\": %u, \"alloc_base\": %llu, \"alloc_size\": %zu, \"why\": \"%s\"}",
               s->id, n, (unsigned long long)(uintptr_t)f->ptr, bytes, (unsigned long long)(uintptr_t)s->cuda_context,
-              (unsigned long long)(uintptr_t)s->input_stream, why);
+              (unsigned long long)(uintptr_t)s->input_stream, f->resource_type, f->format & 0x7fffffffu, f->width,
+              f->height, f->pitch, planes, info.memory_type, info.base, info.size, why);
         snprintf(error, sizeof error, "reading input surface of picture %u failed: %s", n, why);
         return fail(NV_ENC_ERR_GENERIC, error);
     }
@@ -751,11 +822,12 @@ static NVENCSTATUS NVENCAPI encode_picture(void *encoder, NV_ENC_PIC_PARAMS *p) 
           "\"inputDuration\": %llu, \"encodePicFlags\": %u, \"pictureType\": %d, \"bufferFmt\": %u, "
           "\"inputWidth\": %u, \"inputHeight\": %u, \"inputPitch\": %u, \"surface_format\": %u, "
           "\"surface_width\": %u, \"surface_height\": %u, \"surface_pitch\": %u, \"surface_ptr\": %llu, "
+          "\"resource_type\": %d, \"planes\": %s, \"memory_type\": %u, \"alloc_base\": %llu, \"alloc_size\": %zu, "
           "\"type\": %d, \"dump\": \"%s\", \"dump_bytes\": %zu}",
           s->id, n, p->frameIdx, (unsigned long long)p->inputTimeStamp, (unsigned long long)p->inputDuration,
           p->encodePicFlags, p->pictureType, p->bufferFmt, p->inputWidth, p->inputHeight, p->inputPitch,
-          f->format & 0x7fffffffu, f->width, f->height, f->pitch, (unsigned long long)(uintptr_t)f->ptr, type, name,
-          name[0] ? bytes : 0);
+          f->format & 0x7fffffffu, f->width, f->height, f->pitch, (unsigned long long)(uintptr_t)f->ptr,
+          f->resource_type, planes, info.memory_type, info.base, info.size, type, name, name[0] ? bytes : 0);
     /* ASCII, so the marker never holds the zero runs that H.264/HEVC would have to escape */
     char marker[96];
     int length = snprintf(marker, sizeof marker, "GLRECFAKE picture=%u frameIdx=%u timestamp=%llu type=%d flags=%u;", n,
