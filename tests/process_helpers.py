@@ -7,7 +7,9 @@ must decode to exactly the planes computed here: "exact for integer ops".
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections import Counter
 from pathlib import Path
 
 import av
@@ -17,6 +19,7 @@ import pytest
 from glrec.colour import ColourSpec
 from glrec.context import create_context
 from glrec.convert import Converter
+from glrec.process import clcontext
 
 LOSSLESS = {"codec": "h264", "qp": 0, "pix_fmt": "yuv444p"}
 
@@ -78,3 +81,27 @@ def sobel(rgba: np.ndarray) -> np.ndarray:
     out = rgba.copy()
     out[..., :3] = np.clip(np.abs(gx) + np.abs(gy), 0, 255).astype(np.uint8)
     return out
+
+
+def open_fds() -> Counter[str]:
+    """What this process's open descriptors are (device file, memfd, pipe...), with how many of each."""
+    out: Counter[str] = Counter()
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor, closed before it is read
+            out[os.readlink(f"/proc/self/fd/{name}")] += 1
+    return out
+
+
+def fd_growth(before: Counter[str], after: Counter[str]) -> str:
+    """The descriptors open in ``after`` that were not in ``before``, by target, for a failure message."""
+    grown = after - before
+    return ", ".join(f"{n} x {target}" for target, n in sorted(grown.items())) or "none"
+
+
+def cl_counts() -> list[tuple[int, int, list[int]]]:
+    """OpenCL reference counts of each shared context, its queue and its programs: a buffer, queue or program a
+    recording left alive holds the context, a kernel holds its program (as PoCL counts them)."""
+    return [
+        (e.context.reference_count, e.queue.reference_count, [p.reference_count for p in e.programs])
+        for e in clcontext.entries()
+    ]

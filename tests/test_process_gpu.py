@@ -5,16 +5,14 @@ their tests; for OpenCL point OCL_ICD_VENDORS at a folder whose .icd file names 
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import psnr
 from helpers import decode_planes
-from process_helpers import LOSSLESS, assert_planes_equal, converted, require, sobel
+from process_helpers import LOSSLESS, assert_planes_equal, cl_counts, converted, fd_growth, open_fds, require, sobel
 from test_process import FPS, bars_rgba, seeded_model, torch_sobel
 
 import glrec
@@ -170,26 +168,10 @@ def _nvidia_opencl():
     return cl
 
 
-def _open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
-
-
-def _fd_targets() -> list[str]:
-    """What each open descriptor is (device file, memfd, pipe...), to name a leak in the failure message."""
-    out = []
-    for name in os.listdir("/proc/self/fd"):
-        with contextlib.suppress(OSError):  # closed between listing and reading
-            out.append(os.readlink(f"/proc/self/fd/{name}"))
-    return out
-
-
 def test_opencl_kernel_through_cuda_external_memory(tmp_path, caplog):
     cuda_torch()  # the GPU tier's CUDA build; the recorder itself needs only cuda-python
     _nvidia_opencl()
     kernel = OpenCLKernel.from_file(FILTERS, "sobel")
-    record(tmp_path / "warm.mkv", kernel, n=1)  # the driver keeps device files open after its first context
-    fds = _open_fds()
-    before = _fd_targets()
     with caplog.at_level(logging.INFO, logger="glrec"):
         record(tmp_path / "ext.mkv", kernel)
         record(tmp_path / "copy.mkv", Process(kernel, memory="host"))
@@ -200,10 +182,40 @@ def test_opencl_kernel_through_cuda_external_memory(tmp_path, caplog):
     expected = converted([sobel(f) for f in bars_rgba(6, SIZE)])
     assert_planes_equal(tmp_path / "ext.mkv", expected)
     assert_planes_equal(tmp_path / "copy.mkv", expected)
-    # NVIDIA's OpenCL does not take over an imported fd (unlike GL): glrec closes each one after the import.
-    if _open_fds() > fds:
-        after = _fd_targets()
-        for target in before:
-            if target in after:
-                after.remove(target)
-        pytest.fail(f"{_open_fds() - fds} file descriptor(s) left open by the OpenCL import: {sorted(after)}")
+
+
+def _no_growth(first, after, what):
+    assert sum(after.values()) == sum(first.values()), (
+        f"{sum(first.values())} descriptors after the first recording, {sum(after.values())} after {what}; "
+        f"new: {fd_growth(first, after)}; gone: {fd_growth(after, first)}"
+    )
+
+
+def test_opencl_recordings_in_one_process_cost_the_descriptors_of_one(tmp_path):
+    # NVIDIA's OpenCL opens device files per context; glrec shares one per device, so only the first recording
+    # (which makes it) may open any. Each import of the CUDA memory has its own fd, closed by glrec.
+    cuda_torch()
+    _nvidia_opencl()
+    kernel = OpenCLKernel.from_file(FILTERS, "invert")
+    record(tmp_path / "0.mkv", kernel, n=2)
+    first, counts = open_fds(), cl_counts()
+    for i in range(1, 5):  # external memory and the host copy in turn, on the one shared context
+        record(tmp_path / f"{i}.mkv", kernel if i % 2 else Process(kernel, memory="host"), n=3)
+    _no_growth(first, open_fds(), "four more (external memory, host copy, in turn)")
+    assert cl_counts() == counts, f"OpenCL objects left alive (context, queue, [programs]): {counts} -> {cl_counts()}"
+    assert_planes_equal(tmp_path / "3.mkv", converted(inverted(bars_rgba(3, SIZE))))
+
+
+def test_cuda_path_recordings_leave_no_descriptors_behind(tmp_path):
+    # Every recording exports its VMM memory as an fd that GL imports and owns: none may stay open in glrec.
+    cuda_torch()
+
+    def invert(frame):
+        frame[..., :3] = 255 - frame[..., :3]
+
+    record(tmp_path / "0.mkv", invert, n=2)
+    first = open_fds()
+    for i in range(1, 5):
+        record(tmp_path / f"{i}.mkv", invert, n=3)
+    _no_growth(first, open_fds(), "four more with a torch stage")
+    assert_planes_equal(tmp_path / "4.mkv", converted(inverted(bars_rgba(3, SIZE))))

@@ -38,6 +38,14 @@ def _gl_error(what: str) -> None:
         raise ContextError(f"{what} failed with GL error 0x{err:04x}; sharing CUDA memory with GL needs {EXTENSION}.")
 
 
+def _clear_gl_errors() -> None:
+    """Take the errors earlier GL calls left (GL keeps one per kind, so a few reads empty it)."""
+    get = _gl("glGetError", ctypes.c_uint)
+    for _ in range(16):
+        if not get():
+            return
+
+
 class SharedBuffer:
     """``nbytes`` (rounded up to the allocation granularity) of CUDA memory that is also a GL buffer.
 
@@ -120,7 +128,6 @@ class SharedBuffer:
         return int(call("cuMemExportToShareableHandle", self._vmm[0], handle_type, 0))
 
     def _import(self, ctx: moderngl.Context) -> None:
-        fd = self.export_fd()
         mo = ctypes.c_uint(0)
         _gl("glCreateMemoryObjectsEXT", None, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(1, ctypes.byref(mo))
         self._memory_object = mo.value
@@ -128,10 +135,15 @@ class SharedBuffer:
         _gl("glMemoryObjectParameterivEXT", None, ctypes.c_uint, ctypes.c_uint, ctypes.POINTER(ctypes.c_int))(
             mo.value, GL_DEDICATED_MEMORY_OBJECT_EXT, ctypes.byref(dedicated)
         )
-        # On success GL owns the descriptor (and closes it); on failure it is still ours.
-        _gl("glImportMemoryFdEXT", None, ctypes.c_uint, ctypes.c_uint64, ctypes.c_uint, ctypes.c_int)(
-            mo.value, self.size, GL_HANDLE_TYPE_OPAQUE_FD_EXT, fd
-        )
+        import_fd = _gl("glImportMemoryFdEXT", None, ctypes.c_uint, ctypes.c_uint64, ctypes.c_uint, ctypes.c_int)
+        _clear_gl_errors()  # an earlier call's error must not read as the import failing: GL would own a closed fd
+        fd = self.export_fd()  # exported last, so nothing between here and the import can leave it open
+        # On success GL owns the descriptor (and closes it); on failure it is still ours, closed here once.
+        try:
+            import_fd(mo.value, self.size, GL_HANDLE_TYPE_OPAQUE_FD_EXT, fd)
+        except BaseException:
+            os.close(fd)
+            raise
         try:
             _gl_error("glImportMemoryFdEXT")
         except ContextError:

@@ -18,12 +18,17 @@ memory and the OpenCL device is that CUDA device and offers the extension;
 (2) a copy through host memory per frame (GL or CUDA -> host -> OpenCL buffer
 -> kernel -> host -> back), which works with any OpenCL platform (PoCL on a CPU
 in CI). The log says which, and why.
+
+Every recording in a process uses the same OpenCL context, queue and built
+programs per device (:mod:`glrec.process.clcontext`: NVIDIA's OpenCL holds
+device files per context); what a recording creates is released when it ends,
+the imported buffers before the CUDA memory under them is freed.
 """
 
 from __future__ import annotations
 
 import ctypes
-import functools
+import gc
 import logging
 import os
 from typing import TYPE_CHECKING, Any
@@ -31,8 +36,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import KernelBuildError, ProcessError, ProcessUnavailableError
+from .clcontext import SharedCL, finish, shared
+from .clexternal import ExternalRunner, function
 from .memory import CudaMemory, HostMemory
-from .runner import FunctionRunner, Processed
+from .runner import FunctionRunner
 from .spec import OpenCLKernel
 
 if TYPE_CHECKING:
@@ -45,11 +52,7 @@ OPENCL_HINT = (
     "the driver's libnvidia-opencl.so.1 named in an .icd file (OCL_ICD_VENDORS)"
 )
 EXTERNAL_EXTENSION = "cl_khr_external_memory_opaque_fd"
-CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR = 0x2060
-CL_DEVICE_HANDLE_LIST_KHR = 0x2051
-CL_DEVICE_HANDLE_LIST_END_KHR = 0
 CL_DEVICE_UUID_KHR = 0x106A
-CL_MEM_READ_WRITE = 1
 
 
 def import_pyopencl() -> Any:
@@ -62,24 +65,13 @@ def import_pyopencl() -> Any:
     return pyopencl
 
 
-@functools.lru_cache(maxsize=1)
-def _libopencl() -> ctypes.CDLL:
-    """The OpenCL loader pyopencl uses (its wheel bundles one), for the calls pyopencl does not wrap."""
-    import_pyopencl()
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            if "libOpenCL" in line:
-                return ctypes.CDLL(line.split()[-1])
-    return ctypes.CDLL("libOpenCL.so.1")
-
-
 def _uuid(device: Any) -> str | None:
     if "cl_khr_device_uuid" not in device.extensions:
         return None
     out = (ctypes.c_ubyte * 16)()
-    lib = _libopencl()
-    lib.clGetDeviceInfo.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p]
-    if lib.clGetDeviceInfo(device.int_ptr, CL_DEVICE_UUID_KHR, 16, out, None) != 0:
+    get = function("clGetDeviceInfo", ctypes.c_int32, ctypes.c_void_p, ctypes.c_uint, ctypes.c_size_t,
+                    ctypes.c_void_p, ctypes.c_void_p)  # fmt: skip
+    if get(device.int_ptr, CL_DEVICE_UUID_KHR, 16, out, None) != 0:
         return None
     return bytes(out).hex()
 
@@ -117,18 +109,36 @@ def choose_device(cl: Any, cuda: DeviceInfo | None) -> Any:
     return (gpus or devices)[0]
 
 
-def build_kernel(cl: Any, ctx: Any, device: Any, kernel: OpenCLKernel, extra_args: int) -> Any:
-    """Build ``kernel`` for ``device``; a failure raises KernelBuildError with the compiler's log."""
-    where = f"{device.name.strip()} ({device.platform.name.strip()})"
-    program = cl.Program(ctx, kernel.source)
+def _program(cl: Any, entry: SharedCL, kernel: OpenCLKernel) -> Any:
+    """``kernel``'s program, built once per process and device; a failed build raises KernelBuildError with the
+    compiler's log, the failed program released."""
+    program = entry.program(kernel.source, kernel.options)
+    if program is not None:
+        return program
+    program = cl.Program(entry.context, kernel.source)
+    failure = None
     try:
         program.build(options=list(kernel.options))
     except cl.Error as exc:
         try:
-            text = program.get_build_info(device, cl.program_build_info.LOG).strip()
+            failure = program.get_build_info(entry.device, cl.program_build_info.LOG).strip()
         except cl.Error:
-            text = str(exc)
-        raise KernelBuildError(f"{kernel.label} failed to build on {where}:\n{text}") from None
+            failure = str(exc)
+    if failure is not None:
+        # pyopencl's build error is raised from reference cycles with its frames, which hold the failed program
+        # (and so the shared context): collect them now rather than whenever the collector next runs.
+        program = None
+        gc.collect()
+        where = f"{entry.device.name.strip()} ({entry.device.platform.name.strip()})"
+        raise KernelBuildError(f"{kernel.label} failed to build on {where}:\n{failure}")
+    entry.keep(kernel.source, kernel.options, program)
+    return program
+
+
+def build_kernel(cl: Any, entry: SharedCL, kernel: OpenCLKernel, extra_args: int) -> Any:
+    """A kernel object of ``kernel`` for this recording; a failed build or a kernel glrec cannot call raises
+    KernelBuildError."""
+    program = _program(cl, entry, kernel)
     names = [n for n in program.get_info(cl.program_info.KERNEL_NAMES).split(";") if n]
     if kernel.name is None and len(names) != 1:
         raise KernelBuildError(
@@ -151,113 +161,39 @@ def build_kernel(cl: Any, ctx: Any, device: Any, kernel: OpenCLKernel, extra_arg
 class _HostKernel:
     """``fn(frame, out)`` for :class:`FunctionRunner`: frame -> OpenCL buffer -> kernel -> out, buffers made once."""
 
-    def __init__(self, cl: Any, ctx: Any, queue: Any, kernel: Any, spec: OpenCLKernel, src: Any, dst: Any) -> None:
-        self.cl, self.queue, self.kernel = cl, queue, kernel
+    def __init__(self, cl: Any, entry: SharedCL, kernel: Any, spec: OpenCLKernel, src: Any, dst: Any) -> None:
+        self.cl, self.entry, self.queue, self.kernel = cl, entry, entry.queue, kernel
         self.global_size = tuple(dst)
-        self.src = cl.Buffer(ctx, cl.mem_flags.READ_ONLY, src[0] * src[1] * 4)
-        self.dst = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, dst[0] * dst[1] * 4)
-        kernel.set_args(self.src, self.dst, np.int32(src[0]), np.int32(src[1]), *spec.args)
+        flags = cl.mem_flags
+        self.buffers = [cl.Buffer(entry.context, flags.READ_ONLY, src[0] * src[1] * 4)]
+        try:
+            self.buffers.append(cl.Buffer(entry.context, flags.WRITE_ONLY, dst[0] * dst[1] * 4))
+            kernel.set_args(*self.buffers, np.int32(src[0]), np.int32(src[1]), *spec.args)
+        except BaseException:
+            self._release()
+            raise
 
     def __call__(self, frame: np.ndarray, out: np.ndarray) -> None:
         cl = self.cl
-        cl.enqueue_copy(self.queue, self.src, frame)
+        cl.enqueue_copy(self.queue, self.buffers[0], frame)
         cl.enqueue_nd_range_kernel(self.queue, self.kernel, self.global_size, None)
-        cl.enqueue_copy(self.queue, out, self.dst)  # blocking: ``out`` is complete on return
+        cl.enqueue_copy(self.queue, out, self.buffers[1])  # blocking: ``out`` is complete on return
+
+    def _release(self) -> None:
+        buffers, self.buffers = self.buffers, []
+        for b in buffers:
+            b.release()
+        self.kernel = None  # pyopencl releases a kernel with its last reference, this one
 
     def close(self) -> None:
-        """Free the buffers and drop the queue and kernel, so the context goes now, not at garbage collection."""
-        if self.queue is None:
+        """Release the buffers and the kernel now (the shared context and queue stay for the next recording)."""
+        queue, self.queue = self.queue, None
+        if queue is None:
             return
-        self.queue.finish()
-        self.src.release()
-        self.dst.release()
-        self.kernel = self.queue = None
-
-
-class ExternalRunner:
-    """The kernel on the stage's CUDA memory, imported into OpenCL; no copy of the frame anywhere."""
-
-    def __init__(self, cl: Any, ctx: Any, queue: Any, device: Any, kernel: Any, spec: OpenCLKernel,
-                 memory: CudaMemory) -> None:  # fmt: skip
-        assert memory.shared is not None
-        self.cl, self.queue, self.kernel, self.memory = cl, queue, kernel, memory
-        layout = memory.layout
-        self.global_size = tuple(layout.dst)
-        align = device.get_info(cl.device_info.MEM_BASE_ADDR_ALIGN) // 8
-        if layout.stride % align:
-            raise ProcessError(f"slot stride {layout.stride} is not a multiple of the device's {align}-byte alignment")
-        lib = _libopencl()
-        lib.clCreateBufferWithProperties.restype = ctypes.c_void_p
-        lib.clCreateBufferWithProperties.argtypes = [
-            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_void_p,
-            ctypes.POINTER(ctypes.c_int32),
-        ]  # fmt: skip
-        # A descriptor of its own for this import, closed by glrec once the call returned, imported or not:
-        # unlike GL and Vulkan, NVIDIA's OpenCL (driver 580) does not take the descriptor over (measured on
-        # an H200: every import left one open), and OpenCL's extension does not hand ownership to the driver.
-        fd = memory.shared.export_fd()
         try:
-            props = (ctypes.c_uint64 * 6)(CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR, fd, CL_DEVICE_HANDLE_LIST_KHR,
-                                          device.int_ptr, CL_DEVICE_HANDLE_LIST_END_KHR, 0)  # fmt: skip
-            err = ctypes.c_int32(0)
-            mem = lib.clCreateBufferWithProperties(ctx.int_ptr, props, CL_MEM_READ_WRITE, memory.shared.size, None,
-                                                   ctypes.byref(err))  # fmt: skip
+            finish(self.cl, self.entry, queue)
         finally:
-            os.close(fd)
-        if err.value != 0 or not mem:
-            raise ProcessError(f"clCreateBufferWithProperties (opaque fd) failed with {err.value}")
-        self.whole = cl.Buffer.from_int_ptr(mem, retain=False)
-        self._mems = (ctypes.c_void_p * 1)(self.whole.int_ptr)
-        stride, off = layout.stride, layout.offsets
-        self.regions = [
-            (self.whole.get_sub_region(s * stride + off["in"], layout.nbytes("in")),
-             self.whole.get_sub_region(s * stride + off["out"], layout.nbytes("out")))
-            for s in range(memory.count)
-        ]  # fmt: skip
-        kernel.set_args(*self.regions[0], np.int32(layout.src[0]), np.int32(layout.src[1]), *spec.args)
-        self._acquire = self._extension(lib, device, "clEnqueueAcquireExternalMemObjectsKHR")
-        self._release = self._extension(lib, device, "clEnqueueReleaseExternalMemObjectsKHR")
-
-    @staticmethod
-    def _extension(lib: ctypes.CDLL, device: Any, name: str) -> Any:
-        lib.clGetExtensionFunctionAddressForPlatform.restype = ctypes.c_void_p
-        lib.clGetExtensionFunctionAddressForPlatform.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-        ptr = lib.clGetExtensionFunctionAddressForPlatform(device.platform.int_ptr, name.encode())
-        if not ptr:
-            raise ProcessError(f"the OpenCL platform does not export {name}")
-        signature = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
-                                     ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p)  # fmt: skip
-        return signature(ptr)
-
-    description = "through CUDA external memory (cl_khr_external_memory_opaque_fd), no host copy"
-
-    def run(self, slot: int) -> Processed:
-        src, dst = self.regions[slot]
-        self.kernel.set_arg(0, src)
-        self.kernel.set_arg(1, dst)
-        q = self.queue.int_ptr
-        if self._acquire(q, 1, self._mems, 0, None, None) != 0:
-            raise ProcessError("clEnqueueAcquireExternalMemObjectsKHR failed")
-        self.cl.enqueue_nd_range_kernel(self.queue, self.kernel, self.global_size, None)
-        event = ctypes.c_void_p(0)
-        if self._release(q, 1, self._mems, 0, None, ctypes.byref(event)) != 0:
-            raise ProcessError("clEnqueueReleaseExternalMemObjectsKHR failed")
-        done = self.cl.Event.from_int_ptr(event.value, retain=False)
-        self.queue.flush()
-        return Processed("out", wait=done.wait)
-
-    def close(self) -> None:
-        if self.queue is None:
-            return
-        self.queue.finish()
-        regions, self.regions = self.regions, []
-        for pair in regions:
-            for b in pair:
-                b.release()
-        self.whole.release()
-        # The context, queue and program go with the last reference to them (NVIDIA's OpenCL holds device
-        # files per context): drop glrec's now rather than when this runner is collected.
-        self.kernel = self.queue = None
+            self._release()
 
 
 def open_opencl(
@@ -267,9 +203,8 @@ def open_opencl(
     cl = import_pyopencl()
     cuda = memory.device if isinstance(memory, CudaMemory) else None
     device = choose_device(cl, cuda.info if cuda is not None else None)
-    ctx = cl.Context([device])
-    queue = cl.CommandQueue(ctx, device)
-    kernel = build_kernel(cl, ctx, device, spec, len(spec.args))
+    entry = shared(cl, device)
+    kernel = build_kernel(cl, entry, spec, len(spec.args))
     where = f"{device.name.strip()} ({device.platform.name.strip()})"
     layout = memory.layout
     if isinstance(memory, CudaMemory) and host:
@@ -281,7 +216,7 @@ def open_opencl(
             reason = f"{where} lacks {EXTERNAL_EXTENSION}"
         else:
             try:
-                runner = ExternalRunner(cl, ctx, queue, device, kernel, spec, memory)
+                runner = ExternalRunner(cl, entry, kernel, spec, memory)
             except (ProcessError, cl.Error) as exc:
                 reason = f"importing CUDA memory into OpenCL failed: {exc}"
             else:
@@ -289,8 +224,12 @@ def open_opencl(
                 return runner
     else:
         reason = "the pipeline's frames are in GL memory (no CUDA), which OpenCL cannot import"
-    host_fn = _HostKernel(cl, ctx, queue, kernel, spec, layout.src, layout.dst)
+    host_fn = _HostKernel(cl, entry, kernel, spec, layout.src, layout.dst)
     # On the CUDA path the copy is a fallback the user should hear about; on the host path it is the only way.
     level = logging.WARNING if isinstance(memory, CudaMemory) and not host else logging.INFO
     log.log(level, "%s on %s: copying each frame through host memory (%s)", label, where, reason)
-    return FunctionRunner(host_fn, label, memory, array="numpy", host=True, writes_out=True, on_close=host_fn.close)
+    try:
+        return FunctionRunner(host_fn, label, memory, array="numpy", host=True, writes_out=True, on_close=host_fn.close)
+    except BaseException:
+        host_fn.close()
+        raise
