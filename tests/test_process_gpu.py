@@ -17,7 +17,7 @@ from test_process import FPS, bars_rgba, seeded_model, torch_sobel
 
 import glrec
 from glrec.errors import ProcessOutputError
-from glrec.process import Boxes, Mask, OpenCLKernel, Overlay, Process
+from glrec.process import Boxes, Mask, OpenCLKernel, Overlay, Process, clcontext
 from glrec.process.memory import CudaMemory
 
 pytestmark = pytest.mark.gpu
@@ -186,7 +186,7 @@ def test_opencl_kernel_through_cuda_external_memory(tmp_path, caplog):
 
 def _no_growth(first, after, what):
     assert sum(after.values()) == sum(first.values()), (
-        f"{sum(first.values())} descriptors after the first recording, {sum(after.values())} after {what}; "
+        f"{sum(first.values())} descriptors after the warm-up, {sum(after.values())} after {what}; "
         f"new: {fd_growth(first, after)}; gone: {fd_growth(after, first)}"
     )
 
@@ -197,13 +197,15 @@ def test_opencl_recordings_in_one_process_cost_the_descriptors_of_one(tmp_path):
     cuda_torch()
     _nvidia_opencl()
     kernel = OpenCLKernel.from_file(FILTERS, "invert")
-    record(tmp_path / "0.mkv", kernel, n=2)
-    first, counts = open_fds(), cl_counts()
-    for i in range(1, 5):  # external memory and the host copy in turn, on the one shared context
-        record(tmp_path / f"{i}.mkv", kernel if i % 2 else Process(kernel, memory="host"), n=3)
+    record(tmp_path / "0.mkv", kernel, n=2)  # makes the shared context
+    record(tmp_path / "1.mkv", Process(kernel, memory="host"), n=2)  # and the host path's first use
+    first, counts, contexts = open_fds(), cl_counts(), [e.context for e in clcontext.entries()]
+    for i in range(2, 6):  # external memory and the host copy in turn, on the one shared context
+        record(tmp_path / f"{i}.mkv", Process(kernel, memory="host") if i % 2 else kernel, n=3)
     _no_growth(first, open_fds(), "four more (external memory, host copy, in turn)")
+    assert [e.context for e in clcontext.entries()] == contexts, "a recording made an OpenCL context of its own"
     assert cl_counts() == counts, f"OpenCL objects left alive (context, queue, [programs]): {counts} -> {cl_counts()}"
-    assert_planes_equal(tmp_path / "3.mkv", converted(inverted(bars_rgba(3, SIZE))))
+    assert_planes_equal(tmp_path / "4.mkv", converted(inverted(bars_rgba(3, SIZE))))  # external memory
 
 
 def test_cuda_path_recordings_leave_no_descriptors_behind(tmp_path):
