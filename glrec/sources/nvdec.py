@@ -5,11 +5,14 @@ bounded waits), the packets are put into Annex B where the codec needs it,
 and PyNvVideoCodec's low-level decoder (``CreateDecoder`` / ``Decode``)
 decodes them into its device surfaces. The worker copies each picture, GPU to
 GPU, into a free slot of a pool whose memory GL also sees as one buffer
-(:mod:`glrec.interop.vmm`: the shared handoff in reverse), waits for the copy
-on its CUDA stream, and queues the slot. On the GL thread the planes are
-unpacked from that buffer into textures (a copy inside GPU memory, no map,
-no host round trip) and converted to RGB like any other picture. A slot goes
-back to the pool once the GL fence after its unpack has signalled.
+(:mod:`glrec.interop.vmm`: the shared handoff in reverse), records the slot's
+CUDA event behind the copy and queues the slot without waiting for it, so the
+thread goes straight on to the next packet while the GPU copies. On the GL
+thread the event is waited for (long done, as a rule: decoding runs pictures
+ahead), the planes are unpacked from that buffer into textures (a copy inside
+GPU memory, no map, no host round trip) and converted to RGB like any other
+picture (:mod:`glrec.sources.nvdec_gl`). A slot goes back to the pool once the
+GL fence after its unpack has signalled.
 
 Needs an NVIDIA GPU with NVDEC, ``pip install glrec[nvdec]`` (PyNvVideoCodec,
 cuda-python) and the driver's ``GL_EXT_memory_object_fd``.
@@ -17,22 +20,22 @@ cuda-python) and the driver's ``GL_EXT_memory_object_fd``.
 
 from __future__ import annotations
 
+import functools
 import logging
-import threading
-from collections import deque
 from dataclasses import dataclass
+from time import perf_counter
 from typing import Any
 
 import av
 import moderngl
+import numpy as np
 
-from .._gl import Fence
-from ..errors import CudaError, UnsupportedInputError
+from ..errors import ConfigError, CudaError, UnsupportedInputError
 from .decode import DecodeWorker, Picture
 from .formats import FORMATS, PlaneFormat
 from .inputs import InputSpec, video_stream
+from .nvdec_gl import NvdecUploader
 from .nvdec_layout import caps_problem, plane_copies
-from .upload import PlaneTextures, unpack
 
 log = logging.getLogger("glrec")
 
@@ -58,7 +61,11 @@ def load_nvc() -> Any:
 
 @dataclass
 class NvPicture:
-    """A decoded picture in a pool slot: planes back to back, rows ``line_size`` bytes apart."""
+    """A decoded picture in a pool slot: planes back to back, rows ``line_size`` bytes apart.
+
+    ``ready`` is the CUDA event recorded after the copy that filled the slot; nothing may read the
+    slot before it has completed (:meth:`NvdecWorker.wait_ready`).
+    """
 
     slot: int
     fmt: PlaneFormat
@@ -68,6 +75,18 @@ class NvPicture:
     height: int
     colorspace: int
     color_range: int
+    ready: Any = None
+
+
+@dataclass
+class StageTimes:
+    """Seconds the decode thread spent per stage, summed over the pictures it queued (for the benchmarks)."""
+
+    demux: float = 0.0  # PyAV reading packets, and the Annex B bitstream filter
+    decode: float = 0.0  # PyNvVideoCodec's Decode: parsing, NVDEC, its copy out of the decoder surface
+    copy: float = 0.0  # queuing glrec's copies into the pool slot (the GPU runs them later)
+    wait: float = 0.0  # waiting for room in the queue or a free slot: the consumer was behind
+    pictures: int = 0
 
 
 @dataclass(frozen=True)
@@ -98,13 +117,21 @@ class NvdecWorker(DecodeWorker):
     """Demux with PyAV and decode with NVDEC on a thread; pictures are :class:`NvPicture` slots."""
 
     def __init__(self, spec: InputSpec, container: Any, *, depth: int = 4, retries: int = 3, cuda_device: int = 0,
-                 live: bool | None = None) -> None:  # fmt: skip
+                 live: bool | None = None, chroma_filter: str = "nearest") -> None:  # fmt: skip
         super().__init__(spec, container, depth=depth, retries=retries, live=live)
+        if chroma_filter not in ("nearest", "linear"):
+            raise ConfigError(f"Unknown chroma_filter {chroma_filter!r}. Valid: linear, nearest.")
+        self.chroma_filter = chroma_filter
+        self.times = StageTimes()
+        #: Seconds each step of making the worker took (import, cuda, caps, pool, decoder): for the benchmarks.
+        self.startup: dict[str, float] = {}
         from ..interop.cuda import CudaDevice
         from ..interop.pool import DevicePool
         from ..interop.vmm import SharedBuffer
 
+        step = perf_counter()
         self.nvc = load_nvc()
+        step = self._step("import", step)
         stream = video_stream(container, spec)
         ctx = stream.codec_context
         codec = ctx.codec.canonical_name  # the codec, not FFmpeg's decoder for it (libdav1d decodes av1)
@@ -118,12 +145,14 @@ class NvdecWorker(DecodeWorker):
         self.bits = max((c.bits for c in ctx.format.components), default=8) if ctx.format else 8
         self.colorspace, self.color_range = int(ctx.colorspace or 2), int(ctx.color_range or 0)
         self.device = CudaDevice.open(cuda_device)
+        step = self._step("cuda", step)
         self._counted = False
         self._packets_in = 0
         self._memory: Any = None
         self.pool: Any = None
         try:
             self._check_caps(ctx)
+            step = self._step("caps", step)
             # Worst case per slot: 4:4:4 at 16 bits, each plane 256-byte aligned for GL's buffer offsets.
             self.slot_bytes = (self.width * self.height * 6 + 4 * 256 + 255) // 256 * 256
             count = self.depth + 4  # queued + the one shown + fences in flight
@@ -131,22 +160,27 @@ class NvdecWorker(DecodeWorker):
             self._memory = SharedBuffer(None, self.device, self.slot_bytes * count)
             self.pool = DevicePool(self.device, self.slot_bytes, count, base=self._memory.address,
                                    stride=self.slot_bytes)  # fmt: skip
+            step = self._step("pool", step)
             self.decoder = self.nvc.CreateDecoder(
                 gpuid=self.device.ordinal, codec=getattr(self.nvc.cudaVideoCodec, NV_CODECS[codec]),
                 cudacontext=self.device.context_handle, cudastream=self.device.stream_handle, usedevicememory=True,
             )  # fmt: skip
+            self._step("decoder", step)
         except BaseException:
             self._closed()
             raise
+
+    def _step(self, name: str, since: float) -> float:
+        now = perf_counter()
+        self.startup[name] = now - since
+        return now
 
     def _check_caps(self, ctx: Any) -> None:
         nvc = self.nvc
         name = ctx.format.name if ctx.format else "yuv420p"
         sub = "Monochrome" if name.startswith("gray") else next((k for k in ("444", "422") if k in name), "420")
         try:
-            codec = getattr(nvc.cudaVideoCodec, NV_CODECS[self.codec])
-            chroma = nvc.cudaVideoChromaFormat.__members__[sub]
-            caps = nvc.GetDecoderCaps(gpuid=self.device.ordinal, codec=codec, chromaformat=chroma, bitdepth=self.bits)
+            caps = _decoder_caps(nvc, self.device.ordinal, NV_CODECS[self.codec], sub, self.bits)
         except Exception as exc:  # caps are advice: when the query fails, the decoder has the last word
             log.debug("GetDecoderCaps failed: %s", exc)
             return
@@ -158,7 +192,27 @@ class NvdecWorker(DecodeWorker):
     # -- the GL side -----------------------------------------------------------------------------
 
     def uploader(self, ctx: moderngl.Context) -> NvdecUploader:
-        return NvdecUploader(ctx, self)
+        return NvdecUploader(ctx, self, linear=self.chroma_filter == "linear")
+
+    def wait_ready(self, pic: NvPicture) -> None:
+        """Block until the copy that filled ``pic``'s slot has completed (any thread; cheap once it has)."""
+        from ..interop.cuda import call
+
+        if pic.ready is not None:
+            self.device.bind()
+            call("cuEventSynchronize", pic.ready)
+
+    def host_planes(self, pic: NvPicture) -> list[np.ndarray]:
+        """Copies of ``pic``'s planes in host memory, ``(rows, texels, components)`` each (tests, diagnostics)."""
+        from ..interop.cuda import call
+
+        self.wait_ready(pic)
+        out = []
+        for plane, offset, (comps, nbytes, _, _) in zip(pic.planes, pic.offsets, pic.fmt.textures, strict=True):
+            data = np.empty((plane.height, plane.line_size), np.uint8)
+            call("cuMemcpyDtoH", data.ctypes.data, self.pool.base + offset, data.nbytes)
+            out.append(data.view(np.uint16 if nbytes == 2 else np.uint8).reshape(plane.height, plane.width, comps))
+        return out
 
     # -- the worker thread -----------------------------------------------------------------------
 
@@ -172,17 +226,23 @@ class NvdecWorker(DecodeWorker):
         if self.codec in _HEADER_IN_EXTRADATA and stream.codec_context.extradata:
             header = bytes(stream.codec_context.extradata[_HEADER_IN_EXTRADATA[self.codec] :])
         self.device.bind()
-        for packet in container.demux(stream):
-            if self._stop:
-                return
+        packets = container.demux(stream)
+        times = self.times
+        while True:
+            started = perf_counter()
+            packet = next(packets, None)
+            if packet is None or self._stop:
+                break
             out = bsf.filter(packet if packet.size else None) if bsf is not None else ([packet] if packet.size else [])
+            times.demux += perf_counter() - started
             for p in out:
                 if header is not None:
                     p = av.Packet(header + bytes(p))  # the stream's headers, once, ahead of its first picture
                     p.pts = packet.pts
                     header = None
                 self._decode(p, tb)
-        self._decode(None, tb)  # end of stream: the decoder returns the pictures it still holds
+        if not self._stop:
+            self._decode(None, tb)  # end of stream: the decoder returns the pictures it still holds
 
     def _decode(self, packet: Any, tb: Any) -> None:
         data = self.nvc.PacketData()
@@ -196,7 +256,10 @@ class NvdecWorker(DecodeWorker):
         else:
             data.bsl_data, data.bsl = 0, 0
             data.decode_flag = self.nvc.VideoPacketFlag.ENDOFSTREAM
-        for frame in self.decoder.Decode(data):
+        started = perf_counter()
+        frames = self.decoder.Decode(data)
+        self.times.decode += perf_counter() - started
+        for frame in frames:
             if self._stop:
                 return
             self._take_frame(frame, tb)
@@ -204,6 +267,7 @@ class NvdecWorker(DecodeWorker):
     def _take_frame(self, frame: Any, tb: Any) -> None:
         from ..interop.cuda import call, driver
 
+        started = perf_counter()
         if not self._wait_for_room():
             return
         fmt_name = str(frame.format).rsplit(".", 1)[-1]
@@ -211,6 +275,8 @@ class NvdecWorker(DecodeWorker):
         slot = self._acquire_slot()
         if slot is None:
             return
+        copying = perf_counter()
+        self.times.wait += copying - started
         cu = driver()
         base = self.pool.address(slot)
         # The decoder finishes each picture (surface copy, post-processing) on its own stream events:
@@ -237,9 +303,15 @@ class NvdecWorker(DecodeWorker):
         except BaseException:
             self.pool.give_back(slot)
             raise
-        call("cuStreamSynchronize", self.device.stream)  # the slot is complete before GL may read it
+        # No wait here: the event marks when the slot is complete, and readers wait for it (wait_ready).
+        # PyNvVideoCodec refills its own output buffers on this same stream, so they are not
+        # overwritten before these copies have read them.
+        ready = self.pool.events[slot]
+        call("cuEventRecord", ready, self.device.stream)
         width, height = planes[0].width, planes[0].height
-        pic = NvPicture(slot, fmt, planes, offsets, width, height, self.colorspace, self.color_range)
+        pic = NvPicture(slot, fmt, planes, offsets, width, height, self.colorspace, self.color_range, ready)
+        self.times.copy += perf_counter() - copying
+        self.times.pictures += 1
         pts = frame.getPTS()
         self._put(pic, float(pts * tb) if tb is not None and not self._counted else None, None)
 
@@ -258,6 +330,12 @@ class NvdecWorker(DecodeWorker):
         self.pool.give_back(pic.frame.slot)
 
     def _closed(self) -> None:
+        device = getattr(self, "device", None)
+        if device is not None:
+            try:  # copies still queued read the decoder's buffers and write the pool: let them end first
+                device.synchronize()
+            except CudaError as exc:
+                log.debug("NVDEC: synchronising before release failed: %s", exc)
         decoder = getattr(self, "decoder", None)
         self.decoder = None
         del decoder  # PyNvVideoCodec frees its session when the object goes
@@ -267,63 +345,19 @@ class NvdecWorker(DecodeWorker):
         memory, self._memory = self._memory, None
         if memory is not None:
             memory.release()
-        device = getattr(self, "device", None)
         if device is not None:
             device.release()
 
 
-class NvdecUploader:
-    """GL side of :class:`NvdecWorker`: the pool as a GL buffer, unpacked into plane textures per picture."""
+@functools.lru_cache(maxsize=64)
+def _decoder_caps(nvc: Any, ordinal: int, codec: str, chroma: str, bits: int) -> Any:
+    """PyNvVideoCodec's capability answer, asked once per process and stream kind.
 
-    def __init__(self, ctx: moderngl.Context, worker: NvdecWorker) -> None:
-        self.ctx = ctx
-        self.worker = worker
-        self._buffer = worker._memory.attach(ctx)
-        self._planes: PlaneTextures | None = None
-        self._in_flight: deque[tuple[int, Fence]] = deque()
-        self._lock = threading.Lock()
-
-    @property
-    def planes(self) -> list[moderngl.Texture]:
-        return self._planes.textures if self._planes is not None else []
-
-    @property
-    def sizes(self) -> list[tuple[int, int]]:
-        return self._planes.sizes if self._planes is not None else []
-
-    def upload(self, pic: NvPicture) -> PlaneFormat:
-        self._retire()
-        sizes = [(p.width, p.height) for p in pic.planes]
-        if self._planes is None or self._planes.fmt != pic.fmt or self._planes.sizes != sizes:
-            if self._planes is not None:
-                self._planes.release()
-            self._planes = PlaneTextures(self.ctx, pic.fmt, sizes, linear=False)
-        unpack(self._buffer.glo, self._planes.textures, pic.planes, pic.offsets, pic.fmt)
-        self._in_flight.append((pic.slot, Fence()))
-        return pic.fmt
-
-    def _retire(self, keep: int = 1) -> None:
-        """Give back every slot but the newest ``keep``, once the GPU has finished unpacking them.
-
-        The newest is the picture shown: it may be unpacked again (when mipmaps are turned on), so it
-        stays. The older ones' unpacks were queued a frame or more ago, so the fence wait is short;
-        waiting here (not on the decode thread, which cannot touch GL) keeps the slots GL holds at
-        two at most, so the decoder never runs out while the GL thread waits for it.
-        """
-        while len(self._in_flight) > keep:
-            slot, fence = self._in_flight[0]
-            fence.wait()
-            self._in_flight.popleft()
-            if self.worker.pool is not None:
-                self.worker.pool.give_back(slot)
-
-    def release(self) -> None:
-        self._retire(keep=0)
-        planes, self._planes = self._planes, None
-        if planes is not None:
-            planes.release()
-        if self.worker._memory is not None:
-            self.worker._memory.detach()  # GL lets go first; the worker frees the CUDA memory
+    The query makes and destroys a CUDA context of its own (tenths of a second), and a looped or
+    rewound input opens a new worker each time; the answer does not change while the process runs.
+    """
+    return nvc.GetDecoderCaps(gpuid=ordinal, codec=getattr(nvc.cudaVideoCodec, codec),
+                              chromaformat=nvc.cudaVideoChromaFormat.__members__[chroma], bitdepth=bits)  # fmt: skip
 
 
 def nvdec_problem() -> str | None:
@@ -337,4 +371,4 @@ def nvdec_problem() -> str | None:
         return str(exc)
 
 
-__all__ = ["NV_CODECS", "NvdecUploader", "NvdecWorker", "nvdec_problem"]
+__all__ = ["NV_CODECS", "NvPicture", "NvdecUploader", "NvdecWorker", "StageTimes", "nvdec_problem"]

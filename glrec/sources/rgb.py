@@ -46,6 +46,7 @@ class RgbPass:
         self.texture: moderngl.Texture | None = None
         self._fbo: moderngl.Framebuffer | None = None
         self._key: tuple[object, ...] | None = None
+        self._exact: dict[int, int] = {}  # program -> the exact_codes value it holds
         self.colour_name = ""
 
     def configure(self, fmt: PlaneFormat, colorspace: int, full_range: bool, size: tuple[int, int],
@@ -65,6 +66,7 @@ class RgbPass:
         values = {
             "fixed_value": tuple(float(v) for v in fmt.constants(neutral)),
             "value_scale": fmt.value_scale(),
+            **code_uniforms(fmt),
             "is_rgb": int(fmt.rgb),
             "yuv_matrix": tuple(float(v) for v in conv.matrix.T.reshape(-1)),
             "yuv_offset": tuple(float(v) for v in conv.offset),
@@ -119,7 +121,12 @@ class RgbPass:
 
     def draw(self, planes: list[moderngl.Texture]) -> None:
         """Convert ``planes`` straight into the bound framebuffer's viewport (no texture in between)."""
-        assert self._vao is not None, "configure() first"
+        assert self._vao is not None and self._prog is not None, "configure() first"
+        # Stored samples (nearest filtering) are read back as their integer codes; filtered ones are scaled.
+        exact = int(all(tex.filter[0] == moderngl.NEAREST for tex in planes))
+        if self._exact.get(self._prog.glo) != exact:
+            self._exact[self._prog.glo] = exact
+            self._prog["exact_codes"].value = exact  # type: ignore[union-attr]
         for unit, tex in enumerate(planes):
             tex.use(unit)
         self._vao.render(moderngl.TRIANGLES, vertices=3)
@@ -138,10 +145,25 @@ class RgbPass:
         """Release the output texture and the program. Safe twice."""
         self._release_output()
         programs, self._programs = self._programs, {}
+        self._exact.clear()
         for prog, vao in programs.values():
             vao.release()
             prog.release()
         self._prog = self._vao = None
+
+
+def code_uniforms(fmt: PlaneFormat) -> dict[str, float]:
+    """How the shader turns a nearest-sampled texture value back into the sample's code (see yuv_to_rgb.frag).
+
+    ``unorm_max`` undoes the texture's normalisation, ``code_div`` drops the low bits of a
+    high-aligned 16-bit sample (P010/P016) and ``code_top`` is the code range, ``2**bits - 1``.
+    """
+    nbytes = fmt.textures[0][1]
+    return {
+        "unorm_max": 255.0 if nbytes == 1 else 65535.0,
+        "code_div": float(1 << (16 - fmt.bits)) if fmt.msb and nbytes == 2 else 1.0,
+        "code_top": float((1 << fmt.bits) - 1),
+    }
 
 
 def fetch_code(fmt: PlaneFormat) -> str:

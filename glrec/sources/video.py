@@ -166,7 +166,8 @@ class VideoSource:
         if self.decoder == "nvdec":
             from .nvdec import NvdecWorker
 
-            self._worker = NvdecWorker(self.spec, container, cuda_device=self.cuda_device, **kw)
+            self._worker = NvdecWorker(self.spec, container, cuda_device=self.cuda_device,
+                                       chroma_filter=self.chroma_filter, **kw)  # fmt: skip
         else:
             self._worker = DecodeWorker(self.spec, container, **kw)
         self._worker.start()
