@@ -2,10 +2,13 @@
 
 The planes hold the picture as the decoder wrote it (rows top-down, chroma at
 its own resolution and bit depth). A full-screen pass with
-``shaders/yuv_to_rgb.frag`` samples them (bilinear, so chroma is upsampled by
-the texture unit), applies the YUV -> RGB matrix and writes rows bottom-up,
-the row order of glrec's render targets: the texture can be drawn, sampled by
-a scene (``uv.y`` up) or handed to the convert stage like any rendered frame.
+``shaders/yuv_to_rgb.frag`` samples them (nearest: each pixel gets the chroma
+sample it was coded with, read back as its integer code, so the same samples
+give the same RGB whichever layout held them, FFmpeg's planar or NVDEC's
+NV12/P016; linear: the texture unit interpolates chroma), applies the
+YUV -> RGB matrix and writes rows bottom-up, the row order of glrec's render
+targets: the texture can be drawn, sampled by a scene (``uv.y`` up) or handed
+to the convert stage like any rendered frame.
 """
 
 from __future__ import annotations
