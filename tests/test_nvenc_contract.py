@@ -381,6 +381,20 @@ def test_the_probe_opens_one_session_and_forgets_failures(contract):
     assert [r["event"] for r in nvenc if r["event"] in ("open", "destroy")] == ["open", "open", "destroy"]
 
 
+job(
+    "probe-permanent",
+    kind="probe",
+    steps=[{"env": {"GLREC_FAKE_NVENC_OPEN_STATUS": "2"}}, {"env": {"GLREC_FAKE_NVENC_OPEN_STATUS": None}}, {}],
+)
+
+
+def test_a_gpu_without_nvenc_is_probed_once(contract):
+    # Each failed session leaks PyNvVideoCodec's CUDA context (16 device files on an H200): probe such a GPU once.
+    got, nvenc, _, _ = contract("probe-permanent")
+    assert all("NV_ENC_ERR_UNSUPPORTED_DEVICE" in p for p in got["problems"]), got["problems"]
+    assert [r["event"] for r in nvenc if r["event"] in ("open", "destroy")] == ["open"]
+
+
 for _size in ([64, 64], [128, 96]):
     job(
         f"min-size-{_size[0]}",

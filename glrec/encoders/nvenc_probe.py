@@ -8,9 +8,14 @@ turns every such failure into :class:`~glrec.errors.EncoderUnavailableError`, so
 
 The probe, :func:`nvenc_caps`, is one ``GetEncoderCaps`` call: it opens one NVENC
 session, reads the encoder's limits (minimum and maximum size, B-frames,
-lossless, 4:4:4) and closes it. Successes are cached per codec and device;
-failures are not, so a transient one (the session limit of a consumer GPU, say)
-is probed again next time.
+lossless, 4:4:4) and closes it. Successes are cached per codec and device, and
+so are the failures that cannot change while the process runs (no NVENC device,
+a GPU without NVENC, a driver too old: :data:`PERMANENT_CODES`): every failed
+session leaks the CUDA context PyNvVideoCodec made for it (16 descriptors of
+``/dev/nvidia0`` and 2 eventfds per probe, measured on an H200 with driver 580),
+so a process recording again and again with ``--encoder auto`` on such a GPU
+must probe once. Transient failures (the session limit of a consumer GPU, say)
+are probed again next time.
 """
 
 from __future__ import annotations
@@ -59,6 +64,8 @@ _STATUS: dict[int, tuple[str, str]] = {
 }
 #: Codes that mean "no NVENC here" (fall back) rather than "a setting is wrong" (fix it).
 UNAVAILABLE_CODES = (1, 2, 10, 15)
+#: Of those, the ones that stay true for the life of the process (cached by :func:`nvenc_caps`).
+PERMANENT_CODES = (1, 2, 15)
 
 
 def explain_nvenc_error(exc: BaseException) -> tuple[int | None, str]:
@@ -131,6 +138,7 @@ class NvencCaps:
 
 
 _cache: dict[tuple[str, int], NvencCaps] = {}
+_failed: dict[tuple[str, int], str] = {}  # permanent failures: the message
 _lock = threading.Lock()
 
 
@@ -142,11 +150,17 @@ def nvenc_caps(codec: str, ordinal: int) -> NvencCaps:
     with _lock:
         if (codec, ordinal) in _cache:
             return _cache[codec, ordinal]
+        if (codec, ordinal) in _failed:
+            raise EncoderUnavailableError(_failed[codec, ordinal])
     nvc = load_pynvvideocodec()
     try:
         caps = NvencCaps.from_dict(codec, dict(nvc.GetEncoderCaps(gpuid=ordinal, codec=codec)))
     except Exception as exc:
-        raise EncoderUnavailableError(explain_nvenc_error(exc)[1]) from exc
+        code, message = explain_nvenc_error(exc)
+        if code in PERMANENT_CODES:
+            with _lock:
+                _failed[codec, ordinal] = message
+        raise EncoderUnavailableError(message) from exc
     if caps.max_size[0] <= 0 or caps.max_size[1] <= 0:
         raise EncoderUnavailableError(f"this GPU's NVENC does not encode {codec} (its caps report no picture size)")
     with _lock:
