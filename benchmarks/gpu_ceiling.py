@@ -371,7 +371,7 @@ def _special_pool(args: argparse.Namespace, device: Any, nbytes: int, count: int
 
 def nvjpeg_alone(
     args: argparse.Namespace, batch: int = 1, copy: bool = True, stream: bool = False, mux: bool = False,
-    backend: str | None = None, options: str | None = None, memory: str = "plain",
+    backend: str | None = None, options: str | None = None, memory: str = "plain", fresh: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     from glrec.convert import PlaneLayout
     from glrec.encoders.nvjpeg import _params, load_nvimgcodec
@@ -408,6 +408,8 @@ def nvjpeg_alone(
                     with clocks.wall("render") if clocks else _nothing():
                         _TURNS["render"](32)
                 chunk = [images[(i + k) % len(images)] for k in range(batch)]
+                if fresh:
+                    chunk = [nvimgcodec.as_image(frames[(i + k) % len(frames)]) for k in range(batch)]
                 with clocks.wall("encode") if clocks else _nothing():
                     streams = encoder.encode(chunk, "jpeg", params=params, **extra)
                 with clocks.wall("copy") if clocks else _nothing():
@@ -428,9 +430,12 @@ def nvjpeg_alone(
 
 
 def recorder(args: argparse.Namespace, mux: bool = True, handoff: str = "shared", batch: int | None = 1,
-             phased: bool | None = False) -> dict[str, Any]:  # fmt: skip
+             phased: bool | None = False, reuse_images: bool = True) -> dict[str, Any]:  # fmt: skip
     import glrec
+    from glrec.encoders import nvjpeg
     from glrec.interop import handoff as handoffs
+
+    nvjpeg.REUSE_IMAGES = reuse_images
     from glrec.scenes import load_scene
 
     # The shared handoff's batch and phasing fixed (None: glrec's defaults, as users get them).
