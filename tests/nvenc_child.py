@@ -164,7 +164,8 @@ def run_one(job: dict, work: Path, env: dict[str, str | None]) -> dict:
     saved = {k: os.environ.get(k) for k in env}
     probe_module = sys.modules.get("glrec.encoders.nvenc_probe")
     if probe_module is not None:
-        probe_module._cache.clear()  # a fresh process knows no caps yet
+        probe_module._cache.clear()  # a fresh process knows no caps yet, nor failures
+        probe_module._failed.clear()
     try:
         for k, v in env.items():
             if v is None:
