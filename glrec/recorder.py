@@ -7,8 +7,8 @@ The chain is context -> source -> target -> process -> convert -> handoff -> enc
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,7 +20,6 @@ from .lifecycle import frame_gate
 from .recording import Recording
 from .scenes import Scene, load_scene
 from .scenes.base import close_scene
-from .sinks import Sink
 from .sources.frames import inspect_frame
 
 log = logging.getLogger("glrec")
@@ -84,18 +83,12 @@ class Recorder(Recording):
     ...     rec.write(env.render())          # H x W x 3 uint8, top row first
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        overwrite: bool = False,
-        sink: Sink | None = None,
-        sink_options: dict[str, Any] | None = None,
-        **options: object,
-    ) -> None:
-        self._scenes: dict[int, Scene] = {}
-        self._capture: Capture | None = None
-        super().__init__(path, overwrite=overwrite, sink=sink, sink_options=sink_options, **options)
+    _capture: Capture | None = None  # made at the first capture()
+
+    @functools.cached_property
+    def _scenes(self) -> dict[int, Scene]:
+        """The scenes :meth:`render` set up, by ``id`` of what named them; closed with the recording."""
+        return {}
 
     @property
     def ctx(self) -> moderngl.Context:
