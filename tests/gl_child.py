@@ -54,6 +54,16 @@ def both_orders(library, open_renderer, shot, folder):
         before = shot(renderer)
         yield order, renderer, before, rec or glrec.Recorder(path, size=(64, 64))
 
+# What both_orders' caller saw: the library's frames during and after the recording against its first.
+def frames_alongside(before, during, after, result):
+    return dict(
+        mean=float(before.mean()),
+        same_during=all(bool((f == before).all()) for f in during),
+        same_after=bool((after == before).all()),
+        frames=result.frames,
+        decoded=len(decode(result.path)),
+    )
+
 # Record the count frames draw(i) makes in the current context: the figures for assert_recorded_its_context.
 def record_current_context(path, size, draw, count):
     import glrec
@@ -79,6 +89,14 @@ def record_current_context(path, size, draw, count):
         distinct=psnr(frames[0], frames[-1]),
     ), frames
 """
+
+
+def assert_frames_alongside(out: dict[str, Any], count: int, library: str) -> None:
+    """What :func:`frames_alongside` (in the child) measured, in both orders: a picture, unchanged; every frame."""
+    for order, r in out.items():
+        assert r["mean"] > 20, f"{order}: {library}'s frame is black"
+        assert r["same_during"] and r["same_after"], f"{order}: {library}'s frames changed: {r}"
+        assert r["frames"] == r["decoded"] == count, f"{order}: {r}"
 
 
 def assert_recorded_its_context(out: dict[str, Any], count: int, library: str) -> None:

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import pytest
-from gl_child import assert_recorded_its_context, need, run_child
+from gl_child import assert_frames_alongside, assert_recorded_its_context, need, run_child
 
 pytestmark = pytest.mark.gl
 
@@ -53,22 +53,13 @@ for order, renderer, before, rec in both_orders("mujoco", lambda: mujoco.Rendere
         during.append(shot(renderer))
     result = rec.close()
     after = shot(renderer)
-    results[order] = dict(
-        before_mean=float(before.mean()),
-        same_during=all(bool((f == before).all()) for f in during),
-        same_after=bool((after == before).all()),
-        glrec_frames=result.frames,
-        decoded=len(decode(result.path)),
-    )
+    results[order] = frames_alongside(before, during, after, result)
     renderer.close()
 done(**results)
 """,
         MUJOCO_ENV,
     )
-    for order, r in out.items():
-        assert r["before_mean"] > 20, f"{order}: MuJoCo's frame is black"
-        assert r["same_during"] and r["same_after"], f"{order}: MuJoCo's frames changed: {r}"
-        assert r["glrec_frames"] == r["decoded"] == 4, f"{order}: {r}"
+    assert_frames_alongside(out, 4, "MuJoCo")
 
 
 def test_recording_mujocos_context_matches_its_frames(tmp_path) -> None:

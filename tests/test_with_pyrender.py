@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import pytest
-from gl_child import assert_recorded_its_context, need, run_child
+from gl_child import assert_frames_alongside, assert_recorded_its_context, need, run_child
 
 pytestmark = pytest.mark.gl
 
@@ -65,21 +65,12 @@ for order, renderer, before, rec in both_orders("pyrender", lambda: pyrender.Off
     after = shot(renderer)
     renderer.delete()
     result = rec.close()
-    results[order] = dict(
-        mean=float(before.mean()),
-        same_during=all(bool((f == before).all()) for f in during),
-        same_after=bool((after == before).all()),
-        frames=result.frames,
-        decoded=len(decode(result.path)),
-    )
+    results[order] = frames_alongside(before, during, after, result)
 done(**results)
 """,
         PYRENDER_ENV,
     )
-    for order, r in out.items():
-        assert r["mean"] > 20, f"{order}: pyrender's frame is black"
-        assert r["same_during"] and r["same_after"], f"{order}: {r}"
-        assert r["frames"] == r["decoded"] == 5, f"{order}: {r}"
+    assert_frames_alongside(out, 5, "pyrender")
 
 
 def test_recording_pyrenders_context_matches_its_frames(tmp_path) -> None:
