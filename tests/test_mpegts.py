@@ -88,6 +88,17 @@ def test_short_files_are_padded_with_null_packets_and_long_ones_are_not(gl, tmp_
     assert len(_decoded(short)) == 2
 
 
+@pytest.mark.parametrize("bframes, start", [(0, 0), (None, 2)])
+def test_frame_i_is_shown_at_i_over_fps_from_the_reorder_delay(gl, tmp_path, bframes, start):
+    """A TS decode time cannot be negative, so with B-frames (x264 veryfast: 2 frames of delay) the first
+    frame is stamped at that delay; without them at 0. Players start at the first frame either way."""
+    path = tmp_path / "t.ts"
+    glrec.record("bars", path, size=(64, 64), fps=FPS, frames=8, bframes=bframes, encoder="cpu")
+    with av.open(str(path)) as c:
+        times = [float(f.time) for f in c.decode(video=0)]
+    assert times == pytest.approx([(start + i) / FPS for i in range(8)], abs=1e-4)
+
+
 def test_cli_records_ts(gl, tmp_path):
     out = tmp_path / "cli.ts"
     assert main(["record", "bars", "-o", str(out), "--size", "64x48", "--frames", "12", "-q"]) == 0
