@@ -28,22 +28,21 @@ from glrec.bench import pipeline, runner
 from glrec.bench.config import parse_list, parse_sizes
 from glrec.bench.spec import RowSpec, row
 from glrec.colour import ColourSpec
-from glrec.convert.compute import ComputePass
+from glrec.convert.compute import ComputeStage
 from glrec.convert.layout import PlaneLayout
 
 BEFORE_SHADER = Path(__file__).resolve().parent / "before" / "convert_yuv_bytes.comp"
 VARIANTS = ("before", "after")
 
 
-class ByteConverter:
+class ByteConverter(ComputeStage):
     """The convert stage as it was: one texture component per plane byte, one store per byte."""
 
     GROUP = 8
 
     def __init__(self, ctx: moderngl.Context, src_size: tuple[int, int], dst_size: tuple[int, int], pix_fmt: str,
                  colour: ColourSpec) -> None:  # fmt: skip
-        self.ctx = ctx
-        self.layout = PlaneLayout.for_format(pix_fmt, *dst_size)
+        layout = PlaneLayout.for_format(pix_fmt, *dst_size)
         sub = 1 if pix_fmt == "yuv444p" else 2
         first, _, rest = BEFORE_SHADER.read_text().partition("\n")
         defines = f"#define SUB_X {sub}\n#define SUB_Y {sub}\n#define INTERLEAVED {int(pix_fmt == 'nv12')}\n"
@@ -55,18 +54,8 @@ class ByteConverter:
         }  # fmt: skip
         for name, value in values.items():
             shader[name].value = value
-        self._pass = ComputePass(ctx, shader, self.GROUP, self.layout.planes[1][:2])
-        self.planes = self.new_planes()
-
-    def new_planes(self) -> list[moderngl.Texture]:
-        return [self.ctx.texture((w, h), c, dtype="f1") for w, h, c in self.layout.planes]
-
-    def run(self, source: moderngl.Texture) -> None:
-        self._pass.run(source, self.planes)
-
-    def release(self) -> None:
-        self._pass.release(self.planes)
-        self.planes = []
+        # One byte a texel: the planes' own sizes, not the packed textures'.
+        super().__init__(ctx, layout, shader, self.GROUP, layout.planes[1][:2], textures=layout.planes)
 
 
 def _register(name: str) -> None:

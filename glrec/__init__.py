@@ -10,26 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .errors import (
-    ConfigError,
-    ContextError,
-    ContextThreadError,
-    CudaError,
-    DatasetError,
-    DeviceError,
-    DiskFullError,
-    EncoderError,
-    EncoderUnavailableError,
-    GlrecError,
-    InputError,
-    InputNotFoundError,
-    InputTimeoutError,
-    OutputError,
-    OutputExistsError,
-    SceneError,
-    ShaderError,
-    UnsupportedInputError,
-)
+from . import errors
+from .errors import *  # noqa: F403  # every error class; the list is glrec.errors.__all__
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -58,27 +40,10 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "ConfigError",
-    "ContextError",
-    "ContextThreadError",
-    "CudaError",
-    "DatasetError",
-    "DeviceError",
-    "DiskFullError",
-    "EncoderError",
-    "EncoderUnavailableError",
-    "GlrecError",
-    "InputError",
-    "InputNotFoundError",
-    "InputTimeoutError",
-    "OutputError",
-    "OutputExistsError",
+    *errors.__all__,
     "RecordResult",
     "Recorder",
     "Scene",
-    "SceneError",
-    "ShaderError",
-    "UnsupportedInputError",
     "VideoSource",
     "__version__",
     "load_scene",

@@ -1,11 +1,13 @@
 """Every option, declared once.
 
-Each option is one dataclass field made by :func:`option`: its type and default
-are the field's, and its metadata holds the help text, the CLI flag and the
-parser that validates it. :class:`VideoOptions` (how frames become a stream),
+Each option is one dataclass field made by :func:`~glrec.declare.option`: its
+type and default are the field's, and its metadata holds the help text, the CLI
+flag and the parser that validates it (:mod:`glrec.declare` is how a
+declaration works). :class:`VideoOptions` (how frames become a stream),
 :class:`PipelineOptions` (how the chain is built) and :class:`LengthOptions`
-(how long a recording is) are the three tables; ``Recorder``'s keywords, every
-subcommand's flags (:func:`add_flags`) and the option reference
+(how long a recording is) are the three tables (:class:`InputOptions` a
+fourth, for video inputs); ``Recorder``'s keywords, every subcommand's flags
+(:func:`~glrec.declare.add_flags`) and the option reference
 (``python -m glrec.options``, ``docs/options.md``) are derived from them, so
 the Python API and the CLI accept the same values and share their defaults.
 
@@ -16,13 +18,14 @@ through the pipeline's plan, still before any GL object exists.
 
 from __future__ import annotations
 
-import argparse
-import difflib
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import MISSING, Field, dataclass, field, fields, replace
-from typing import Any, Literal, TypeVar
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from .colour import ColourSpec, Matrix, Range
+from .declare import OptionTable, add_flags, declared, option, unknown_option, values_from_args
+from .declare import flag as _flag
+from .declare import reference as _reference
 from .errors import ConfigError
 from .values import (
     _boolean,
@@ -32,13 +35,14 @@ from .values import (
     check_number,
     parse_bitrate,
     parse_encoder_options,
+    parse_fps,
     parse_size,
 )
 
 __all__ = [
     "DEFAULT_SECONDS", "InputOptions", "LengthOptions", "PipelineOptions", "VideoOptions", "add_flags", "check_choice",
-    "check_number", "frame_count", "option", "parse_bitrate", "parse_fps", "parse_size", "split_options",
-    "values_from_args",
+    "check_number", "declared", "frame_count", "option", "parse_bitrate", "parse_fps", "parse_size", "reference",
+    "split_options", "values_from_args",
 ]  # fmt: skip
 
 Codec = Literal["h264", "hevc", "av1", "mjpeg"]
@@ -52,11 +56,8 @@ ContextMode = Literal["own", "current"]  # glrec's own EGL context, or the one c
 ArrayConvert = Literal["auto", "gl", "cpu"]
 
 SUBSAMPLED: frozenset[str] = frozenset({"yuv420p", "nv12"})
-MIN_FPS, MAX_FPS = 0.01, 1000.0
 MAX_SECONDS = 366 * 24 * 3600.0  # a year of video: anything longer is a typo, not a plan
 DEFAULT_SECONDS = 5.0  # the length of a recording given neither seconds nor frames
-
-T = TypeVar("T")
 
 
 def _process(value: object) -> Any:
@@ -65,91 +66,8 @@ def _process(value: object) -> Any:
     return parse_process(value)
 
 
-def parse_fps(value: object) -> float:
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        fps = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError):
-        raise ConfigError(f"fps {value!r} is not a number; use e.g. 30 or 59.94.") from None
-    if not MIN_FPS <= fps <= MAX_FPS:  # also NaN and inf
-        raise ConfigError(f"fps {fps} must be above 0 ({MIN_FPS:g} at least) and at most {MAX_FPS:g}; use e.g. 30.")
-    return fps
-
-
-# -- declaration -----------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
-class OptionSpec:
-    """What :func:`option` records beside a field's type and default."""
-
-    help: str
-    parse: Callable[[Any], Any]
-    flags: tuple[str, ...]  # CLI spellings; empty: Python only
-    metavar: str | None
-    boolean: bool
-    repeat: bool  # the flag may be given several times (a list)
-
-
-def option(
-    default: Any,
-    help: str,
-    parse: Callable[[Any], Any],
-    *,
-    flags: tuple[str, ...] | None = None,
-    metavar: str | None = None,
-    boolean: bool = False,
-    repeat: bool = False,
-    default_factory: Callable[[], Any] | None = None,
-) -> Any:
-    """Declare one option: a dataclass field with its help text, CLI flag(s) and parser."""
-    spec = OptionSpec(help, parse, flags if flags is not None else (), metavar, boolean, repeat)
-    if default_factory is not None:
-        return field(default_factory=default_factory, metadata={"glrec": spec})
-    return field(default=default, metadata={"glrec": spec})
-
-
-def _flag(name: str) -> tuple[str, ...]:
-    return ("--" + name.replace("_", "-"),)
-
-
-def declared(cls: type) -> list[tuple[Field[Any], OptionSpec]]:
-    """The options a table declares, in declaration order."""
-    return [(f, f.metadata["glrec"]) for f in fields(cls) if "glrec" in f.metadata]
-
-
-class _Table:
-    """Shared behaviour of the option tables: build from keywords, list names, replace."""
-
-    @classmethod
-    def names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f, _ in declared(cls))
-
-    @classmethod
-    def parse(cls: type[T], values: Mapping[str, object]) -> T:
-        """Check each given value with its option's parser; the rest keep their defaults."""
-        known = {f.name: spec for f, spec in declared(cls)}
-        checked: dict[str, Any] = {}
-        for name, value in values.items():
-            if name not in known:
-                raise unknown_option(name, known)
-            checked[name] = None if value is None else known[name].parse(value)
-        return cls(**{k: v for k, v in checked.items() if v is not None})
-
-    def with_(self: T, **changes: object) -> T:
-        return replace(self, **changes)  # type: ignore[type-var]
-
-
-def unknown_option(name: str, valid: Iterable[str]) -> ConfigError:
-    valid = sorted(valid)
-    close = difflib.get_close_matches(name, valid, n=1)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
-    return ConfigError(f"Unknown option {name!r}.{hint} Valid: {', '.join(valid)}.")
-
-
-@dataclass(frozen=True)
-class VideoOptions(_Table):
+class VideoOptions(OptionTable):
     """How frames become a stream. Build with :meth:`create`; every field is one option."""
 
     size: tuple[int, int] = option(
@@ -289,7 +207,7 @@ class VideoOptions(_Table):
 
 
 @dataclass(frozen=True)
-class PipelineOptions(_Table):
+class PipelineOptions(OptionTable):
     """How the chain is built: which devices, which handoff, how deep the queues are."""
 
     handoff: HandoffName = option(
@@ -328,7 +246,7 @@ class PipelineOptions(_Table):
 
 
 @dataclass(frozen=True)
-class LengthOptions(_Table):
+class LengthOptions(OptionTable):
     """How long a recording is: ``seconds`` or ``frames`` (neither: :data:`DEFAULT_SECONDS`)."""
 
     seconds: float | None = option(
@@ -357,7 +275,7 @@ DecoderName = Literal["auto", "cpu", "nvdec"]
 
 
 @dataclass(frozen=True)
-class InputOptions(_Table):
+class InputOptions(OptionTable):
     """How a video input (file, image, stream, camera) is read and drawn over, and Shadertoy channels."""
 
     overlay: str | None = option(
@@ -422,64 +340,10 @@ def split_options(values: Mapping[str, object]) -> tuple[dict[str, object], dict
     return video, pipeline
 
 
-# -- CLI -------------------------------------------------------------------------------------------
-
-
-def add_flags(
-    parser: argparse.ArgumentParser,
-    *tables: type,
-    title: str | None = None,
-    help_overrides: Mapping[str, str] | None = None,
-) -> None:
-    """Add every option of ``tables`` that has a flag; values stay None unless given (defaults live here).
-
-    ``help_overrides`` replaces an option's help for one command (e.g. what no length means there).
-    """
-    group = parser.add_argument_group(title) if title else parser
-    for table in tables:
-        for f, spec in declared(table):
-            if not spec.flags:
-                continue
-            default = "" if f.default in (None, (), MISSING) else f" (default {_shown(f.default)})"
-            text = (help_overrides or {}).get(f.name, spec.help + default)
-            kwargs: dict[str, Any] = {"dest": f.name, "default": None, "help": text}
-            if spec.boolean:
-                kwargs["action"] = "store_true"
-            else:
-                kwargs["metavar"] = spec.metavar or f.name.upper()
-                if spec.repeat:
-                    kwargs["action"] = "append"
-            group.add_argument(*spec.flags, **kwargs)
-
-
-def values_from_args(args: argparse.Namespace, *tables: type) -> dict[str, Any]:
-    """The options of ``tables`` given on the command line (unset ones left out, so defaults apply)."""
-    out: dict[str, Any] = {}
-    for table in tables:
-        for f, spec in declared(table):
-            if spec.flags and getattr(args, f.name, None) is not None:
-                out[f.name] = getattr(args, f.name)
-    return out
-
-
-def _shown(value: object) -> str:
-    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
-        return f"{value[0]}x{value[1]}"
-    return str(value)
-
-
 def reference() -> str:
     """The option reference in Markdown (``python -m glrec.options > docs/options.md``)."""
-    lines = ["# glrec options", "", "Generated from `glrec/options.py` (`python -m glrec.options`).", ""]
-    for table in (VideoOptions, PipelineOptions, LengthOptions, InputOptions):
-        lines += [f"## {table.__name__}", "", (table.__doc__ or "").strip(), ""]
-        lines += ["| keyword | CLI | default | meaning |", "|---|---|---|---|"]
-        for f, spec in declared(table):
-            flags = ", ".join(f"`{s}`" for s in spec.flags) or "(Python only)"
-            default = "—" if f.default in (None, MISSING) else f"`{_shown(f.default)}`"
-            lines.append(f"| `{f.name}` | {flags} | {default} | {spec.help.replace('%%', '%')} |")
-        lines.append("")
-    return "\n".join(lines)
+    tables = (VideoOptions, PipelineOptions, LengthOptions, InputOptions)
+    return _reference(tables, "Generated from `glrec/options.py` (`python -m glrec.options`).")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,38 +1,31 @@
-"""The Recorder: owns the chain context -> source -> target -> process -> convert -> handoff -> encoder -> sink."""
+"""The Recorder: frames in (rendered, captured, written or drawn), each handed to its chain.
+
+The chain is context -> source -> target -> process -> convert -> handoff -> encoder -> sink
+(:mod:`glrec.pipeline`); building it and finishing the file once are :mod:`glrec.recording`'s.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
-import os
-import threading
-import time
 from collections.abc import Iterator
-from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
 import moderngl
 
 from .capture import Capture
-from .context import GLContext
-from .errors import ConfigError, ContextThreadError, GlrecError, SceneError
-from .frame import HostFrame
-from .lifecycle import deferred_signals, frame_gate, track, untrack
-from .options import PipelineOptions, VideoOptions, split_options
-from .pipeline import StageTimers, build_pipeline, timed
-from .result import RecordResult
+from .errors import ConfigError, GlrecError, SceneError
+from .lifecycle import frame_gate
+from .recording import Recording
 from .scenes import Scene, load_scene
-from .sinks import Sink, open_sink
-from .sinks.paths import check_output_path
-from .sinks.registry import OutputKind, custom_output, output_kind
-from .sources.frames import CudaFrameIn, FrameIn, inspect_frame
-from .worker import EncodeWorker
+from .scenes.base import close_scene
+from .sources.frames import inspect_frame
 
 log = logging.getLogger("glrec")
 
 
-class Recorder:
+class Recorder(Recording):
     """Record frames rendered on a headless GPU (or Mesa) to a video file.
 
     Frames are rendered into the recorder's target, converted to YUV on the
@@ -41,11 +34,13 @@ class Recorder:
 
     Defaults: 1280x720, 30 fps, H.264 (libx264, preset veryfast, crf 20),
     yuv420p, BT.709 limited range. ``pad=True`` pads odd sizes to even for
-    4:2:0 by repeating the last row/column.
+    4:2:0 by repeating the last row/column. The keywords but ``overwrite``,
+    ``sink`` and ``sink_options`` are the options of :mod:`glrec.options`
+    (every one with its default and meaning: ``docs/options.md``).
 
-    ``encoder`` is ``auto`` (NVENC, nvJPEG or the CPU, see
-    :mod:`glrec.encoders.select`), ``cpu``, ``nvenc`` or ``nvjpeg``; ``handoff``
-    is ``auto``, ``host`` (PBO readback), ``register`` or ``shared`` (CUDA);
+    ``encoder`` is ``auto`` (NVENC, nvJPEG or the CPU; ``glrec info`` says
+    which), ``cpu``, ``nvenc`` or ``nvjpeg``; ``handoff`` is ``auto``, ``host``
+    (PBO readback), ``register`` or ``shared`` (CUDA);
     ``cuda_device`` is the CUDA ordinal the GPU path uses (the EGL device is
     matched to it). NVENC also takes ``tuning`` (hq, ll, ull, lossless) and
     ``rc`` (cbr, vbr, constqp).
@@ -88,113 +83,12 @@ class Recorder:
     ...     rec.write(env.render())          # H x W x 3 uint8, top row first
     """
 
-    _result: RecordResult  # set by close()
+    _capture: Capture | None = None  # made at the first capture()
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        overwrite: bool = False,
-        sink: Sink | None = None,
-        sink_options: dict[str, Any] | None = None,
-        **options: object,
-    ) -> None:
-        video, pipeline = split_options(options)
-        self.options = VideoOptions.create(**video)
-        self.pipeline_options = PipelineOptions.parse(pipeline)
-        # A given sink (a network stream, say) replaces the file; path then only names it.
-        output = output_kind(path, self.options.codec) if sink is None else custom_output(self.options.codec)
-        self.path = check_output_path(path, overwrite) if sink is None else Path(path)
-        self._sink = sink
-        self._sink_options = dict(sink_options or {})
-        self._overwrite = overwrite
-        self.frames_submitted = 0
-        self._closed = False
-        self._started = time.perf_counter()
-        self._scenes: dict[int, Scene] = {}
-        self._stack = ExitStack()
-        self._capture: Capture | None = None
-        self._thread = threading.get_ident()
-        self._gl_frames_pending = False  # frames of render()/frame() still in the handoff
-        # Without a size, the first frame gives it: the chain is built then (_ensure_built). Not in the
-        # caller's context (it is the one current now) nor with a processing stage (it may set the size).
-        self._deferred: tuple[OutputKind, dict[str, object], bool] | None = None
-        own = self.pipeline_options.context == "own" and self.pipeline_options.process is None
-        if video.get("size") is None and own:
-            self._deferred = (output, video, pipeline.get("cuda_device") is not None)
-        else:
-            self._build_now(output)
-        track(self)  # finished at interpreter exit if nobody closes it
-        frame_gate.acquire()
-
-    def _build_now(self, output: OutputKind) -> None:
-        try:
-            self._build(output)
-        except BaseException:
-            gl = getattr(self, "_gl", None)
-            with gl.teardown() if gl is not None else contextlib.nullcontext():  # glrec-context
-                self._stack.close()
-            raise
-
-    def _ensure_built(self, first: FrameIn | None = None) -> None:
-        """Build a recorder made without a size, for its first frame (``first``, or a rendered one)."""
-        if self._deferred is None:
-            return
-        self._check_thread()
-        output, video, device_given = self._deferred
-        if first is not None:
-            # The frame's size, checked like a given one (odd sizes for 4:2:0 raise here, nothing built).
-            self.options = VideoOptions.create(**{**video, "size": first.size})
-            if isinstance(first, CudaFrameIn) and not device_given:
-                self.pipeline_options = self.pipeline_options.with_(cuda_device=first.device)
-        self._deferred = None
-        try:
-            self._build_now(output)
-        except BaseException:  # unusable from here on, as a recorder whose construction failed
-            self._closed = True
-            untrack(self)
-            frame_gate.release()
-            self._result = self._make_result()
-            raise
-
-    def _build(self, output: OutputKind) -> None:
-        opts, stack = self.options, self._stack
-        pipeline = build_pipeline(stack, opts, self.pipeline_options, output)
-        self._gl: GLContext = pipeline.gl
-        self._target = pipeline.target
-        self._frames = pipeline.frames
-        self._process = pipeline.process  # None without process=
-        self._convert = pipeline.convert
-        self._handoff = pipeline.handoff
-        # A handoff that paces GL against its consumer (glrec.interop.batching) is asked before each frame.
-        self._before_frame = getattr(pipeline.handoff, "before_frame", None)
-        self.plan = pipeline.plan
-        self._encoder = pipeline.encoder
-        self.encoder_name = pipeline.name
-        # The stream's options: the processing stage may encode another size than is rendered.
-        sink = (
-            self._sink
-            if self._sink is not None
-            else open_sink(self.path, pipeline.video, overwrite=self._overwrite, **self._sink_options)
-        )
-        self._worker = EncodeWorker(pipeline.encoder, sink, self.pipeline_options.queue_size)
-        stack.callback(self._worker.finish)
-        log.info("recording %s: %dx%d @ %g fps, %s via %s", self.path, *opts.size, opts.fps, opts.codec,
-                 self.encoder_name)  # fmt: skip
-
-    def time_stages(self, timers: StageTimers) -> None:
-        """Run the stages' methods inside ``timers`` (see :mod:`glrec.pipeline.timing`); before the first frame.
-
-        The seam ``glrec bench`` profiles through; stages without a timer run as before.
-        """
-        if self.frames_submitted:
-            raise GlrecError("time_stages() must be called before the first frame.")
-        self._ensure_built()
-        self._convert = timed("convert", self._convert, timers)
-        self._handoff = timed("handoff", self._handoff, timers)
-        self._worker.time_stages(timers)
-
-    # -- public API -------------------------------------------------------------------------
+    @functools.cached_property
+    def _scenes(self) -> dict[int, Scene]:
+        """The scenes :meth:`render` set up, by ``id`` of what named them; closed with the recording."""
+        return {}
 
     @property
     def ctx(self) -> moderngl.Context:
@@ -209,30 +103,6 @@ class Recorder:
         self._ensure_built()
         self._gl.check_thread()
         return self._gl.mgl
-
-    @property
-    def size(self) -> tuple[int, int]:
-        """The picture size (given, or the first frame's; the default 1280x720 until a sizeless recorder starts)."""
-        return self.options.size
-
-    @property
-    def fps(self) -> float:
-        return self.options.fps
-
-    @property
-    def time(self) -> float:
-        """The timestamp of the next frame: ``frames_submitted / fps``."""
-        return self.frames_submitted / self.options.fps
-
-    @property
-    def frames_encoded(self) -> int:
-        """Frames the encoder has taken so far (the rest are on the GPU or queued)."""
-        return self._worker.frames_encoded if hasattr(self, "_worker") else 0
-
-    @property
-    def frames_written(self) -> int:
-        """Frames handed to the output so far (a container holds up to one second of them in memory)."""
-        return self._worker.frames_written if hasattr(self, "_worker") else 0
 
     def render(self, scene: Scene | str, t: float | None = None) -> int:
         """Render ``scene`` at time ``t`` (default: the next frame's timestamp) and record it.
@@ -302,30 +172,22 @@ class Recorder:
         try:
             if not self._closed:
                 self._ensure_built(item)
-            self._check_open()
-            ready = self._frames.encoder_frame(item, self.frames_submitted)  # software GL: no GL stage at all
+            session = self._check_open()
+            ready = session.frames.encoder_frame(item, self.frames_submitted)  # software GL: no GL stage at all
             if ready is None:
                 with self.frame():  # glrec-context: current for the upload too
-                    self._frames.put(item, self.frames_submitted)
+                    session.frames.put(item, self.frames_submitted)
             else:
-                self._submit_ready(ready)
+                try:
+                    with frame_gate:
+                        session.submit_ready(ready)
+                        self.frames_submitted += 1
+                except BaseException as exc:
+                    self._stop_after(exc)
+                    raise
         finally:
             item.release()  # a DLPack tensor goes back to its producer whatever happened (safe twice)
         return self.frames_submitted - 1
-
-    def _submit_ready(self, frame: HostFrame) -> None:
-        """Queue a frame that needs no GL stage, after the frames still in the handoff (rendered before it)."""
-        try:
-            with frame_gate:
-                if self._gl_frames_pending:  # scenes were rendered into this recording too
-                    with self._gl.active():
-                        self._drain()
-                    self._gl_frames_pending = False
-                self._worker.put(frame)
-                self.frames_submitted += 1
-        except BaseException as exc:
-            self._stop_after(exc)
-            raise
 
     @contextlib.contextmanager
     def frame(self) -> Iterator[moderngl.Framebuffer]:
@@ -336,63 +198,22 @@ class Recorder:
         fails (encoder, disk), the recorder finishes the file with the frames
         before it and closes, and the error is raised.
         """
-        self._check_open()
+        session = self._check_open()
         with self._gl.active():  # glrec-context: current for the block, the caller's context back after
-            if self._before_frame is not None:
-                self._before_frame()
-            target = self._target
+            if session.before_frame is not None:
+                session.before_frame()
+            target = session.target
             target.use()
             yield target.fbo
             try:
                 # Handing the frame on moves earlier frames from the GPU to the queue; a Ctrl-C
                 # in the middle would drop them, so signals wait the few microseconds it takes.
                 with frame_gate:
-                    self._submit(target.colour)
+                    session.submit(target.colour, self.frames_submitted)
+                    self.frames_submitted += 1
             except BaseException as exc:
                 self._stop_after(exc)
                 raise
-
-    def _submit(self, colour: moderngl.Texture) -> None:
-        if self._process is None:
-            self._hand_on(self.frames_submitted, colour)
-        else:  # the stage hands frames on as they come out of it, each with its own index
-            self._process.submit(colour, self.frames_submitted, self._hand_on)
-        if self.options.live:  # latency over throughput: hand this frame on now, not N frames later
-            for frame in self._handoff.drain():
-                self._worker.put(frame)
-        self.frames_submitted += 1
-
-    def _hand_on(self, index: int, texture: moderngl.Texture) -> None:
-        """Convert frame ``index`` from ``texture`` and queue what the handoff completes for the encoder."""
-        self._convert.run(texture)
-        self._gl_frames_pending = True
-        for frame in self._handoff.submit(index):
-            self._worker.put(frame)
-
-    def _drain(self) -> None:
-        """Hand on every frame still in the stages; a processing stage's failure is raised after the rest."""
-        error: BaseException | None = None
-        if self._process is not None:
-            try:
-                self._process.drain(self._hand_on)
-            except BaseException as exc:
-                error = exc
-        for done in self._handoff.drain():
-            self._worker.put(done)
-        if error is not None:
-            raise error
-
-    def _stop_after(self, error: BaseException) -> None:
-        """A stage failed: finish the file and release everything; the caller raises ``error``.
-
-        What closing raises is the same failure seen again (the worker's error) or a
-        consequence of it, so it is logged rather than chained onto ``error``.
-        """
-        try:
-            self.close()
-        except BaseException as err:
-            if err is not error:
-                log.warning("While finishing %s after %r, closing failed too: %r", self.path, error, err)
 
     def skip_to(self, index: int) -> None:
         """Make ``index`` the next frame's index (and ``index / fps`` its time); slots between are never rendered.
@@ -407,8 +228,8 @@ class Recorder:
 
     def request_keyframe(self) -> None:
         """Ask the encoder to make the next frame a keyframe (a late viewer can start there); any thread."""
-        if hasattr(self, "_encoder"):  # before a sizeless recorder starts, its first frame is one anyway
-            self._encoder.request_keyframe()
+        if self._session is not None:  # before a sizeless recorder starts, its first frame is one anyway
+            self._session.encoder.request_keyframe()
 
     def prepare(self, scene: Scene | str) -> Scene:
         """Set ``scene`` up now (compile its shaders, make its GL objects) instead of at its first frame.
@@ -439,114 +260,6 @@ class Recorder:
                 if error is exc:
                     raise
                 raise error from exc
-            self._stack.callback(_close_scene, obj)
+            self._stack.callback(close_scene, obj)
             self._scenes[key] = obj
         return self._scenes[key]
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise SceneError("This recorder is closed; create a new Recorder to record again.")
-        self._ensure_built()
-        self._gl.check_thread()
-
-    def _check_thread(self) -> None:
-        if threading.get_ident() != self._thread:
-            raise ContextThreadError(
-                "This recorder belongs to another thread. Use it from the thread that created it, "
-                "or create one recorder per thread."
-            )
-
-    def close(self) -> RecordResult:
-        """Finish the file: read back frames in flight, flush the encoder, write the trailer.
-
-        Safe to call twice; the second call returns the same result. Ctrl-C and
-        SIGTERM arriving meanwhile are held until the file is finished. A
-        recording of zero frames leaves no file.
-        """
-        if self._closed:
-            return self._result
-        if self._deferred is not None:  # never started: nothing was built, no file
-            self._check_thread()
-            self._deferred, self._closed = None, True
-            untrack(self)
-            frame_gate.release()
-            self._result = self._make_result()
-            return self._result
-        self._gl.check_thread()
-        self._closed = True
-        untrack(self)
-        frame_gate.release()
-        # glrec-context: a context gone (its owner closed first) loses only the frames still on the GPU.
-        with deferred_signals(f"finishing {self.path}"), self._gl.teardown() as usable:
-            try:
-                if usable and not self._worker.failed:  # a failed worker would only drop them
-                    self._drain()
-            finally:
-                try:
-                    self._stack.close()
-                finally:
-                    self._result = self._make_result()
-        log.info("%s", self._result.summary(), extra={"glrec_summary": True})
-        return self._result
-
-    def _make_result(self) -> RecordResult:
-        if not hasattr(self, "_worker"):  # closed before its first frame, or its build failed
-            return RecordResult(self.path, 0, 0.0, time.perf_counter() - self._started, 0, "none", self.options.codec)
-        # A file glrec wrote counts what it holds (fewer than encoded after a failed write).
-        frames = self._worker.frames_written if self._sink is None else self._worker.frames_encoded
-        return RecordResult(
-            path=self.path,
-            frames=frames,
-            seconds=frames / self.options.fps,
-            wall_seconds=time.perf_counter() - self._started,
-            bytes=self.path.stat().st_size
-            if self._sink is None and self.path.exists()
-            else self._worker.sink.bytes_written,
-            encoder=self.encoder_name,
-            codec=self.options.codec,
-        )
-
-    def _finish_at_exit(self) -> None:
-        """The interpreter is exiting with this recorder open: finish what can be finished."""
-        if self._closed:
-            return
-        log.warning("Recorder for %s was never closed; finishing it at exit (use 'with' or call close()).", self.path)
-        if self._deferred is not None or not hasattr(self, "_worker"):  # nothing built: nothing to finish
-            self._deferred, self._closed = None, True
-            self._result = self._make_result()
-        elif self._gl.owned_by_current_thread():
-            self.close()
-        else:
-            # Its GL thread is gone: frames still on the GPU are lost, the rest is saved.
-            self._closed = True
-            try:
-                self._worker.finish()
-            finally:
-                self._result = self._make_result()
-
-    def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
-        return f"<Recorder {str(self.path)!r} {self.size[0]}x{self.size[1]} @ {self.fps:g} fps, {state}>"
-
-    def __enter__(self) -> Recorder:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if exc[0] is None:
-            self.close()
-            return
-        # An exception is on its way out: finish the file with the frames made so far,
-        # and let the original exception win over anything closing raises.
-        try:
-            self.close()
-        except Exception as err:
-            if err is not exc[1]:
-                log.warning("While finishing %s after an error, closing failed too: %r", self.path, err)
-
-
-def _close_scene(scene: Scene) -> None:
-    """Close a scene at the recorder's end; a failure there is the scene's, named as such (the file is finished)."""
-    try:
-        scene.close()
-    except Exception as exc:
-        raise SceneError(f"Closing scene {type(scene).__name__} failed: {type(exc).__name__}: {exc}") from exc

@@ -62,6 +62,22 @@ def parse_size(text: object) -> tuple[int, int]:
     return w, h
 
 
+MIN_FPS, MAX_FPS = 0.01, 1000.0
+
+
+def parse_fps(value: object) -> float:
+    """Frames per second from ``30``, ``59.94`` or ``"25"``, in ``MIN_FPS..MAX_FPS``."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        fps = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"fps {value!r} is not a number; use e.g. 30 or 59.94.") from None
+    if not MIN_FPS <= fps <= MAX_FPS:  # also NaN and inf
+        raise ConfigError(f"fps {fps} must be above 0 ({MIN_FPS:g} at least) and at most {MAX_FPS:g}; use e.g. 30.")
+    return fps
+
+
 def parse_bitrate(value: object) -> int:
     """Bits per second from ``8000000``, ``"8M"`` or ``"2500k"``."""
     number: object = value

@@ -22,7 +22,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Shared by the child programs: PSNR, decoding with PyAV, a full GL state snapshot.
+# Shared by the child programs: PSNR, decoding with PyAV, and the two experiments every library
+# that draws with its own GL context goes through (its frames next to a recorder, in both creation
+# orders; glrec recording inside its context, its full GL state snapshotted around every call).
 PRELUDE = """
 import json, sys
 import av
@@ -41,7 +43,69 @@ def done(**values):
 
 # Near-lossless settings: x264 lossless in 4:4:4, so only the RGB<->YUV round trip remains.
 LOSSLESS = dict(codec="h264", crf=0, pix_fmt="yuv444p", preset="ultrafast")
+
+# (order, renderer, its first frame, a 64x64 Recorder): the library's renderer made first, then the recorder first.
+def both_orders(library, open_renderer, shot, folder):
+    import glrec
+    for order in (library + "-first", "recorder-first"):
+        path = folder + "/" + order + ".mp4"
+        rec = glrec.Recorder(path, size=(64, 64)) if order == "recorder-first" else None
+        renderer = open_renderer()
+        before = shot(renderer)
+        yield order, renderer, before, rec or glrec.Recorder(path, size=(64, 64))
+
+# What both_orders' caller saw: the library's frames during and after the recording against its first.
+def frames_alongside(before, during, after, result):
+    return dict(
+        mean=float(before.mean()),
+        same_during=all(bool((f == before).all()) for f in during),
+        same_after=bool((after == before).all()),
+        frames=result.frames,
+        decoded=len(decode(result.path)),
+    )
+
+# Record the count frames draw(i) makes in the current context: the figures for assert_recorded_its_context.
+def record_current_context(path, size, draw, count):
+    import glrec
+    from glrec.glstate import StateGuard
+    full = StateGuard(full=True)  # the library's context is current: its (maybe compatibility-profile) state
+    before = full.capture()
+    rec = glrec.Recorder(path, size=size, context="current", **LOSSLESS)
+    changed = list(StateGuard.diff(before, full.capture()))
+    frames = []
+    for i in range(count):
+        frames.append(draw(i))
+        state = full.capture()
+        rec.capture()
+        changed += list(StateGuard.diff(state, full.capture()))
+    state = full.capture()
+    result = rec.close()
+    changed += list(StateGuard.diff(state, full.capture()))
+    video = decode(result.path)
+    return dict(
+        frames=result.frames, decoded=len(video), changed=changed,
+        psnr=[psnr(a, b) for a, b in zip(frames, video)],
+        psnr_flipped=psnr(frames[0], video[0][::-1]),
+        distinct=psnr(frames[0], frames[-1]),
+    ), frames
 """
+
+
+def assert_frames_alongside(out: dict[str, Any], count: int, library: str) -> None:
+    """What :func:`frames_alongside` (in the child) measured, in both orders: a picture, unchanged; every frame."""
+    for order, r in out.items():
+        assert r["mean"] > 20, f"{order}: {library}'s frame is black"
+        assert r["same_during"] and r["same_after"], f"{order}: {library}'s frames changed: {r}"
+        assert r["frames"] == r["decoded"] == count, f"{order}: {r}"
+
+
+def assert_recorded_its_context(out: dict[str, Any], count: int, library: str) -> None:
+    """What :func:`record_current_context` (in the child) measured: every frame, exact, upright, state intact."""
+    assert out["frames"] == out["decoded"] == count
+    assert out["changed"] == [], f"glrec changed {library}'s GL state: {out['changed']}"
+    assert min(out["psnr"]) >= 40, out["psnr"]
+    assert out["psnr_flipped"] < 25, "the video is upside down"
+    assert out["distinct"] < 40, "the frames do not differ, so the comparison proves little"
 
 
 def need(*modules: str) -> None:

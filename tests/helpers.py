@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import tarfile
 from pathlib import Path
+from typing import Any
 
 import av
 import numpy as np
@@ -27,6 +29,26 @@ def reference_rgb(scene: str, size: tuple[int, int], times: list[float]) -> list
             out.append(raw[::-1].copy())
         sc.close()
         target.release()
+    return out
+
+
+def render_once(ctx: Any, scene: str, size: tuple[int, int], t: float) -> tuple[RenderTarget, Any, np.ndarray]:
+    """Render ``scene`` at ``t`` into a new target: (the target, the set-up scene, its RGB rows top-down)."""
+    target = RenderTarget(ctx, size)
+    sc = load_scene(scene)
+    sc.setup(ctx, size)
+    target.use()
+    sc.render(t)
+    rgb = np.frombuffer(target.fbo.read(components=3), np.uint8).reshape(size[1], size[0], 3)[::-1].copy()
+    return target, sc, rgb
+
+
+def shard_members(root: Path) -> dict[str, bytes]:
+    """Every member of the dataset shards ``root/shard-*.tar``, by name."""
+    out = {}
+    for shard in sorted(Path(root).glob("shard-*.tar")):
+        with tarfile.open(shard) as tar:
+            out.update({m.name: tar.extractfile(m).read() for m in tar.getmembers()})  # type: ignore[union-attr]
     return out
 
 

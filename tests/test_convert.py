@@ -2,23 +2,12 @@
 
 import numpy as np
 import pytest
-from helpers import reference_yuv420
+from helpers import reference_yuv420, render_once
 
 from glrec.colour import ColourSpec
 from glrec.convert import Converter
 from glrec.interop import HostReadback
-from glrec.scenes import load_scene
 from glrec.target import RenderTarget
-
-
-def _render(gl, scene, size, t):
-    target = RenderTarget(gl.mgl, size)
-    sc = load_scene(scene)
-    sc.setup(gl.mgl, size)
-    target.use()
-    sc.render(t)
-    rgb = np.frombuffer(target.fbo.read(components=3), np.uint8).reshape(size[1], size[0], 3)[::-1].copy()
-    return target, sc, rgb
 
 
 def _convert(gl, target, size, dst, pix_fmt, colour):
@@ -36,7 +25,7 @@ def _convert(gl, target, size, dst, pix_fmt, colour):
 @pytest.mark.parametrize("pix_fmt", ["yuv420p", "nv12"])
 def test_420_matches_reference_exactly(gl, pix_fmt, colour):
     size = (320, 240)
-    target, sc, rgb = _render(gl, "plasma", size, 1.5)
+    target, sc, rgb = render_once(gl.mgl, "plasma", size, 1.5)
     frame = _convert(gl, target, size, size, pix_fmt, colour)
     y, u, v = reference_yuv420(rgb, colour)
     planes = frame.planes()
@@ -56,7 +45,7 @@ def test_420_matches_reference_exactly(gl, pix_fmt, colour):
 
 def test_444_keeps_full_chroma(gl):
     size = (160, 90)
-    target, sc, rgb = _render(gl, "bars", size, 0.0)
+    target, sc, rgb = render_once(gl.mgl, "bars", size, 0.0)
     frame = _convert(gl, target, size, size, "yuv444p", ColourSpec())
     ref = np.clip(np.floor(ColourSpec().to_yuv(rgb / 255.0) + 0.5), 0, 255)
     for k, plane in enumerate(frame.planes()):
@@ -68,7 +57,7 @@ def test_444_keeps_full_chroma(gl):
 def test_rows_are_flipped_to_top_down(gl):
     """The bars scene draws a red square top-left: it must be in the first rows of the output."""
     size = (320, 240)
-    target, sc, _ = _render(gl, "bars", size, 0.0)
+    target, sc, _ = render_once(gl.mgl, "bars", size, 0.0)
     frame = _convert(gl, target, size, size, "yuv420p", ColourSpec())
     y, _, v = frame.planes()
     cell = size[1] // 16
@@ -82,7 +71,7 @@ def test_rows_are_flipped_to_top_down(gl):
 
 def test_odd_size_padding_replicates_edge(gl):
     size = (161, 91)
-    target, sc, _ = _render(gl, "plasma", size, 0.3)
+    target, sc, _ = render_once(gl.mgl, "plasma", size, 0.3)
     frame = _convert(gl, target, size, (162, 92), "yuv420p", ColourSpec())
     y = frame.planes()[0]
     assert y.shape == (92, 162)

@@ -9,12 +9,12 @@ datasets made by that code (commit 7de7833).
 import hashlib
 import io
 import json
-import tarfile
 from pathlib import Path
 
 import av
 import numpy as np
 import pytest
+from helpers import shard_members
 from PIL import Image
 
 from glrec.context import create_context
@@ -51,14 +51,6 @@ def cards_spec(cards, passes=None):
         },
         base_dir=EXAMPLES,
     )
-
-
-def members(root):
-    out = {}
-    for shard in sorted(Path(root).glob("shard-*.tar")):
-        with tarfile.open(shard) as tar:
-            out.update({m.name: tar.extractfile(m).read() for m in tar.getmembers()})
-    return out
 
 
 @pytest.mark.parametrize("size", ["64x48", "66x50", "65x49"])  # width % 4: 0, 2, odd (words straddle rows)
@@ -100,7 +92,7 @@ def test_shards_are_the_host_paths_bytes_for_every_thread_count(tmp_path):
         with ShardWorker(spec, folder, threads=threads) as worker:
             for shard in range(spec.shards):
                 worker.run(shard)
-        made[threads] = members(root)
+        made[threads] = shard_members(root)
     assert made[1] == made[3]
     with create_context() as gl:  # the host path, sample by sample
         renderer = SampleRenderer(spec, gl.mgl, colour_encoder(spec.output), keep_rgb=False)
@@ -118,7 +110,7 @@ def test_datasets_match_those_made_before_gpu_packing(tmp_path, gl, config):
         pytest.skip(f"the reference was rendered by {REFERENCE['gl_renderer']}, this is {gl.info.renderer}")
     ref = REFERENCE["configs"][config]
     generate(DatasetSpec.from_dict(ref["spec"]), tmp_path / "o")
-    got = members(tmp_path / "o")
+    got = shard_members(tmp_path / "o")
     assert sorted(got) == sorted(ref["members"])
     same_encoder = av.__version__ == REFERENCE["av"]
     for name, data in got.items():
@@ -153,7 +145,7 @@ def test_ids_beyond_16_bits_are_refused_only_where_written(tmp_path):
     assert not list((tmp_path / "all").glob("shard-*")), "no shard (not even a partial one) is left"
     # Without the instance pass the id is only used for the boxes in meta.json.
     generate(cards_spec(cards, passes=["rgb", "depth"]), tmp_path / "some")
-    meta = json.loads(members(tmp_path / "some")["000000.meta.json"])
+    meta = json.loads(shard_members(tmp_path / "some")["000000.meta.json"])
     assert meta["objects"][0]["visible_bbox"] == [4, 3, 30, 20]
     assert meta["objects"][0]["visible_pixels"] == 26 * 17
 
@@ -188,7 +180,7 @@ def test_shard_records_hold_the_files_digest_and_size(tmp_path):
         assert record["bytes"] == len(data)
         assert record["sha256"] == hashlib.sha256(data).hexdigest()
         for line in record["samples"]:  # member digests, taken on the encode threads
-            got = members(tmp_path / "o")
+            got = shard_members(tmp_path / "o")
             for name, info in line["files"].items():
                 assert info["sha256"] == hashlib.sha256(got[f"{line['key']}.{name}"]).hexdigest()
 

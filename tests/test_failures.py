@@ -161,7 +161,7 @@ def test_failure_while_building_releases_what_was_built(gl, tmp_path, monkeypatc
     def no_sink(*args, **kwargs):
         raise glrec.OutputError("cannot open (injected)")
 
-    monkeypatch.setattr("glrec.recorder.open_sink", no_sink)
+    monkeypatch.setattr("glrec.recording.open_sink", no_sink)
     with pytest.raises(glrec.OutputError, match="injected"):
         glrec.Recorder(tmp_path / "x.mp4", size=SIZE, fps=FPS, encoder="cpu")
     assert glrec_threads() == []

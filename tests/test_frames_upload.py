@@ -80,7 +80,8 @@ def test_host_upload_matches_the_documented_conversion(gl, name, frame):
 
 
 def test_host_upload_leaves_pixel_store_state_as_found(gl):
-    from glrec.sources.array import GL_UNPACK_ALIGNMENT, _get_int
+    from glrec.sources.pixel_unpack import GL_UNPACK_ALIGNMENT
+    from glrec.sources.pixel_unpack import get_int as _get_int
 
     target = RenderTarget(gl.mgl, (W, H))
     source = ArraySource(gl.mgl, target.colour, (W, H))

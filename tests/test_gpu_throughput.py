@@ -8,12 +8,11 @@ rounding, so the packed passes are compared with numpy here as on Mesa.
 from __future__ import annotations
 
 import io
-import tarfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import psnr
+from helpers import shard_members
 from PIL import Image
 
 from glrec.context import create_context
@@ -34,14 +33,6 @@ def table_spec(size="640x480", samples=6, **output):
             "params": {"objects": {"int": [3, 8]}, "camera_azimuth": {"uniform": [0, 360]}},
         }
     )
-
-
-def members(root):
-    out = {}
-    for shard in sorted(Path(root).glob("shard-*.tar")):
-        with tarfile.open(shard) as tar:
-            out.update({m.name: tar.extractfile(m).read() for m in tar.getmembers()})
-    return out
 
 
 @pytest.mark.parametrize("size", ["640x480", "642x481"])
@@ -68,7 +59,7 @@ def test_nvjpeg_dataset_colour_decodes_close_to_png_and_keeps_lossless_passes(tm
     pytest.importorskip("nvidia.nvimgcodec", reason="needs nvImageCodec: pip install glrec[nvjpeg]")
     generate(table_spec(), tmp_path / "png")
     generate(table_spec(rgb="jpg", rgb_encoder="nvjpeg"), tmp_path / "nvjpeg")
-    png, jpg = members(tmp_path / "png"), members(tmp_path / "nvjpeg")
+    png, jpg = shard_members(tmp_path / "png"), shard_members(tmp_path / "nvjpeg")
     keys = sorted({n.split(".", 1)[0] for n in png})
     assert len(keys) == 6
     for key in keys:

@@ -7,14 +7,12 @@ reference computed from glReadPixels of the render.
 
 import numpy as np
 import pytest
-from helpers import reference_yuv420
+from helpers import reference_yuv420, render_once
 
 from glrec.colour import ColourSpec
 from glrec.convert import Converter, PlaneLayout, RgbPacker
 from glrec.convert.layout import texel_bytes
 from glrec.interop import HostReadback
-from glrec.scenes import load_scene
-from glrec.target import RenderTarget
 
 # Y row % 4 == 0 with chroma % 4 == 0, % 2 only, or odd; Y row % 2 only; odd widths (4:4:4, RGB).
 WIDTHS_420 = [96, 100, 98, 102]
@@ -22,12 +20,7 @@ WIDTHS_ANY = [96, 98, 97]
 
 
 def _rendered(gl, size, scene="plasma", t=0.9):
-    target = RenderTarget(gl.mgl, size)
-    sc = load_scene(scene)
-    sc.setup(gl.mgl, size)
-    target.use()
-    sc.render(t)
-    rgb = np.frombuffer(target.fbo.read(components=3), np.uint8).reshape(size[1], size[0], 3)[::-1].copy()
+    target, sc, rgb = render_once(gl.mgl, scene, size, t)
     sc.close()
     return target, rgb
 

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import pytest
-from gl_child import need, run_child
+from gl_child import assert_frames_alongside, assert_recorded_its_context, need, run_child
 
 pytestmark = pytest.mark.gl
 
@@ -45,40 +45,21 @@ def test_mujoco_frames_unchanged_by_a_recorder_in_both_orders(tmp_path) -> None:
     out = run_child(
         SETUP
         + f"""
-import glrec
-from glrec import egl
 results = {{}}
-for order in ("mujoco-first", "recorder-first"):
-    if order == "mujoco-first":
-        renderer = mujoco.Renderer(model, H, W)
-        before = shot(renderer)
-        rec = glrec.Recorder(r"{tmp_path}/" + order + ".mp4", size=(64, 64))
-    else:
-        rec = glrec.Recorder(r"{tmp_path}/" + order + ".mp4", size=(64, 64))
-        renderer = mujoco.Renderer(model, H, W)
-        before = shot(renderer)
+for order, renderer, before, rec in both_orders("mujoco", lambda: mujoco.Renderer(model, H, W), shot, r"{tmp_path}"):
     during = []
     for i in range(4):
         rec.render("plasma")
         during.append(shot(renderer))
     result = rec.close()
     after = shot(renderer)
-    results[order] = dict(
-        before_mean=float(before.mean()),
-        same_during=all(bool((f == before).all()) for f in during),
-        same_after=bool((after == before).all()),
-        glrec_frames=result.frames,
-        decoded=len(decode(result.path)),
-    )
+    results[order] = frames_alongside(before, during, after, result)
     renderer.close()
 done(**results)
 """,
         MUJOCO_ENV,
     )
-    for order, r in out.items():
-        assert r["before_mean"] > 20, f"{order}: MuJoCo's frame is black"
-        assert r["same_during"] and r["same_after"], f"{order}: MuJoCo's frames changed: {r}"
-        assert r["glrec_frames"] == r["decoded"] == 4, f"{order}: {r}"
+    assert_frames_alongside(out, 4, "MuJoCo")
 
 
 def test_recording_mujocos_context_matches_its_frames(tmp_path) -> None:
@@ -86,41 +67,20 @@ def test_recording_mujocos_context_matches_its_frames(tmp_path) -> None:
     out = run_child(
         SETUP
         + f"""
-import glrec
-from glrec.glstate import StateGuard
 renderer = mujoco.Renderer(model, H, W)
-first = shot(renderer)
-full = StateGuard(full=True)  # MuJoCo's context is current: its (compatibility-profile) state
-before = full.capture()
-rec = glrec.Recorder(r"{tmp_path}/mj.mkv", size=(W, H), context="current", **LOSSLESS)
-changed = list(StateGuard.diff(before, full.capture()))
-frames = []
-for i in range(6):
+first = shot(renderer)  # MuJoCo's context is current from here on
+
+def draw(i):
     data.qpos[0] = -0.06 * i  # the ball slides: every frame differs
     mujoco.mj_forward(model, data)
-    frames.append(shot(renderer))
-    state = full.capture()
-    rec.capture()
-    changed += list(StateGuard.diff(state, full.capture()))
-state = full.capture()
-result = rec.close()
-changed += list(StateGuard.diff(state, full.capture()))
-video = decode(result.path)
-done(
-    frames=result.frames, decoded=len(video), changed=changed,
-    psnr=[psnr(a, b) for a, b in zip(frames, video)],
-    psnr_flipped=psnr(frames[0], video[0][::-1]),
-    distinct=psnr(frames[0], frames[-1]),
-    mujoco_after=bool((shot(renderer) == frames[-1]).all()),
-)
+    return shot(renderer)
+
+figures, frames = record_current_context(r"{tmp_path}/mj.mkv", (W, H), draw, 6)
+done(**figures, mujoco_after=bool((shot(renderer) == frames[-1]).all()))
 """,
         MUJOCO_ENV,
     )
-    assert out["frames"] == out["decoded"] == 6
-    assert out["changed"] == [], f"glrec changed MuJoCo's GL state: {out['changed']}"
-    assert min(out["psnr"]) >= 40, out["psnr"]
-    assert out["psnr_flipped"] < 25, "the video is upside down"
-    assert out["distinct"] < 40, "the frames do not differ, so the comparison proves little"
+    assert_recorded_its_context(out, 6, "MuJoCo")
     assert out["mujoco_after"]
 
 

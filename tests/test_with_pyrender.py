@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import pytest
-from gl_child import need, run_child
+from gl_child import assert_frames_alongside, assert_recorded_its_context, need, run_child
 
 pytestmark = pytest.mark.gl
 
@@ -51,17 +51,9 @@ def test_pyrender_frames_unchanged_by_a_recorder_in_both_orders(tmp_path) -> Non
     out = run_child(
         SETUP
         + f"""
-import glrec
 results = {{}}
-for order in ("pyrender-first", "recorder-first"):
-    if order == "pyrender-first":
-        renderer = pyrender.OffscreenRenderer(W, H)
-        before = shot(renderer)
-        rec = glrec.Recorder(r"{tmp_path}/" + order + ".mp4", size=(64, 64))
-    else:
-        rec = glrec.Recorder(r"{tmp_path}/" + order + ".mp4", size=(64, 64))
-        renderer = pyrender.OffscreenRenderer(W, H)
-        before = shot(renderer)
+for order, renderer, before, rec in both_orders("pyrender", lambda: pyrender.OffscreenRenderer(W, H), shot,
+                                                r"{tmp_path}"):
     during = []
     for i in range(3):
         rec.render("cube")
@@ -73,21 +65,12 @@ for order in ("pyrender-first", "recorder-first"):
     after = shot(renderer)
     renderer.delete()
     result = rec.close()
-    results[order] = dict(
-        mean=float(before.mean()),
-        same_during=all(bool((f == before).all()) for f in during),
-        same_after=bool((after == before).all()),
-        frames=result.frames,
-        decoded=len(decode(result.path)),
-    )
+    results[order] = frames_alongside(before, during, after, result)
 done(**results)
 """,
         PYRENDER_ENV,
     )
-    for order, r in out.items():
-        assert r["mean"] > 20, f"{order}: pyrender's frame is black"
-        assert r["same_during"] and r["same_after"], f"{order}: {r}"
-        assert r["frames"] == r["decoded"] == 5, f"{order}: {r}"
+    assert_frames_alongside(out, 5, "pyrender")
 
 
 def test_recording_pyrenders_context_matches_its_frames(tmp_path) -> None:
@@ -95,39 +78,17 @@ def test_recording_pyrenders_context_matches_its_frames(tmp_path) -> None:
     out = run_child(
         SETUP
         + f"""
-import glrec
-from glrec.glstate import StateGuard
 renderer = pyrender.OffscreenRenderer(W, H)
 shot(renderer)  # pyrender's context is current from here on (it never releases it)
-full = StateGuard(full=True)
-before = full.capture()
-rec = glrec.Recorder(r"{tmp_path}/pr.mkv", size=(W, H), context="current", **LOSSLESS)
-changed = list(StateGuard.diff(before, full.capture()))
-frames = []
-for i in range(5):
-    frames.append(shot(renderer, make_scene(shift=-0.15 * i)))
-    state = full.capture()
-    rec.capture()  # pyrender leaves its resolved colour framebuffer bound for reading
-    changed += list(StateGuard.diff(state, full.capture()))
-state = full.capture()
-result = rec.close()
-changed += list(StateGuard.diff(state, full.capture()))
-video = decode(result.path)
+# capture() reads what pyrender leaves bound for reading: its resolved colour framebuffer.
+figures, frames = record_current_context(
+    r"{tmp_path}/pr.mkv", (W, H), lambda i: shot(renderer, make_scene(shift=-0.15 * i)), 5
+)
 again = shot(renderer, make_scene(shift=-0.6))
 renderer.delete()
-done(
-    frames=result.frames, decoded=len(video), changed=changed,
-    psnr=[psnr(a, b) for a, b in zip(frames, video)],
-    psnr_flipped=psnr(frames[0], video[0][::-1]),
-    distinct=psnr(frames[0], frames[-1]),
-    pyrender_after=bool((again == frames[-1]).all()),
-)
+done(**figures, pyrender_after=bool((again == frames[-1]).all()))
 """,
         PYRENDER_ENV,
     )
-    assert out["frames"] == out["decoded"] == 5
-    assert out["changed"] == [], f"glrec changed pyrender's GL state: {out['changed']}"
-    assert min(out["psnr"]) >= 40, out["psnr"]
-    assert out["psnr_flipped"] < 25, "the video is upside down"
-    assert out["distinct"] < 40, "the frames do not differ, so the comparison proves little"
+    assert_recorded_its_context(out, 5, "pyrender")
     assert out["pyrender_after"]

@@ -4,8 +4,9 @@ nvJPEG takes interleaved RGB and does the JFIF RGB -> YCbCr conversion (BT.601,
 full range) and chroma subsampling itself; NVENC's ABGR input likewise has the
 encoder convert. Both still need the rows flipped to top-down, which this
 compute shader does on the GPU. It is a convert stage like
-:class:`~glrec.convert.yuv.Converter` (``layout``, ``planes``, ``run``, ``new_planes``,
-``release``), so the host readback and both CUDA handoffs take either.
+:class:`~glrec.convert.yuv.Converter` (both are a
+:class:`~glrec.convert.compute.ComputeStage`), so the host readback and both
+CUDA handoffs take either.
 
 GL image stores have no 3-byte format, so RGB24 rows are stored as bytes in a
 texture whose texels hold 4, 2 or 1 consecutive bytes of a row (``rgba8``,
@@ -19,11 +20,11 @@ import moderngl
 
 from .. import glsl
 from ..errors import ConfigError
-from .compute import ComputePass
+from .compute import ComputeStage
 from .layout import PACKED_RGB, PlaneLayout
 
 
-class RgbPacker:
+class RgbPacker(ComputeStage):
     """Flip and pack RGBA into ``rgb24`` (3 bytes/pixel) or ``rgba`` (4 bytes/pixel)."""
 
     GROUP = 8  # must match local_size in pack_rgb.comp
@@ -31,11 +32,10 @@ class RgbPacker:
     def __init__(self, ctx: moderngl.Context, size: tuple[int, int], pix_fmt: str) -> None:
         if pix_fmt not in PACKED_RGB:
             raise ConfigError(f"Unknown packed format {pix_fmt!r}. Valid: {', '.join(sorted(PACKED_RGB))}.")
-        self.ctx = ctx
         self.channels = PACKED_RGB[pix_fmt]
-        self.layout = PlaneLayout.for_format(pix_fmt, *size)
+        layout = PlaneLayout.for_format(pix_fmt, *size)
         max_size = int(ctx.info["GL_MAX_TEXTURE_SIZE"])
-        tex_w, _, pack = self.layout.textures[0]
+        tex_w, _, pack = layout.textures[0]
         if tex_w > max_size:
             raise ConfigError(
                 f"Width {size[0]} is too large for packed {pix_fmt} on this GPU (needs a texture "
@@ -45,16 +45,4 @@ class RgbPacker:
         shader["size"].value = size  # type: ignore[union-attr]
         # CHANNELS 3: one invocation per PACK pixels (three whole texels); 4: one per pixel.
         per = pack if self.channels == 3 else 1
-        self._pass = ComputePass(ctx, shader, self.GROUP, ((size[0] + per - 1) // per, size[1]))
-        self.planes = self.new_planes()
-
-    def new_planes(self) -> list[moderngl.Texture]:
-        return [self.ctx.texture((w, h), c, dtype="f1") for w, h, c in self.layout.textures]
-
-    def run(self, source: moderngl.Texture) -> None:
-        """Pack ``source`` into :attr:`planes` (queued on the GPU; returns at once)."""
-        self._pass.run(source, self.planes)
-
-    def release(self) -> None:
-        self._pass.release(self.planes)
-        self.planes = []
+        super().__init__(ctx, layout, shader, self.GROUP, ((size[0] + per - 1) // per, size[1]))

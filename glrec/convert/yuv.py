@@ -15,7 +15,7 @@ import moderngl
 
 from .. import glsl
 from ..colour import ColourSpec
-from .compute import ComputePass
+from .compute import ComputeStage
 from .layout import PlaneLayout
 
 
@@ -31,7 +31,7 @@ def chroma_run(pix_fmt: str, pack_y: int, pack_c: int) -> int:
     return 2 * math.lcm(max(1, pack_y // sub_x), max(1, pack_c // bytes_per_sample))
 
 
-class Converter:
+class Converter(ComputeStage):
     """RGBA -> YUV planes: owns the compute shader and the output plane textures for one size and format."""
 
     GROUP = 8  # must match local_size in convert_yuv.comp
@@ -44,10 +44,9 @@ class Converter:
         pix_fmt: str,
         colour: ColourSpec,
     ) -> None:
-        self.ctx = ctx
-        self.layout = PlaneLayout.for_format(pix_fmt, *dst_size)
+        layout = PlaneLayout.for_format(pix_fmt, *dst_size)
         sub = 1 if pix_fmt == "yuv444p" else 2
-        pack_y, pack_c = self.layout.textures[0][2], self.layout.textures[1][2]
+        pack_y, pack_c = layout.textures[0][2], layout.textures[1][2]
         run = chroma_run(pix_fmt, pack_y, pack_c)
         defines: dict[str, object] = {
             "SUB_X": sub, "SUB_Y": sub, "INTERLEAVED": int(pix_fmt == "nv12"), "PACK_Y": pack_y, "PACK_C": pack_c,
@@ -65,18 +64,5 @@ class Converter:
         }
         for name, value in uniforms.items():
             shader[name].value = value  # type: ignore[union-attr]
-        cw, ch = self.layout.planes[1][:2]  # chroma samples per row and rows
-        self._pass = ComputePass(ctx, shader, self.GROUP, ((cw + run - 1) // run, ch))
-        self.planes = self.new_planes()
-
-    def new_planes(self) -> list[moderngl.Texture]:
-        """Another set of output textures (the register handoff swaps a ring of them into :attr:`planes`)."""
-        return [self.ctx.texture((w, h), c, dtype="f1") for w, h, c in self.layout.textures]
-
-    def run(self, source: moderngl.Texture) -> None:
-        """Convert ``source`` into :attr:`planes` (queued on the GPU; returns at once)."""
-        self._pass.run(source, self.planes)
-
-    def release(self) -> None:
-        self._pass.release(self.planes)
-        self.planes = []
+        cw, ch = layout.planes[1][:2]  # chroma samples per row and rows
+        super().__init__(ctx, layout, shader, self.GROUP, ((cw + run - 1) // run, ch))

@@ -56,25 +56,24 @@ def _delete(managed: Any) -> None:
 
 
 _CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-# Indexing (not attribute access) gives private function objects whose argtypes nobody else changes.
-_is_valid = ctypes.pythonapi["PyCapsule_IsValid"]
-_is_valid.restype = ctypes.c_int
-_is_valid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-_get_pointer = ctypes.pythonapi["PyCapsule_GetPointer"]
-_get_pointer.restype = ctypes.c_void_p
-_get_pointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-_new = ctypes.pythonapi["PyCapsule_New"]
-_new.restype = ctypes.py_object
-_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _CAPSULE_DESTRUCTOR]
-_set_name = ctypes.pythonapi["PyCapsule_SetName"]
-_set_name.restype = ctypes.c_int
-_set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_is_valid_obj = ctypes.pythonapi["PyCapsule_IsValid"]
-_is_valid_obj.restype = ctypes.c_int
-_is_valid_obj.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_get_pointer_obj = ctypes.pythonapi["PyCapsule_GetPointer"]
-_get_pointer_obj.restype = ctypes.c_void_p
-_get_pointer_obj.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _capi(name: str, restype: Any, *argtypes: Any) -> Any:
+    """A private function object for the C API function ``name``.
+
+    Indexing (not attribute access) gives a new function object, whose argtypes nobody else changes.
+    """
+    fn = ctypes.pythonapi[name]
+    fn.restype, fn.argtypes = restype, list(argtypes)
+    return fn
+
+
+_is_valid = _capi("PyCapsule_IsValid", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)
+_get_pointer = _capi("PyCapsule_GetPointer", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)
+_new = _capi("PyCapsule_New", ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, _CAPSULE_DESTRUCTOR)
+_set_name = _capi("PyCapsule_SetName", ctypes.c_int, ctypes.py_object, ctypes.c_char_p)
+_is_valid_obj = _capi("PyCapsule_IsValid", ctypes.c_int, ctypes.py_object, ctypes.c_char_p)
+_get_pointer_obj = _capi("PyCapsule_GetPointer", ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)
 _NAME = b"dltensor"
 _USED = b"used_dltensor"
 

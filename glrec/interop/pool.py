@@ -29,6 +29,27 @@ from ..frame import HostFrame
 from .cuda import CudaDevice, call
 
 
+def _wait_until(
+    cond: threading.Condition,
+    ready: Callable[[], bool],
+    timeout: float,
+    error: Callable[[], str],
+    abort: Callable[[], None] | None = None,
+) -> None:
+    """With ``cond`` held: wait until ``ready()``, calling ``abort`` (it may raise) while waiting.
+
+    A CudaError saying ``error()`` after ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if abort is not None:
+            abort()
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise CudaError(error())
+        cond.wait(min(left, 0.1))
+
+
 class DevicePool:
     """``count`` slots of ``nbytes`` each in device memory, handed out and returned.
 
@@ -62,18 +83,17 @@ class DevicePool:
         ``abort`` is called while waiting; it raises to stop the wait (e.g. when the
         encode worker failed and will never return its slots).
         """
-        deadline = time.monotonic() + timeout
         with self._cond:
-            while not self._free:
-                if abort is not None:
-                    abort()
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise CudaError(
-                        f"No free device buffer after {timeout:.0f} s: all {self.count} are held by frames "
-                        "that were never released. Call frame.release() when done with each DeviceFrame."
-                    )
-                self._cond.wait(min(left, 0.1))
+            _wait_until(
+                self._cond,
+                lambda: bool(self._free),
+                timeout,
+                lambda: (
+                    f"No free device buffer after {timeout:.0f} s: all {self.count} are held by frames "
+                    "that were never released. Call frame.release() when done with each DeviceFrame."
+                ),
+                abort,
+            )
             slot = self._free.pop(0)
             reading = self._reading.pop(slot, None)
         if reading is not None:  # a consumer's copy out of this slot may still be queued: let it finish
@@ -84,16 +104,16 @@ class DevicePool:
     def wait_free(self, slots: Iterable[int], timeout: float = 30.0) -> None:
         """Block until every slot in ``slots`` has been given back (the consumer is done with them)."""
         wanted = set(slots)
-        deadline = time.monotonic() + timeout
         with self._cond:
-            while not wanted.issubset(self._free):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise CudaError(
-                        f"Frames in slots {sorted(wanted - set(self._free))} were not released within {timeout:.0f} s; "
-                        "call frame.release() when done with each DeviceFrame."
-                    )
-                self._cond.wait(min(left, 0.1))
+            _wait_until(
+                self._cond,
+                lambda: wanted.issubset(self._free),
+                timeout,
+                lambda: (
+                    f"Frames in slots {sorted(wanted - set(self._free))} were not released within {timeout:.0f} s; "
+                    "call frame.release() when done with each DeviceFrame."
+                ),
+            )
 
     def give_back(self, slot: int, *, reading: Any = None) -> None:
         """Return ``slot``; ``reading`` is an event behind a copy that still reads it (waited for in acquire)."""

@@ -2,7 +2,8 @@
 -> encoder.
 
 The stack tears the stages down in reverse, so a half-built chain cleans
-itself up; the sink and the encode worker come after, in the recorder.
+itself up; the sink and the encode worker come after, in the session
+(:mod:`glrec.pipeline.session`).
 
 The GL stages are built with the context current (``gl.active()``) and the
 caller's context current again afterwards; tearing them down needs the

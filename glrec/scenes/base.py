@@ -7,6 +7,7 @@ from typing import Protocol, runtime_checkable
 import moderngl
 
 from .. import glsl
+from ..errors import SceneError
 
 
 @runtime_checkable
@@ -81,3 +82,11 @@ class ShaderScene:
             vao.release()
         if prog is not None:
             prog.release()
+
+
+def close_scene(scene: Scene) -> None:
+    """Close a scene at a recording's end; a failure there is the scene's, named as such (the file is finished)."""
+    try:
+        scene.close()
+    except Exception as exc:
+        raise SceneError(f"Closing scene {type(scene).__name__} failed: {type(exc).__name__}: {exc}") from exc

@@ -1,11 +1,12 @@
-"""Container files (.mp4, .mov, .mkv, .avi) muxed by PyAV, without re-encoding.
+"""Container files (.mp4, .mov, .mkv, .ts, .avi) muxed by PyAV, without re-encoding.
 
 MP4/MOV are written *fragmented* while recording (a fragment at least every
 second, the header with the first fragment), so a killed process leaves a file
 that plays up to its last complete fragment. A clean :meth:`close` rewrites it
 into a normal MP4 with the index at the front (``faststart``), then atomically
 replaces the fragmented file. Matroska is crash-tolerant as written; its
-clusters are closed at least every second for the same bound.
+clusters are closed at least every second for the same bound. MPEG-TS needs
+neither (:mod:`glrec.sinks.mpegts`).
 
 Each finished fragment or cluster goes to the OS at once (``flush_packets``):
 without it FFmpeg keeps up to 256 KB in its write buffer, and a killed
@@ -39,6 +40,7 @@ from ..errors import DiskFullError, GlrecError, OutputError
 from ..frame import Packet
 from ..options import VideoOptions
 from ..timebase import frame_rate
+from . import mpegts
 from .mux import Muxer
 from .paths import OutputFile
 from .raw import DISK_FULL, write_error
@@ -96,6 +98,7 @@ class CheckedWriter(io.RawIOBase):
         self._seekable = seekable
         self._file: BinaryIO | None = None
         self.error: OSError | None = None
+        self.written = 0  # bytes taken (the file's size where the muxer never seeks back)
 
     def writable(self) -> bool:
         return True
@@ -121,6 +124,7 @@ class CheckedWriter(io.RawIOBase):
         except OSError as exc:
             self.error = exc
             raise
+        self.written += total
         return total
 
     def seek(self, offset: int, whence: int = 0) -> int:
@@ -215,10 +219,12 @@ class ContainerSink:
             if self._audio is not None and self.packets:
                 self._audio.finish(self._container, self.packets / self.options.fps)
             self._container.close()
+            assert self._writer is not None
+            if self._kind.muxer == "mpegts":  # a short transport stream is padded to be recognised
+                self._writer.write(mpegts.padding(self._writer.written))
         except (OSError, av.FFmpegError) as exc:
             raise self._fail(self._write_error() or exc) from exc
         out, writer = self._out, self._writer
-        assert writer is not None
         writer.close()
         if writer.error is not None:  # FFmpeg let it pass (the final flush); the sink does not
             raise self._fail(writer.error) from writer.error
@@ -247,8 +253,8 @@ class ContainerSink:
             return write_error(self.path, exc, written, None)
         self.packets = 0
         if out.created:
-            trim_to_complete_fragments(out.work)
-            self.packets = count_packets(out.work)
+            trim_to_complete_fragments(out.work, frames=written)
+            self.packets = count_packets(out.work, self._kind.muxer)
         if not self.packets:
             out.discard()  # not one complete fragment: nothing a player could open
         return write_error(self.path, exc, written, self.packets, out.describe_kept(self.packets))
@@ -322,10 +328,10 @@ def _no_space_left(path: Path) -> bool:
     return st.f_bavail * st.f_frsize < 64 * 1024
 
 
-def count_packets(path: Path) -> int:
-    """The video packets an independent demuxer finds in ``path`` (0 if it cannot read it)."""
+def count_packets(path: Path, format: str | None = None) -> int:
+    """The video packets an independent demuxer (of ``format``; default: probed) finds in ``path`` (0 if none)."""
     try:
-        with av.open(str(path)) as c:
+        with av.open(str(path), format=format) as c:
             return sum(1 for p in c.demux(video=0) if p.size)
     except (OSError, av.FFmpegError, IndexError):
         return 0

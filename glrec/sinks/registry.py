@@ -47,6 +47,8 @@ _MOV = OutputKind("mov", ("h264", "hevc", "mjpeg"), "container:ContainerSink", m
                   note="as .mp4")  # fmt: skip
 _MKV = OutputKind("mkv", ("h264", "hevc", "mjpeg"), "container:ContainerSink", muxer="matroska",
                   note="Matroska, playable up to the last cluster if killed")  # fmt: skip
+_TS = OutputKind("ts", ("h264", "hevc"), "container:ContainerSink", muxer="mpegts",
+                 note="MPEG-TS, playable up to the last whole frame if killed")  # fmt: skip
 _AVI = OutputKind("avi", ("mjpeg",), "container:ContainerSink", muxer="avi", note="AVI has no colour fields")
 _H264 = OutputKind("h264", ("h264",), "raw:AnnexBSink", raw=True, note="raw Annex-B")
 _HEVC = OutputKind("hevc", ("hevc",), "raw:AnnexBSink", raw=True, note="raw Annex-B")
@@ -58,7 +60,7 @@ _JPG = OutputKind("jpg", ("mjpeg",), "images:ImageSequenceSink", image_sequence=
 
 #: Output kinds by file extension.
 OUTPUTS: dict[str, OutputKind] = {
-    ".mp4": _MP4, ".mov": _MOV, ".mkv": _MKV, ".avi": _AVI,
+    ".mp4": _MP4, ".mov": _MOV, ".mkv": _MKV, ".ts": _TS, ".avi": _AVI,
     ".h264": _H264, ".264": _H264, ".hevc": _HEVC, ".h265": _HEVC, ".265": _HEVC,
     ".ivf": _IVF, ".jpg": _JPG, ".jpeg": _JPG,
 }  # fmt: skip

@@ -1,8 +1,8 @@
 """Cut a container file back to its last complete fragment after a failed write.
 
 A write that fails part-way (full disk, file-size limit) leaves the tail of a
-fragment on disk: an MP4 ``moof`` without all of its ``mdat``, or a Matroska
-``Cluster`` cut short. Decoders treat that tail differently (some stop, some
+fragment on disk: an MP4 ``moof`` without all of its ``mdat``, a Matroska
+``Cluster`` or an MPEG-TS frame cut short. Decoders treat that tail differently (some stop, some
 error out on the whole file), so the sink truncates the file to the end of
 the last complete fragment. Truncating only shrinks a file, so it works on a
 full disk too.
@@ -15,6 +15,8 @@ import os
 import struct
 from collections.abc import Iterator
 from pathlib import Path
+
+from . import mpegts
 
 log = logging.getLogger("glrec")
 
@@ -156,9 +158,10 @@ def complete_avi_prefix(data: bytes) -> int:
     return good
 
 
-def trim_to_complete_fragments(path: Path) -> int:
-    """Truncate an MP4/MOV/MKV/AVI file after its last complete fragment (AVI: chunk).
+def trim_to_complete_fragments(path: Path, frames: int | None = None) -> int:
+    """Truncate an MP4/MOV/MKV/AVI/TS file after its last complete fragment (AVI: chunk, TS: frame).
 
+    ``frames``: how many frames were written whole, where the file alone cannot tell (TS).
     Returns the bytes removed.
     """
     kind = path.suffix.lower()
@@ -168,6 +171,8 @@ def trim_to_complete_fragments(path: Path) -> int:
         prefix = complete_mkv_prefix
     elif kind == ".avi":
         prefix = complete_avi_prefix
+    elif kind == ".ts":
+        prefix = lambda data: mpegts.complete_prefix(data, frames)  # noqa: E731
     else:
         return 0
     if not path.is_file():  # a device (/dev/full) or a pipe: nothing to cut, and reading may never end

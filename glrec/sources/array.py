@@ -17,15 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from .._gl import Fence, gl_function
+from .._gl import gl_function
 from ..errors import ContextError
 from .frames import HostFrameIn
 from .pack import Packer
+from .pixel_unpack import FenceRing, unpacking
 
-GL_PIXEL_UNPACK_BUFFER = 0x88EC
-GL_PIXEL_UNPACK_BUFFER_BINDING = 0x88EF
-GL_UNPACK_ROW_LENGTH = 0x0CF2
-GL_UNPACK_ALIGNMENT = 0x0CF5
 GL_RGB, GL_RGBA, GL_UNSIGNED_BYTE = 0x1907, 0x1908, 0x1401
 GL_MAP_WRITE_BIT, GL_MAP_PERSISTENT_BIT, GL_MAP_COHERENT_BIT = 0x0002, 0x0040, 0x0080
 _MAP_FLAGS = GL_MAP_WRITE_BIT | GL_MAP_PERSISTENT_BIT | GL_MAP_COHERENT_BIT
@@ -34,12 +31,6 @@ _SLOT_ALIGN = 256
 
 def _fn(name: str, restype: Any, *args: Any) -> Any:
     return gl_function(name, restype, *args)
-
-
-def _get_int(name: int) -> int:
-    value = ctypes.c_int(0)
-    _fn("glGetIntegerv", None, ctypes.c_uint, ctypes.POINTER(ctypes.c_int))(name, ctypes.byref(value))
-    return value.value
 
 
 class ArraySource:
@@ -56,15 +47,14 @@ class ArraySource:
         self.size = size
         w, h = size
         self.slot_bytes = (w * h * 4 + _SLOT_ALIGN - 1) // _SLOT_ALIGN * _SLOT_ALIGN
-        self._fences: list[Fence | None] = [None] * max(2, depth)
-        self._next = 0
+        self._ring = FenceRing(max(2, depth))
         self._packer = Packer()
         self._name: int | None = None
         self._memory: np.ndarray | None = None  # set while the buffer is mapped
         name = ctypes.c_uint(0)
         _fn("glCreateBuffers", None, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(1, ctypes.byref(name))
         self._name = name.value
-        total = self.slot_bytes * len(self._fences)
+        total = self.slot_bytes * len(self._ring)
         _fn("glNamedBufferStorage", None, ctypes.c_uint, ctypes.c_ssize_t, ctypes.c_void_p, ctypes.c_uint)(
             self._name, total, None, _MAP_FLAGS
         )
@@ -78,15 +68,11 @@ class ArraySource:
     def put(self, frame: HostFrameIn) -> None:
         """Pack ``frame`` into the next slot and queue its upload into the texture (returns at once)."""
         assert self._memory is not None, "released"
-        slot = self._next
-        self._next = (slot + 1) % len(self._fences)
-        fence, self._fences[slot] = self._fences[slot], None
-        if fence is not None:
-            fence.wait()  # the GPU has read this slot (normally long ago)
+        slot = self._ring.next_free()
         start = slot * self.slot_bytes
         fmt = self._pack(frame.array, self._memory[start : start + self.slot_bytes])
         self._upload(fmt, start)
-        self._fences[slot] = Fence()
+        self._ring.guard(slot)
 
     def _pack(self, array: np.ndarray, out: np.ndarray) -> int:
         """Write ``array`` (H, W, C) bottom row first into ``out``; return the GL format it is in."""
@@ -99,30 +85,15 @@ class ArraySource:
         return GL_RGB if c == 3 else GL_RGBA
 
     def _upload(self, fmt: int, offset: int) -> None:
+        assert self._name is not None, "released"
         w, h = self.size
-        bind = _fn("glBindBuffer", None, ctypes.c_uint, ctypes.c_uint)
-        store = _fn("glPixelStorei", None, ctypes.c_uint, ctypes.c_int)
-        sub = _fn("glTextureSubImage2D", None, ctypes.c_uint, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                  ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p)  # fmt: skip
-        # Pixel-store state goes back as found: moderngl (and a host application) rely on it.
-        saved = (_get_int(GL_PIXEL_UNPACK_BUFFER_BINDING), _get_int(GL_UNPACK_ROW_LENGTH),
-                 _get_int(GL_UNPACK_ALIGNMENT))  # fmt: skip
-        bind(GL_PIXEL_UNPACK_BUFFER, self._name)
-        try:
-            store(GL_UNPACK_ROW_LENGTH, 0)
-            store(GL_UNPACK_ALIGNMENT, 1)  # rows of 3 * width bytes need not be 4-byte aligned
-            sub(self.texture.glo, 0, 0, 0, w, h, fmt, GL_UNSIGNED_BYTE, offset)
-        finally:
-            bind(GL_PIXEL_UNPACK_BUFFER, saved[0])
-            store(GL_UNPACK_ROW_LENGTH, saved[1])
-            store(GL_UNPACK_ALIGNMENT, saved[2])
+        with unpacking(self._name) as sub:
+            # Tight rows (row length 0); rows of 3 * width bytes need not be 4-byte aligned.
+            sub(self.texture.glo, w, h, fmt, GL_UNSIGNED_BYTE, offset, 0, 1)
 
     def release(self) -> None:
         """Unmap and delete the ring. Safe twice."""
-        for i, fence in enumerate(self._fences):
-            if fence is not None:
-                fence.release()
-                self._fences[i] = None
+        self._ring.release()
         mapped, self._memory = self._memory is not None, None
         name, self._name = self._name, None
         if name is not None:

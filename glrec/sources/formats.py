@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from ..errors import ConfigError
 
 log = logging.getLogger("glrec")
 
@@ -179,3 +182,31 @@ def describe_matrix(colorspace: int) -> str:
     if colorspace in _KR_KB:
         return _KR_KB[colorspace][0]
     return f"{_KR_KB[UNSPECIFIED_MATRIX][0]} (stream says {colorspace}; FFmpeg's default assumed)"
+
+
+@dataclass(frozen=True)
+class ColourChoice:
+    """An input's ``matrix`` and ``range`` as the user gave them; None: the stream's tags decide."""
+
+    matrix: int | None = None  # AVColorSpace code
+    full: bool | None = None
+
+    @classmethod
+    def parse(cls, matrix: str | None, range: str | None) -> ColourChoice:
+        """Check the names (``bt709``, ``bt601``, ``bt2020nc``, ...; ``limited``, ``full``)."""
+        if matrix is not None and matrix not in MATRIX_NAMES:
+            raise ConfigError(f"Unknown input matrix {matrix!r}. Valid: {', '.join(sorted(MATRIX_NAMES))}.")
+        if range not in (None, "limited", "full"):
+            raise ConfigError(f"Unknown input range {range!r}. Valid: full, limited.")
+        return cls(None if matrix is None else MATRIX_NAMES[matrix], None if range is None else range == "full")
+
+    def of(self, frame: Any, fmt: PlaneFormat) -> tuple[int, bool]:
+        """The AVColorSpace code and full-range flag to convert ``frame`` (of format ``fmt``) with.
+
+        The user's choice first, then the frame's tags, then the format's default range.
+        """
+        colorspace = self.matrix if self.matrix is not None else int(getattr(frame, "colorspace", 2) or 2)
+        if self.full is not None:
+            return colorspace, self.full
+        tagged = int(getattr(frame, "color_range", 0) or 0)
+        return colorspace, tagged == 2 if tagged else fmt.full_range

@@ -19,7 +19,7 @@ import moderngl
 
 from .._gl import Fence
 from .formats import PlaneFormat
-from .upload import PlaneTextures, unpack
+from .upload import PlaneTextures, PlaneUploader, unpack
 
 if TYPE_CHECKING:
     from .nvdec import NvdecWorker, NvPicture
@@ -35,7 +35,7 @@ class UploadTimes:
     pictures: int = 0
 
 
-class NvdecUploader:
+class NvdecUploader(PlaneUploader):
     """GL side of :class:`~glrec.sources.nvdec.NvdecWorker`: the pool as a GL buffer, unpacked into textures."""
 
     def __init__(self, ctx: moderngl.Context, worker: NvdecWorker, *, linear: bool = False) -> None:
@@ -46,14 +46,6 @@ class NvdecUploader:
         self._planes: PlaneTextures | None = None
         self._in_flight: deque[tuple[int, Fence]] = deque()
         self.times = UploadTimes()
-
-    @property
-    def planes(self) -> list[moderngl.Texture]:
-        return self._planes.textures if self._planes is not None else []
-
-    @property
-    def sizes(self) -> list[tuple[int, int]]:
-        return self._planes.sizes if self._planes is not None else []
 
     def upload(self, pic: NvPicture) -> PlaneFormat:
         times = self.times

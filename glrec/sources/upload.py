@@ -12,29 +12,18 @@ transfer in flight and never overwrites one.
 
 from __future__ import annotations
 
-import ctypes
 from typing import Any
 
 import moderngl
 import numpy as np
 
-from .._gl import Fence, gl_function
 from ..errors import ConfigError
 from .formats import FORMATS, PlaneFormat
+from .pixel_unpack import FenceRing, unpacking
 
-GL_PIXEL_UNPACK_BUFFER = 0x88EC
-GL_PIXEL_UNPACK_BUFFER_BINDING = 0x88EF
-GL_UNPACK_ROW_LENGTH = 0x0CF2
-GL_UNPACK_ALIGNMENT = 0x0CF5
 _GL_FORMAT = {1: 0x1903, 2: 0x8227, 3: 0x1907, 4: 0x1908}  # RED, RG, RGB, RGBA
 _GL_TYPE = {1: 0x1401, 2: 0x1403}  # UNSIGNED_BYTE, UNSIGNED_SHORT
 _DTYPE = {1: "f1", 2: "nu2"}  # 8-bit and 16-bit normalised textures
-
-
-def _get_int(name: int) -> int:
-    value = ctypes.c_int(0)
-    gl_function("glGetIntegerv", None, ctypes.c_uint, ctypes.POINTER(ctypes.c_int))(name, ctypes.byref(value))
-    return value.value
 
 
 def row_layout(stride: int, pixel_bytes: int) -> tuple[int, int] | None:
@@ -56,14 +45,7 @@ def unpack(buffer: int, textures: list[moderngl.Texture], planes: list[Any], off
 
     ``planes`` have ``width``, ``height`` (in texels) and ``line_size`` (bytes per row), like PyAV's planes.
     """
-    bind = gl_function("glBindBuffer", None, ctypes.c_uint, ctypes.c_uint)
-    store = gl_function("glPixelStorei", None, ctypes.c_uint, ctypes.c_int)
-    sub = gl_function("glTextureSubImage2D", None, ctypes.c_uint, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                      ctypes.c_int, ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p)  # fmt: skip
-    # Leave the pixel-store state as it was found: moderngl (and a host application) rely on it.
-    saved = (_get_int(GL_PIXEL_UNPACK_BUFFER_BINDING), _get_int(GL_UNPACK_ROW_LENGTH), _get_int(GL_UNPACK_ALIGNMENT))
-    bind(GL_PIXEL_UNPACK_BUFFER, buffer)
-    try:
+    with unpacking(buffer) as sub:
         for tex, plane, offset, (comps, nbytes, _, _) in zip(textures, planes, offsets, fmt.textures, strict=True):
             layout = row_layout(plane.line_size, comps * nbytes)
             if layout is None:
@@ -71,13 +53,7 @@ def unpack(buffer: int, textures: list[moderngl.Texture], planes: list[Any], off
                     f"A decoded {fmt.name} plane has a row stride of {plane.line_size} bytes, which GL cannot "
                     "step through; please report this input."
                 )
-            store(GL_UNPACK_ROW_LENGTH, layout[0])
-            store(GL_UNPACK_ALIGNMENT, layout[1])
-            sub(tex.glo, 0, 0, 0, plane.width, plane.height, _GL_FORMAT[comps], _GL_TYPE[nbytes], offset)
-    finally:
-        bind(GL_PIXEL_UNPACK_BUFFER, saved[0])
-        store(GL_UNPACK_ROW_LENGTH, saved[1])
-        store(GL_UNPACK_ALIGNMENT, saved[2])
+            sub(tex.glo, plane.width, plane.height, _GL_FORMAT[comps], _GL_TYPE[nbytes], offset, *layout)
 
 
 class PlaneTextures:
@@ -100,7 +76,21 @@ class PlaneTextures:
             t.release()
 
 
-class PboUploader:
+class PlaneUploader:
+    """What an uploader shows the RGB pass (:mod:`glrec.sources.rgb`): its last picture's plane textures."""
+
+    _planes: PlaneTextures | None = None
+
+    @property
+    def planes(self) -> list[moderngl.Texture]:
+        return self._planes.textures if self._planes is not None else []
+
+    @property
+    def sizes(self) -> list[tuple[int, int]]:
+        return self._planes.sizes if self._planes is not None else []
+
+
+class PboUploader(PlaneUploader):
     """Upload ``av.VideoFrame`` planes to :attr:`planes` through ``ring`` PBOs (at least 2).
 
     ``chroma_filter`` "nearest" gives each pixel the chroma sample it was coded
@@ -124,22 +114,12 @@ class PboUploader:
             pbo = not ("llvmpipe" in renderer or "softpipe" in renderer)
         self.use_pbo = pbo
         self._pbos: list[moderngl.Buffer | None] = [None] * ring
-        self._fences: list[Fence | None] = [None] * ring
-        self._next = 0
+        self._ring = FenceRing(ring)
         # Two sets of plane textures used in turn: a picture is uploaded into the set the last draw is
         # not reading, so the upload does not wait for that draw to finish (it does on Mesa llvmpipe).
         self._sets: list[PlaneTextures | None] = [None, None]
         self._set = 0
-        self._planes: PlaneTextures | None = None
         self._linear = chroma_filter == "linear"
-
-    @property
-    def planes(self) -> list[moderngl.Texture]:
-        return self._planes.textures if self._planes is not None else []
-
-    @property
-    def sizes(self) -> list[tuple[int, int]]:
-        return self._planes.sizes if self._planes is not None else []
 
     def upload(self, frame: Any) -> PlaneFormat:
         """Queue the upload of ``frame`` (a decoded ``av.VideoFrame`` in a table format); returns its format."""
@@ -158,12 +138,7 @@ class PboUploader:
             arrays = [np.frombuffer(memoryview(p), np.uint8) for p in planes]
             unpack(0, self.planes, planes, [a.ctypes.data for a in arrays], fmt)
             return fmt
-        slot = self._next
-        self._next = (slot + 1) % len(self._pbos)
-        fence = self._fences[slot]
-        if fence is not None:
-            fence.wait()  # the GPU has long read this PBO (ring-1 pictures ago); usually returns at once
-            self._fences[slot] = None
+        slot = self._ring.next_free()
         total = sum(p.buffer_size for p in planes)
         pbo = self._pbos[slot]
         if pbo is None or pbo.size < total:
@@ -177,15 +152,12 @@ class PboUploader:
             offsets.append(at)
             at += p.buffer_size
         unpack(pbo.glo, self.planes, planes, offsets, fmt)
-        self._fences[slot] = Fence()
+        self._ring.guard(slot)
         return fmt
 
     def release(self) -> None:
         """Release the PBOs and plane textures. Safe twice."""
-        for i, fence in enumerate(self._fences):
-            if fence is not None:
-                fence.release()
-                self._fences[i] = None
+        self._ring.release()
         for i, pbo in enumerate(self._pbos):
             if pbo is not None:
                 pbo.release()

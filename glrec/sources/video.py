@@ -8,10 +8,9 @@ writes them into CUDA memory that GL reads directly
 glrec's render targets, so a scene samples it with ``uv`` as it samples
 anything it drew.
 
-Which picture is shown at time ``t``: for files, the last one whose timestamp
-is at or before ``t`` (the one a player would be showing), so variable frame
-rates, dropped and repeated frames come out right at any output rate; for live
-inputs, the newest one that has arrived.
+Which picture is shown at time ``t`` is :mod:`glrec.sources.timeline`'s: for
+files, the last one whose timestamp is at or before ``t``; for live inputs,
+the newest one that has arrived.
 """
 
 from __future__ import annotations
@@ -27,12 +26,12 @@ from .. import glsl
 from ..errors import ConfigError, UnsupportedInputError
 from .audio import AudioPassthrough
 from .decode import DecodeWorker, Picture
-from .formats import FORMATS, MATRIX_NAMES
+from .formats import FORMATS, ColourChoice
 from .inputs import InputSpec, classify, open_container, video_stream
+from .timeline import Timeline, stamp_tolerance
 
 log = logging.getLogger("glrec")
 
-_TOLERANCE_S = 1e-4  # a picture stamped this close after t already counts as shown at t
 Decoder = Literal["auto", "cpu", "nvdec"]
 
 
@@ -95,8 +94,7 @@ class VideoSource:
             raise ConfigError(f"Unknown chroma_filter {chroma_filter!r}. Valid: linear, nearest.")
         self.chroma_filter = chroma_filter
         self.vflip, self.srgb = vflip, srgb
-        self._matrix = _check_matrix(matrix)
-        self._full = _check_range(range)
+        self._colour = ColourChoice.parse(matrix, range)
         if decoder not in ("auto", "cpu", "nvdec"):
             raise ConfigError(f"Unknown decoder {decoder!r}. Valid: auto, cpu, nvdec.")
         self.decoder = "cpu" if decoder == "auto" else decoder
@@ -104,10 +102,6 @@ class VideoSource:
         self._depth, self._retries = depth, retries
         self._worker: Any = None
         self.audio: AudioPassthrough | None = None
-        self._offset = 0.0  # loops so far, in seconds of input
-        self._current: Picture | None = None
-        self._next: Picture | None = None
-        self._shown_index = -1
         self._uploaded: Picture | None = None
         self._fresh = False  # whether the RGB texture holds the uploaded picture
         self._uploader: Any = None
@@ -122,7 +116,7 @@ class VideoSource:
             self.codec = stream.codec_context.codec.canonical_name  # "av1", whichever decoder FFmpeg picked
             rate = stream.average_rate or stream.guessed_rate
             self.rate: Fraction | None = Fraction(rate) if rate and 0 < float(rate) <= 1000 else None
-            self._tolerance = stamp_tolerance(stream.time_base, self.rate)
+            tolerance = stamp_tolerance(stream.time_base, self.rate)
             self.duration = _duration(container, stream)
             self.audio_streams = list(container.streams.audio)
             #: Copies the input's audio (``audio=True``): hand it to the output's sink.
@@ -137,11 +131,14 @@ class VideoSource:
             container.close()
             raise
         worker = self._start(container)
-        first = self._take(timeout=self.spec.timeout if self.live else max(self.spec.timeout, 30.0))
+        timeline = Timeline(lambda: self._worker, self._reopen, label=self.spec.label, live=self.live,
+                            loop=self.loop, rate=self.rate, tolerance=tolerance)  # fmt: skip
+        self._timeline = timeline
+        first = timeline.take(timeout=self.spec.timeout if self.live else max(self.spec.timeout, 30.0))
         if first is None:
             self.close()
             raise UnsupportedInputError(f"{self.spec.label!r} has a video stream but no picture could be decoded.")
-        self._current = first
+        timeline.current = first
         tap = self.audio
         if tap is not None:
             tap.origin = worker.origin
@@ -153,7 +150,7 @@ class VideoSource:
         self.rotation = int(getattr(frame, "rotation", 0) or 0) % 360 if self.decoder == "cpu" else 0
         self.size: tuple[int, int] = self.picture_size[::-1] if self.rotation % 180 else self.picture_size  # type: ignore[assignment]
         # An image is a still (shown for ever) unless it turns out to be animated (GIF, WebP, APNG).
-        self.still = self.spec.kind == "image" and self._peek() is None
+        timeline.still = self.spec.kind == "image" and timeline.peek() is None
         log.info("input %s: %s %dx%d, %s fps, %s", self.spec.label, self.codec, *self.size,
                  f"{float(self.rate):.3f}" if self.rate else "unknown", "live" if self.live else "file")  # fmt: skip
 
@@ -187,32 +184,10 @@ class VideoSource:
         if worker is not None:
             worker.stop()
 
-    def _take(self, timeout: float | None = None) -> Picture | None:
-        pic = self._worker.get(timeout=timeout)
-        if pic is not None:
-            pic.position = pic.time
-            pic.time += self._offset
-        return pic
-
-    def _peek(self) -> Picture | None:
-        if self._next is None:
-            self._next = self._take()
-            if self._next is None and self.loop and self._current is not None:
-                self._restart_loop()
-                self._next = self._take()
-        return self._next
-
-    def _restart_loop(self) -> None:
-        assert self._current is not None
-        end = self._current.time + self._frame_span(self._current)
+    def _reopen(self) -> DecodeWorker:
+        """Decode from the input's start again (a loop, or a time before the picture shown)."""
         self._stop_worker()
-        self._offset = end
-        self._start(open_container(self.spec))
-
-    def _frame_span(self, pic: Picture) -> float:
-        if pic.duration:
-            return pic.duration
-        return 1.0 / float(self.rate) if self.rate else 1.0 / 25.0
+        return self._start(open_container(self.spec))
 
     # -- the picture at time t ------------------------------------------------------------------
 
@@ -221,39 +196,7 @@ class VideoSource:
 
         Returns None once a file has ended before ``t`` (never for a still image or a looped input).
         """
-        if self._current is None:
-            return None
-        if self.live:
-            pic = self._worker.newest()
-            if pic is not None:
-                self._current = pic
-            return self._current
-        if self.still:
-            return self._current
-        if t < self._current.time - self._tolerance and (self._current.index > 0 or self._offset > 0):
-            self._rewind()
-        while True:
-            nxt = self._peek()
-            if nxt is None:
-                break
-            if nxt.time <= t + self._tolerance:
-                self._current, self._next = nxt, None
-                continue
-            # The current picture lasts until the next one starts.
-            self._current.duration = nxt.time - self._current.time
-            break
-        cur = self._current
-        if self._next is None and self._worker.ended and t >= cur.time + self._frame_span(cur) - self._tolerance:
-            return None
-        return cur
-
-    def _rewind(self) -> None:
-        """Go back to the start (a scene asked for an earlier time than the picture shown)."""
-        log.info("%s: time went backwards; decoding again from the start", self.spec.label)
-        self._stop_worker()
-        self._offset, self._next = 0.0, None
-        self._start(open_container(self.spec))
-        self._current = self._take()
+        return self._timeline.picture_at(t)
 
     def update(self, t: float) -> Picture | None:
         """Show the picture for ``t`` in :attr:`texture` (uploading it if it changed); None after the end."""
@@ -277,17 +220,10 @@ class VideoSource:
         if self._uploader is None:
             raise ConfigError("Call setup(ctx) before update(t): the source needs the GL context.")
         fmt = self._uploader.upload(pic.frame)
-        colorspace, full = self._colour(pic.frame, fmt)
+        colorspace, full = self._colour.of(pic.frame, fmt)
         size = (pic.frame.width, pic.frame.height)
         self._rgb.configure(fmt, colorspace, full, size, self.rotation, self._uploader.sizes)
         self._uploaded, self._fresh = pic, False
-
-    def _colour(self, frame: Any, fmt: Any) -> tuple[int, bool]:
-        colorspace = self._matrix if self._matrix is not None else int(getattr(frame, "colorspace", 2) or 2)
-        if self._full is not None:
-            return colorspace, self._full
-        tagged = int(getattr(frame, "color_range", 0) or 0)
-        return colorspace, tagged == 2 if tagged else fmt.full_range
 
     @property
     def texture(self) -> moderngl.Texture:
@@ -298,14 +234,21 @@ class VideoSource:
         return self._rgb.texture
 
     @property
+    def still(self) -> bool:
+        """Whether the input is a still image, shown for ever (an animated GIF, WebP or APNG is not)."""
+        return self._timeline.still
+
+    @property
     def time(self) -> float:
         """The timestamp of the picture shown (seconds from the input's first picture; live: as received)."""
-        return self._current.time if self._current is not None else 0.0
+        current = self._timeline.current
+        return current.time if current is not None else 0.0
 
     @property
     def position(self) -> float:
         """How far into the input the shown picture is (restarts at 0 on every loop)."""
-        return self._current.position if self._current is not None else 0.0
+        current = self._timeline.current
+        return current.position if current is not None else 0.0
 
     @property
     def dropped(self) -> int:
@@ -396,41 +339,12 @@ class VideoSource:
         return f"<VideoSource {self.spec.label!r} {self.codec} {self.size[0]}x{self.size[1]} {self.spec.kind}>"
 
 
-def stamp_tolerance(time_base: Any, rate: Fraction | None) -> float:
-    """How far after ``t`` a picture may be stamped and still count as the one shown at ``t``.
-
-    A muxer rounds each timestamp to its time base: Matroska and WebM keep milliseconds, so the third
-    picture of a 30 fps clip is stamped 0.067 s, after 2/30 s. Half a tick covers that rounding; a
-    quarter of a frame is the most it may be, so a coarse time base never makes a picture early.
-    """
-    tick = 0.5 * float(time_base) if time_base else 0.0
-    if rate:
-        tick = min(tick, 0.25 / float(rate))
-    return max(_TOLERANCE_S, tick)
-
-
 def _duration(container: Any, stream: Any) -> float | None:
     if stream.duration is not None and stream.time_base is not None:
         return float(stream.duration * stream.time_base)
     if container.duration is not None:
         return container.duration / 1_000_000
     return None
-
-
-def _check_matrix(matrix: str | None) -> int | None:
-    if matrix is None:
-        return None
-    if matrix not in MATRIX_NAMES:
-        raise ConfigError(f"Unknown input matrix {matrix!r}. Valid: {', '.join(sorted(MATRIX_NAMES))}.")
-    return MATRIX_NAMES[matrix]
-
-
-def _check_range(value: str | None) -> bool | None:
-    if value is None:
-        return None
-    if value not in ("limited", "full"):
-        raise ConfigError(f"Unknown input range {value!r}. Valid: full, limited.")
-    return value == "full"
 
 
 __all__ = ["FORMATS", "VideoSource"]

@@ -13,7 +13,7 @@ Safe by default:
 - on loopback, requests must name a loopback host (a DNS-rebinding page cannot
   reach the server), and a browser's WebSocket must come from the server's own
   page (``Origin`` checked), so another site open in the same browser cannot
-  watch or drive the scene;
+  watch or drive the scene (these checks: :mod:`glrec.sinks.viewer.gate`);
 - at most ``max_viewers`` viewers; messages from a viewer are at most
   :data:`~glrec.inputs.MAX_MESSAGE_BYTES` (larger ones close that
   viewer's connection), and are validated, counted and never executed;
@@ -24,41 +24,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import importlib.util
-import ipaddress
 import itertools
 import json
 import logging
 import secrets
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from ...errors import ConfigError, GlrecError, OutputError
 from ...frame import Packet
 from ...inputs import MAX_MESSAGE_BYTES, InputEvent, InputQueue, InputRejected, KeyframeRequest, Ping, parse_message
 from ..timing import FrameTimes, LatencyStats
+from .gate import RequestGate, is_loopback
 from .protocol import pack_frame
 from .viewers import ViewerQueue
 
 log = logging.getLogger("glrec")
 
-_PAGES = {
-    "/": ("index.html", "text/html; charset=utf-8"),
-    "/index.html": ("index.html", "text/html; charset=utf-8"),
-    "/viewer.js": ("viewer.js", "text/javascript; charset=utf-8"),
-    "/mse.js": ("mse.js", "text/javascript; charset=utf-8"),
-}
-# The page loads only its own scripts and talks only to its own server.
-_CSP = (
-    "default-src 'self'; connect-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-    "media-src 'self' blob:"
-)
 _KEYFRAME_REQUEST_GAP_S = 0.2  # at most this often, however many viewers ask
 # And at most this often for any one viewer: a viewer asks when it joins or loses its place,
 # not 5 times a second (which made every viewer's stream mostly keyframes).
@@ -67,21 +52,6 @@ _VIEWER_KEYFRAME_GAP_S = 2.0
 
 class StreamExtraMissingError(GlrecError, ImportError):
     """The browser viewer needs the ``stream`` extra (the websockets package)."""
-
-
-def is_loopback(host: str) -> bool:
-    """True for localhost and loopback addresses (127.0.0.0/8, ::1)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _hostname(value: str) -> str:
-    """The host part of a Host header value ("127.0.0.1:8080", "[::1]:8080")."""
-    return urlsplit(f"//{value}").hostname or ""
 
 
 @dataclass
@@ -145,15 +115,12 @@ class StreamServer:
         self.times = times if times is not None else FrameTimes()
         self.on_keyframe_request = on_keyframe_request
         self.sent_latency = LatencyStats()  # render -> frame written to a viewer's socket
-        self.refused: Counter[str] = Counter()  # HTTP/handshake refusals by reason
+        self._gate = RequestGate(host, token)
+        self.refused = self._gate.refused  # HTTP/handshake refusals by reason
         self.frames_published = 0
         self.viewers_total = 0
         self._viewers: dict[int, _Viewer] = {}
         self._ids = itertools.count(1)
-        self._pages = {
-            path: (resources.files(__package__).joinpath("web").joinpath(name).read_bytes(), ctype)
-            for path, (name, ctype) in _PAGES.items()
-        }
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
@@ -259,49 +226,9 @@ class StreamServer:
 
     # -- HTTP ---------------------------------------------------------------------------------
 
-    def _refuse(self, connection: Any, status: int, reason: str, text: str) -> Any:
-        self.refused[reason] += 1
-        log.info("refused %s: %s", reason, text)
-        return connection.respond(status, text + "\n")
-
     def _process_request(self, connection: Any, request: Any) -> Any:
-        from websockets.datastructures import Headers
-        from websockets.http11 import Response
-
-        parts = urlsplit(request.path)
-        for name in ("Host", "Origin"):
-            # Two of either leave no single answer to check (websockets raises on .get): refused.
-            if len(request.headers.get_all(name)) > 1:
-                return self._refuse(connection, 400, "duplicate header", f"More than one {name} header.")
-        host = _hostname(request.headers.get("Host", ""))
-        if is_loopback(self.host) and not is_loopback(host):
-            return self._refuse(connection, 403, "host", f"Host {host!r} is not a loopback name; open {self.url}")
-        # The page and its scripts are static and public; the stream, the input channel and
-        # the numbers are what the token guards.
-        if self.token is not None and parts.path in ("/ws", "/stats"):
-            given = parse_qs(parts.query).get("token", [""])[0]
-            if not hmac.compare_digest(given.encode(), self.token.encode()):
-                return self._refuse(connection, 403, "token", "A valid ?token= is required.")
-        if parts.path == "/ws":
-            origin = request.headers.get("Origin")
-            if origin is not None and urlsplit(origin).netloc != request.headers.get("Host", ""):
-                return self._refuse(connection, 403, "origin", f"Origin {origin!r} is not this server's page.")
-            if len(self._viewers) >= self.max_viewers:
-                return self._refuse(connection, 503, "full", f"{self.max_viewers} viewers are connected already.")
-            return None  # go on with the WebSocket handshake
-        if parts.path == "/favicon.ico":  # browsers ask for it; there is none
-            return Response(204, "No Content", Headers([("Content-Length", "0")]), b"")
-        if parts.path == "/stats":
-            body, ctype = json.dumps(self._stats()).encode(), "application/json"
-        elif parts.path in self._pages:
-            body, ctype = self._pages[parts.path]
-        else:
-            return self._refuse(connection, 404, "not found", f"No page {parts.path!r}; the viewer is at /")
-        headers = Headers(
-            [("Content-Type", ctype), ("Content-Length", str(len(body))), ("Cache-Control", "no-store"),
-             ("X-Content-Type-Options", "nosniff"), ("Content-Security-Policy", _CSP), ("Connection", "close")]
-        )  # fmt: skip
-        return Response(200, "OK", headers, body)
+        full = f"{self.max_viewers} viewers are connected already." if len(self._viewers) >= self.max_viewers else None
+        return self._gate.answer(connection, request, url=self.url, full=full, stats=self._stats)
 
     # -- WebSocket ----------------------------------------------------------------------------
 

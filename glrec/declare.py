@@ -1,0 +1,151 @@
+"""How an option is declared, and what is derived from the declarations.
+
+An option is one dataclass field made by :func:`option`: its type and default
+are the field's, and its metadata holds the help text, the CLI flag and the
+parser that validates it. A table of options (:mod:`glrec.options` has them)
+subclasses :class:`OptionTable`, which builds it from keywords. From the same
+declarations come every subcommand's flags (:func:`add_flags`), the values a
+command line gave (:func:`values_from_args`) and the Markdown reference
+(:func:`reference`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import MISSING, Field, dataclass, field, fields, replace
+from typing import Any, TypeVar
+
+from .errors import ConfigError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """What :func:`option` records beside a field's type and default."""
+
+    help: str
+    parse: Callable[[Any], Any]
+    flags: tuple[str, ...]  # CLI spellings; empty: Python only
+    metavar: str | None
+    boolean: bool
+    repeat: bool  # the flag may be given several times (a list)
+
+
+def option(
+    default: Any,
+    help: str,
+    parse: Callable[[Any], Any],
+    *,
+    flags: tuple[str, ...] | None = None,
+    metavar: str | None = None,
+    boolean: bool = False,
+    repeat: bool = False,
+    default_factory: Callable[[], Any] | None = None,
+) -> Any:
+    """Declare one option: a dataclass field with its help text, CLI flag(s) and parser."""
+    spec = OptionSpec(help, parse, flags if flags is not None else (), metavar, boolean, repeat)
+    if default_factory is not None:
+        return field(default_factory=default_factory, metadata={"glrec": spec})
+    return field(default=default, metadata={"glrec": spec})
+
+
+def flag(name: str) -> tuple[str, ...]:
+    """The CLI spelling of option ``name``: ``--name`` with dashes for underscores."""
+    return ("--" + name.replace("_", "-"),)
+
+
+def declared(cls: type) -> list[tuple[Field[Any], OptionSpec]]:
+    """The options a table declares, in declaration order."""
+    return [(f, f.metadata["glrec"]) for f in fields(cls) if "glrec" in f.metadata]
+
+
+class OptionTable:
+    """What every table of options does: build from keywords, list its names, replace values."""
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f, _ in declared(cls))
+
+    @classmethod
+    def parse(cls: type[T], values: Mapping[str, object]) -> T:
+        """Check each given value with its option's parser; the rest keep their defaults."""
+        known = {f.name: spec for f, spec in declared(cls)}
+        checked: dict[str, Any] = {}
+        for name, value in values.items():
+            if name not in known:
+                raise unknown_option(name, known)
+            checked[name] = None if value is None else known[name].parse(value)
+        return cls(**{k: v for k, v in checked.items() if v is not None})
+
+    def with_(self: T, **changes: object) -> T:
+        return replace(self, **changes)  # type: ignore[type-var]
+
+
+def unknown_option(name: str, valid: Iterable[str]) -> ConfigError:
+    valid = sorted(valid)
+    close = difflib.get_close_matches(name, valid, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    return ConfigError(f"Unknown option {name!r}.{hint} Valid: {', '.join(valid)}.")
+
+
+# -- derived: the command line and the reference ----------------------------------------------------
+
+
+def add_flags(
+    parser: argparse.ArgumentParser,
+    *tables: type,
+    title: str | None = None,
+    help_overrides: Mapping[str, str] | None = None,
+) -> None:
+    """Add every option of ``tables`` that has a flag; values stay None unless given (defaults live here).
+
+    ``help_overrides`` replaces an option's help for one command (e.g. what no length means there).
+    """
+    group = parser.add_argument_group(title) if title else parser
+    for table in tables:
+        for f, spec in declared(table):
+            if not spec.flags:
+                continue
+            default = "" if f.default in (None, (), MISSING) else f" (default {_shown(f.default)})"
+            text = (help_overrides or {}).get(f.name, spec.help + default)
+            kwargs: dict[str, Any] = {"dest": f.name, "default": None, "help": text}
+            if spec.boolean:
+                kwargs["action"] = "store_true"
+            else:
+                kwargs["metavar"] = spec.metavar or f.name.upper()
+                if spec.repeat:
+                    kwargs["action"] = "append"
+            group.add_argument(*spec.flags, **kwargs)
+
+
+def values_from_args(args: argparse.Namespace, *tables: type) -> dict[str, Any]:
+    """The options of ``tables`` given on the command line (unset ones left out, so defaults apply)."""
+    out: dict[str, Any] = {}
+    for table in tables:
+        for f, spec in declared(table):
+            if spec.flags and getattr(args, f.name, None) is not None:
+                out[f.name] = getattr(args, f.name)
+    return out
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        return f"{value[0]}x{value[1]}"
+    return str(value)
+
+
+def reference(tables: Iterable[type], intro: str) -> str:
+    """The reference of ``tables`` in Markdown: a heading, ``intro``, then one table of options each."""
+    lines = ["# glrec options", "", intro, ""]
+    for table in tables:
+        lines += [f"## {table.__name__}", "", (table.__doc__ or "").strip(), ""]
+        lines += ["| keyword | CLI | default | meaning |", "|---|---|---|---|"]
+        for f, spec in declared(table):
+            flags = ", ".join(f"`{s}`" for s in spec.flags) or "(Python only)"
+            default = "—" if f.default in (None, MISSING) else f"`{_shown(f.default)}`"
+            lines.append(f"| `{f.name}` | {flags} | {default} | {spec.help.replace('%%', '%')} |")
+        lines.append("")
+    return "\n".join(lines)

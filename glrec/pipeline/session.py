@@ -1,0 +1,116 @@
+"""A built pipeline at work: frames go in by index and come out of the sink, in order.
+
+The recorder decides when to build (at once, or at a sizeless recorder's first
+frame) and when to finish; a :class:`Session` is what it builds: the stages of
+:func:`~glrec.pipeline.build.build_pipeline`, the sink and the encode worker,
+and the moves of a frame between them -- through the processing stage if there
+is one, the convert pass and the handoff, then onto the worker's queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+
+import moderngl
+
+from ..frame import HostFrame
+from ..options import PipelineOptions, VideoOptions
+from ..result import RecordResult
+from ..sinks import Sink
+from ..sinks.registry import OutputKind
+from ..worker import EncodeWorker
+from .build import build_pipeline
+from .timing import StageTimers, timed
+
+log = logging.getLogger("glrec")
+
+
+class Session:
+    """Build the chain for ``video`` on ``stack``; :meth:`start` then starts its encode worker on a sink.
+
+    Two steps, so that the owner holds the GL context (:attr:`gl`, needed to tear
+    the stages down) before it opens the sink, which can fail.
+    """
+
+    worker: EncodeWorker  # set by start()
+
+    def __init__(self, stack: ExitStack, video: VideoOptions, pipeline_options: PipelineOptions, output: OutputKind):
+        pipeline = build_pipeline(stack, video, pipeline_options, output)
+        self._stack = stack
+        self._queue_size = pipeline_options.queue_size
+        self.gl = pipeline.gl
+        self.target = pipeline.target
+        self.frames = pipeline.frames
+        self.encoder = pipeline.encoder
+        self.plan = pipeline.plan
+        self.encoder_name = pipeline.name
+        #: The options of the encoded stream, for the sink: a processing stage may encode another size than is rendered.
+        self.video = pipeline.video
+        # A handoff that paces GL against its consumer (glrec.interop.batching) is asked before each frame.
+        self.before_frame: Callable[[], None] | None = getattr(pipeline.handoff, "before_frame", None)
+        self._process = pipeline.process  # None without process=
+        self._convert = pipeline.convert
+        self._handoff = pipeline.handoff
+        self._live = video.live
+        self.gl_frames_pending = False  # frames of render()/frame() still in the handoff
+
+    def start(self, sink: Sink) -> None:
+        """Start the encode worker on ``sink``; the stack finishes it (flush, trailer) before the stages go."""
+        self.worker = EncodeWorker(self.encoder, sink, self._queue_size)
+        self._stack.callback(self.worker.finish)
+
+    def time_stages(self, timers: StageTimers) -> None:
+        """Run the stages' methods inside ``timers`` (see :mod:`glrec.pipeline.timing`); before the first frame."""
+        self._convert = timed("convert", self._convert, timers)
+        self._handoff = timed("handoff", self._handoff, timers)
+        self.worker.time_stages(timers)
+
+    def submit(self, colour: moderngl.Texture, index: int) -> None:
+        """Hand on frame ``index``, rendered into ``colour`` (the GL context current)."""
+        if self._process is None:
+            self._hand_on(index, colour)
+        else:  # the stage hands frames on as they come out of it, each with its own index
+            self._process.submit(colour, index, self._hand_on)
+        if self._live:  # latency over throughput: hand this frame on now, not N frames later
+            for frame in self._handoff.drain():
+                self.worker.put(frame)
+
+    def _hand_on(self, index: int, texture: moderngl.Texture) -> None:
+        """Convert frame ``index`` from ``texture`` and queue what the handoff completes for the encoder."""
+        self._convert.run(texture)
+        self.gl_frames_pending = True
+        for frame in self._handoff.submit(index):
+            self.worker.put(frame)
+
+    def submit_ready(self, frame: HostFrame) -> None:
+        """Queue a frame that needs no GL stage, after the frames still in the handoff (rendered before it)."""
+        if self.gl_frames_pending:  # scenes were rendered into this recording too
+            with self.gl.active():
+                self.drain()
+            self.gl_frames_pending = False
+        self.worker.put(frame)
+
+    def drain(self) -> None:
+        """Hand on every frame still in the stages; a processing stage's failure is raised after the rest."""
+        error: BaseException | None = None
+        if self._process is not None:
+            try:
+                self._process.drain(self._hand_on)
+            except BaseException as exc:
+                error = exc
+        for done in self._handoff.drain():
+            self.worker.put(done)
+        if error is not None:
+            raise error
+
+    def result(self, path: Path, video: VideoOptions, started: float, *, own_file: bool) -> RecordResult:
+        """What the recording holds; a file glrec wrote (``own_file``) counts what it holds, not what was encoded."""
+        worker = self.worker
+        frames = worker.frames_written if own_file else worker.frames_encoded
+        size = path.stat().st_size if own_file and path.exists() else worker.sink.bytes_written
+        wall = time.perf_counter() - started
+        return RecordResult(path, frames, frames / video.fps, wall, size, self.encoder_name, video.codec)
