@@ -24,6 +24,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger("glrec")
@@ -109,6 +110,17 @@ def finish(cl: Any, entry: SharedCL, queue: Any) -> None:
     except cl.Error:
         discard(entry)
         raise
+
+
+def finish_then(cl: Any, entry: SharedCL, queue: Any | None, release: Callable[[], None]) -> None:
+    """A recording's close: wait for the shared ``queue`` (None: closed already, nothing to do), then ``release``
+    what the recording made, even when the wait failed."""
+    if queue is None:
+        return
+    try:
+        finish(cl, entry, queue)
+    finally:
+        release()
 
 
 def release_all() -> None:

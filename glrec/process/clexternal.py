@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProcessError
-from .clcontext import SharedCL, finish
+from .clcontext import SharedCL, finish_then
 from .memory import CudaMemory
 from .runner import Processed
 from .spec import OpenCLKernel
@@ -162,12 +162,10 @@ class ExternalRunner:
     def close(self) -> None:
         """Release everything this recording made in OpenCL; the shared context and queue stay."""
         queue, self.queue = self.queue, None
-        if queue is None:
-            return
-        try:
-            finish(self.cl, self.entry, queue)
-        finally:
-            for slot in list(self._events):
-                self._forget_event(slot)
-            self._release_memory()
-            self.kernel = None  # pyopencl releases a kernel with its last reference, this one
+        finish_then(self.cl, self.entry, queue, self._release)
+
+    def _release(self) -> None:
+        for slot in list(self._events):
+            self._forget_event(slot)
+        self._release_memory()
+        self.kernel = None  # pyopencl releases a kernel with its last reference, this one

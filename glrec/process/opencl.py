@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import KernelBuildError, ProcessError, ProcessUnavailableError
-from .clcontext import SharedCL, finish, shared
+from .clcontext import SharedCL, finish_then, shared
 from .clexternal import ExternalRunner, function
 from .memory import CudaMemory, HostMemory
 from .runner import FunctionRunner
@@ -188,12 +188,7 @@ class _HostKernel:
     def close(self) -> None:
         """Release the buffers and the kernel now (the shared context and queue stay for the next recording)."""
         queue, self.queue = self.queue, None
-        if queue is None:
-            return
-        try:
-            finish(self.cl, self.entry, queue)
-        finally:
-            self._release()
+        finish_then(self.cl, self.entry, queue, self._release)
 
 
 def open_opencl(
