@@ -7,7 +7,10 @@ the list to moviepy when the recording stops, so memory grows with the episode
 and steps, writes the same file names (``{name_prefix}-episode-{N}.mp4``,
 ``{name_prefix}-step-{N}.mp4``) with the same number of frames, and writes each
 frame to a :class:`glrec.Recorder` as it is rendered, so memory stays flat and
-encoding overlaps the simulation.
+encoding overlaps the simulation. For Gymnasium's MuJoCo envs (``MUJOCO_GL=egl``)
+it records the frame from MuJoCo's own framebuffer instead of the numpy copy
+``env.render()`` reads back (see :mod:`glrec.gym_mujoco`; ``fast_path=False``
+always records ``env.render()``'s frames).
 
 >>> env = gymnasium.make("CartPole-v1", render_mode="rgb_array")  # doctest: +SKIP
 >>> env = glrec.gym.RecordVideo(env, "videos", episode_trigger=lambda e: e % 10 == 0)  # doctest: +SKIP
@@ -35,6 +38,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 import numpy as np
 
+from . import gym_mujoco
+from .errors import ContextError
 from .recorder import Recorder
 from .result import RecordResult
 
@@ -62,7 +67,9 @@ class RecordVideo(gym.Wrapper[ObsType, ActType, ObsType, ActType], Generic[ObsTy
     ``render_fps``, else 30. ``disable_logger=False`` logs each finished video on the
     ``glrec`` logger; ``gc_trigger`` runs the garbage collector after a video when it
     returns True (Gymnasium frees its frame list that way; here there is none, so the
-    default is never). :attr:`videos` lists the finished recordings.
+    default is never). :attr:`videos` lists the finished recordings. ``fast_path`` (default
+    True) lets a Gymnasium MuJoCo env's frames be recorded from MuJoCo's framebuffer
+    (:mod:`glrec.gym_mujoco`); False records ``env.render()``'s frames for every env.
     """
 
     def __init__(
@@ -78,12 +85,13 @@ class RecordVideo(gym.Wrapper[ObsType, ActType, ObsType, ActType], Generic[ObsTy
         gc_trigger: Callable[[int], bool] | None = None,
         *,
         overwrite: bool = True,
+        fast_path: bool = True,
         **options: Any,
     ) -> None:
         gym.utils.RecordConstructorArgs.__init__(
             self, video_folder=video_folder, episode_trigger=episode_trigger, step_trigger=step_trigger,
             video_length=video_length, name_prefix=name_prefix, fps=fps, disable_logger=disable_logger,
-            gc_trigger=gc_trigger, overwrite=overwrite, **options,
+            gc_trigger=gc_trigger, overwrite=overwrite, fast_path=fast_path, **options,
         )  # fmt: skip
         gym.Wrapper.__init__(self, env)
         if env.render_mode in {None, "human", "ansi"}:
@@ -118,17 +126,22 @@ class RecordVideo(gym.Wrapper[ObsType, ActType, ObsType, ActType], Generic[ObsTy
         self._options = {"pad": True, **options}
         self._recorder: Recorder | None = None
         self._video_name: str | None = None
+        self._video_path = ""
+        # MuJoCo's framebuffer as the source, unless the caller fixed the recorder's context or size itself.
+        usable = fast_path and not {"context", "size"} & set(options)
+        self._mujoco = gym_mujoco.find(env) if usable else None
+        self._mujoco_verified = False  # set once a frame drawn for recording equalled env.render()'s
+        self._in_mujoco = False  # whether self._recorder records in MuJoCo's context
 
     @property
     def frames_recorded(self) -> int:
         """Frames written to the video being recorded (0 when not recording)."""
         return self._recorder.frames_submitted if self._recorder is not None else 0
 
-    # The seam for sources other than env.render(): a MuJoCo env's frame can be recorded straight
-    # from MuJoCo's framebuffer with Recorder(..., context="current") and Recorder.capture(),
-    # without the host copy render() makes; that replaces this method for such envs.
     def _capture_frame(self) -> None:
         assert self.recording, "Cannot capture a frame, recording wasn't started."
+        if self._mujoco_verified and self._from_mujoco(drawn=False):
+            return
         frame = self.env.render()
         if isinstance(frame, list):
             if len(frame) == 0:
@@ -143,10 +156,35 @@ class RecordVideo(gym.Wrapper[ObsType, ActType, ObsType, ActType], Generic[ObsTy
             self.stop_recording()
             gym_logger.warn(f"Recording stopped: expected an image array from render, got instead {type(frame)}.")
             return
+        if self._mujoco is not None and not self._mujoco_verified:  # the first frame decides
+            if self._mujoco.verify(frame):  # which drew it again: it is in MuJoCo's framebuffer now
+                self._mujoco_verified = True
+                if self._from_mujoco(drawn=True):
+                    return
+            else:
+                self._mujoco = None
         self._write(frame)
 
+    def _from_mujoco(self, drawn: bool) -> bool:
+        """Record the frame from MuJoCo's framebuffer; False when no recorder can work in MuJoCo's context."""
+        assert self._mujoco is not None
+        if self._recorder is None:
+            try:
+                self._recorder = self._mujoco.open(self._video_path, **self._recorder_options())
+            except ContextError as exc:
+                log.debug("glrec.gym: recording env.render() frames: no recorder in MuJoCo's context: %s", exc)
+                self._mujoco, self._mujoco_verified = None, False
+                return False
+            self._in_mujoco = True
+        self._mujoco.record(self._recorder, draw=not drawn)
+        return True
+
+    def _recorder_options(self) -> dict[str, Any]:
+        return {"fps": self.frames_per_sec, "overwrite": self._overwrite, **self._options}
+
     def _write(self, frame: object) -> None:
-        assert self._recorder is not None
+        if self._recorder is None:
+            self._recorder = Recorder(self._video_path, **self._recorder_options())
         self._recorder.write(frame)
 
     def reset(
@@ -190,6 +228,8 @@ class RecordVideo(gym.Wrapper[ObsType, ActType, ObsType, ActType], Generic[ObsTy
 
     def close(self) -> None:
         """Close the environment, then finish the video being recorded."""
+        if self.recording and self._in_mujoco:  # MuJoCo's context goes with the env: finish the video first
+            self.stop_recording()
         super().close()
         if self.recording:
             self.stop_recording()
@@ -198,8 +238,9 @@ class RecordVideo(gym.Wrapper[ObsType, ActType, ObsType, ActType], Generic[ObsTy
         """Start recording ``video_folder/video_name.mp4`` (finishing the one being recorded first)."""
         if self.recording:
             self.stop_recording()
-        path = os.path.join(self.video_folder, f"{video_name}.mp4")
-        self._recorder = Recorder(path, fps=self.frames_per_sec, overwrite=self._overwrite, **self._options)
+        self._video_path = os.path.join(self.video_folder, f"{video_name}.mp4")
+        # A MuJoCo env's recorder is made at the first frame, in MuJoCo's context (or not, should that fail).
+        self._recorder = None if self._mujoco is not None else Recorder(self._video_path, **self._recorder_options())
         self.recording = True
         self._video_name = video_name
 
@@ -207,12 +248,11 @@ class RecordVideo(gym.Wrapper[ObsType, ActType, ObsType, ActType], Generic[ObsTy
         """Finish the video being recorded (a video of no frames leaves no file, with a warning)."""
         assert self.recording, "stop_recording was called, but no recording was started"
         recorder, self._recorder = self._recorder, None
-        self.recording = False
+        self.recording, self._in_mujoco = False, False
         self._video_name = None
-        assert recorder is not None
-        empty = recorder.frames_submitted == 0
-        result = recorder.close()
-        if empty:
+        empty = recorder is None or recorder.frames_submitted == 0
+        result = recorder.close() if recorder is not None else None
+        if empty or result is None:
             gym_logger.warn("Ignored saving a video as there were zero frames to save.")
         else:
             self.videos.append(result)
