@@ -58,6 +58,10 @@ def pictures(size: tuple[int, int], dtype: str = "uint8") -> list[np.ndarray]:
 def imageio_row(spec: RowSpec) -> dict[str, Any]:
     import imageio.v2 as imageio
 
+    from glrec.bench.ffmpeg import use_ffmpeg
+
+    found = use_ffmpeg()  # imageio-ffmpeg's own search, then the checkout's .gpu/ffmpeg (benchmarks/gpu/)
+
     frames = pictures(spec.size)
     writer = imageio.get_writer(
         str(spec.output), format="FFMPEG", mode="I", fps=spec.fps, codec="libx264", pixelformat="yuv420p",
@@ -69,7 +73,7 @@ def imageio_row(spec: RowSpec) -> dict[str, Any]:
         writer.append_data(frames[i % DISTINCT])
     writer.close()
     meter.stop()
-    return {**figures(spec, meter, None), **describe_output(spec.output)}
+    return {**figures(spec, meter, None), **describe_output(spec.output), "ffmpeg": found.describe()}
 
 
 def _glrec(spec: RowSpec, dtype: str, **options: Any) -> dict[str, Any]:
@@ -110,7 +114,7 @@ def main() -> int:
     p.add_argument("--frames", type=int, default=120)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--rows", default="imageio,glrec,glrec-gl,glrec-float")
-    p.add_argument("--memory-frames", type=int, default=100, help="glrec with N and 4N frames at 1280x720; 0: off")
+    p.add_argument("--memory-frames", type=int, default=100, help="glrec with N and 4N frames, largest size; 0: off")
     p.add_argument("--json", type=Path, help="write the result here (default benchmarks/results/DATE_frames-in_...)")
     args = p.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -122,6 +126,7 @@ def main() -> int:
             fps: dict[str, list[float]] = {n: [] for n in names}
             cpu: dict[str, list[float]] = {n: [] for n in names}
             x264: dict[str, Any] = {}
+            cores: dict[str, Any] = {}
             for r in range(args.repeat):
                 for n in names:
                     spec = RowSpec(n, scene="gradient", size=size, frames=args.frames, workdir=tmp, tag=f"_{r}")
@@ -134,26 +139,31 @@ def main() -> int:
                     fps[n].append(out["fps"])
                     cpu[n].append(1e3 * out["cpu_seconds"] / args.frames)
                     x264[n] = (out.get("x264") or {}).get("options", {})
+                    cores[n] = (out.get("x264") or {}).get("core")
             base = names[0]
             for n in names:
                 ratios = [a / b for a, b in zip(fps[n], fps[base], strict=True)]
                 differs = {k: (v, x264[base].get(k)) for k, v in x264[n].items() if x264[base].get(k) != v}
                 line = {"row": n, "size": f"{size[0]}x{size[1]}", "fps": statistics.median(fps[n]),
                         "x_imageio": statistics.median(ratios), "cpu_ms_per_frame": statistics.median(cpu[n]),
-                        "x264_differs": differs}  # fmt: skip
+                        "x264_differs": differs, "x264_core": cores[n]}  # fmt: skip
                 result["summary"].append(line)
+                core = "" if cores[n] == cores[base] else f"  x264 core {cores[n]} (imageio's {cores[base]})"
                 print(f"{line['size']:>9} {n:22} fps {line['fps']:6.1f}  x imageio {line['x_imageio']:5.2f}  "
-                      f"CPU ms/frame {line['cpu_ms_per_frame']:6.1f}  x264 differs: {differs or 'no'}")  # fmt: skip
+                      f"CPU ms/frame {line['cpu_ms_per_frame']:6.1f}  x264 differs: {differs or 'no'}"
+                      f"{core}")  # fmt: skip
         if args.memory_frames:
             peaks = []
+            mw, mh = args.sizes[-1]  # the largest frames asked for
             for n in (args.memory_frames, 4 * args.memory_frames):
-                spec = RowSpec("frames-in:glrec", scene="gradient", size=(1280, 720), frames=n, workdir=tmp,
+                spec = RowSpec("frames-in:glrec", scene="gradient", size=(mw, mh), frames=n, workdir=tmp,
                                tag="_mem")  # fmt: skip
                 peaks.append(runner.run_isolated(spec)["peak_rss_mb"])
-            result["memory"] = {"frames": [args.memory_frames, 4 * args.memory_frames], "peak_rss_mb": peaks}
+            result["memory"] = {"size": f"{mw}x{mh}", "frames": [args.memory_frames, 4 * args.memory_frames],
+                                "peak_rss_mb": peaks}  # fmt: skip
             print(f"memory: glrec peak RSS {peaks[0]:.0f} MB at {args.memory_frames} frames, "
-                  f"{peaks[1]:.0f} MB at {4 * args.memory_frames} (1280x720; the frames made up front are "
-                  f"{DISTINCT * 1280 * 720 * 3 / 2**20:.0f} MB of it)")  # fmt: skip
+                  f"{peaks[1]:.0f} MB at {4 * args.memory_frames} ({mw}x{mh}; the frames made up front are "
+                  f"{DISTINCT * mw * mh * 3 / 2**20:.0f} MB of it)")  # fmt: skip
     result["load_after"] = os.getloadavg()
     print(f"load average before {result['load_before'][0]:.1f}, after {result['load_after'][0]:.1f} "
           f"on {os.cpu_count()} cores (other work on the machine shares them)")  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -13,9 +14,9 @@ class HostFrame:
 
     ``data`` is uint8, laid out as PyAV's ``VideoFrame.from_ndarray`` expects
     for ``pix_fmt``: ``(h * 3 // 2, w)`` for yuv420p and nv12, ``(h, w, 3)``
-    planar-as-packed is never used; yuv444p is ``(3, h, w)``. Frames the CPU
-    encoder converts itself are ``gray`` ``(h, w, 1)``, ``rgb24`` ``(h, w, 3)``
-    or ``rgba`` ``(h, w, 4)``.
+    planar-as-packed is never used; yuv444p is ``(3, h, w)``. A frame swscale
+    converted on the host (:mod:`glrec.sources.direct`, for the CPU encoder
+    only) is already a PyAV frame: ``av_frame``, with ``data`` empty.
     """
 
     index: int
@@ -23,6 +24,7 @@ class HostFrame:
     width: int
     height: int
     data: np.ndarray
+    av_frame: Any = None  # an av.VideoFrame in pix_fmt
 
     def planes(self) -> tuple[np.ndarray, ...]:
         """Y, U, V planes (Y, UV for nv12) as 2-D views, rows top-down."""

@@ -3,7 +3,7 @@
 Near-lossless settings (qp 0, yuv444p) make the comparison a check of glrec's own conversion:
 PSNR >= 40 dB against the frames that went in, markers where they were put, colours as given.
 Both routes a host frame can take are run: ``gl`` (PBO upload, GL convert, readback) and ``cpu``
-(swscale on the encode thread, what ``auto`` picks on Mesa's software GL).
+(swscale as each frame is written, what ``auto`` picks on Mesa's software GL).
 """
 
 from __future__ import annotations
@@ -92,7 +92,10 @@ def test_every_kind_of_host_frame(tmp_path, route):
     torch = pytest.importorskip("torch")
     base = pictures(1)[0]
     rgba = np.dstack([base, np.full(base.shape[:2], 128, np.uint8)])  # alpha is dropped, not composited
+    wide = np.zeros((48, 80, 3), np.uint8)
+    wide[:, :64] = base
     inputs = [
+        wide[:, :64],  # rows further apart than the picture is wide (read in place by swscale)
         base,
         PIL.fromarray(base),
         rgba,
@@ -109,6 +112,21 @@ def test_every_kind_of_host_frame(tmp_path, route):
     assert len(decoded) == len(inputs)
     for i, got in enumerate(decoded):
         assert psnr(got, base) >= 40, f"input {i}"
+
+
+def test_one_array_reused_for_every_frame(tmp_path, route):
+    # write() is done with the array when it returns: the caller may draw the next frame into it at once.
+    frames = pictures(6)
+    buffer = np.empty_like(frames[0])
+    with glrec.Recorder(tmp_path / "reused.mp4", fps=10, **LOSSLESS, **route) as rec:
+        for a in frames:
+            buffer[:] = a
+            rec.write(buffer)
+    decoded = decode_rgb(tmp_path / "reused.mp4")
+    assert len(decoded) == 6
+    for i, (got, want) in enumerate(zip(decoded, frames, strict=True)):
+        assert psnr(got, want) >= 40, f"frame {i}"
+    assert psnr(frames[0], frames[5]) < 30, "the frames differ, so a frame showing another would fail"
 
 
 def test_grey_frames(tmp_path, route):

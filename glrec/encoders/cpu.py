@@ -1,12 +1,10 @@
 """The CPU encoder: libx264, libx265 or SVT-AV1 through PyAV, in process.
 
-Frames arrive already converted to the encoder's pixel format by the GL
-convert stage, so no swscale pass runs on the CPU. Host frames come from the
-PBO readback; CUDA device frames (the GPU path without NVENC) are copied to the
-host once, on the encode thread. Unconverted host frames (``gray``, ``rgb24``,
-``rgba``: written arrays where GL is software, see :mod:`glrec.sources.direct`)
-are converted here by swscale, with the matrix and range the stream is tagged
-with and chroma averaged over 2x2 blocks as the GL convert does.
+Frames arrive already converted to the encoder's pixel format (:func:`input_format`):
+by the GL convert stage, or, for arrays written where GL is software, by swscale
+as they were written (:mod:`glrec.sources.direct`), so no conversion runs on the
+encode thread. Host frames come from the PBO readback; CUDA device frames (the
+GPU path without NVENC) are copied to the host once, on the encode thread.
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ from typing import cast
 
 import av
 import numpy as np
-from av.video.reformatter import ColorRange, Colorspace, Interpolation, VideoReformatter
 
 from ..errors import EncoderError, EncoderUnavailableError
 from ..frame import HostFrame, Packet
@@ -42,8 +39,13 @@ _DEFAULT_PRESET = {"libx264": "veryfast", "libx265": "veryfast", "libsvtav1": "1
 # Frames a decode timestamp may trail its presentation timestamp by (B-frame pyramids of 16).
 _MAX_REORDER = 64
 _DEFAULT_CRF = {"libx264": 20, "libx265": 24, "libsvtav1": 35, "mjpeg": None}
-# Host frames that arrive unconverted (see the module docstring).
-_UNCONVERTED = frozenset({"gray", "rgb24", "rgba"})
+
+
+def input_format(options: VideoOptions) -> str:
+    """The PyAV pixel format the CPU encoder takes for ``options``: ``pix_fmt``, full-range ``yuvj`` for mjpeg."""
+    if CPU_ENCODERS[options.codec] == "mjpeg":
+        return {"yuv420p": "yuvj420p", "yuv444p": "yuvj444p"}[options.pix_fmt]
+    return options.pix_fmt
 
 
 class CpuEncoder:
@@ -65,9 +67,7 @@ class CpuEncoder:
         rate = frame_rate(options.fps)
         cc.framerate = rate
         cc.time_base = 1 / rate
-        pix_fmt: str = options.pix_fmt
-        if name == "mjpeg":
-            pix_fmt = {"yuv420p": "yuvj420p", "yuv444p": "yuvj444p"}[pix_fmt]
+        pix_fmt = input_format(options)
         cc.pix_fmt = pix_fmt
         primaries, transfer, matrix = options.colour.h273
         cc.color_primaries, cc.color_trc, cc.colorspace = primaries, transfer, matrix
@@ -112,7 +112,6 @@ class CpuEncoder:
             raise EncoderError(f"Opening {name} with {opts} failed: {exc}. Check preset and rate options.") from exc
         self._cc = cc
         self._av_format = pix_fmt
-        self._reformatter: VideoReformatter | None = None
         self._keyframe_requested = False
         self._last_dts: int | None = None
         log.info("encoder: %s %dx%d %s @ %s fps, %s", name, w, h, pix_fmt, rate, opts)
@@ -124,8 +123,8 @@ class CpuEncoder:
             finally:
                 frame.release()
             return self.encode(host)
-        if frame.pix_fmt in _UNCONVERTED:
-            vf = self._converted(frame)
+        if frame.av_frame is not None:
+            vf = frame.av_frame
         else:
             vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame.data), format=self._av_format)
         vf.pts = frame.index
@@ -137,20 +136,6 @@ class CpuEncoder:
             return self._checked(self._convert(self._cc.encode(vf)))
         except av.FFmpegError as exc:
             raise EncoderError(f"{self.name} failed to encode frame {frame.index}: {exc}") from exc
-
-    def _converted(self, frame: HostFrame) -> av.VideoFrame:
-        """An unconverted RGB/grey host frame in the encoder's format (see the module docstring)."""
-        if self._reformatter is None:
-            self._reformatter = VideoReformatter()  # keeps its swscale context between frames
-        colour = self.options.colour
-        pixels = frame.data[:, :, 0] if frame.pix_fmt == "gray" else frame.data
-        rgb = av.VideoFrame.from_numpy_buffer(pixels, format=frame.pix_fmt)  # a view: no copy
-        return self._reformatter.reformat(
-            rgb, format=self._av_format, src_color_range=ColorRange.JPEG,
-            dst_colorspace=Colorspace.ITU709 if colour.matrix == "bt709" else Colorspace.ITU601,
-            dst_color_range=ColorRange.MPEG if colour.range == "limited" else ColorRange.JPEG,
-            interpolation=Interpolation.AREA,  # a 2x2 box for 4:2:0 chroma, as the GL convert shader
-        )  # fmt: skip
 
     def request_keyframe(self) -> None:
         """Make the next encoded frame a keyframe (IDR with parameter sets); safe from any thread."""

@@ -172,7 +172,9 @@ def _direct_frames(pipeline: PipelineOptions, plan: Plan, gl: GLContext, video: 
     if not direct_route(pipeline.array_convert, cpu_encoder=cpu, host_frames=not plan.uses_cuda,
                         software_gl=gl.info.is_software):  # fmt: skip
         return None
-    return DirectFrames(video)
+    from ..encoders.cpu import input_format
+
+    return DirectFrames(video, input_format(video))
 
 
 def _open_convert(gl: GLContext, plan: Plan, video: VideoOptions) -> ConvertStage:

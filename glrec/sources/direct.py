@@ -3,11 +3,14 @@
 There the "GPU" is the same CPU cores as everything else, and the GL convert
 costs more than FFmpeg's swscale doing the same conversion, before the upload
 and the readback around it (``benchmarks/frames_in.py`` measures both routes).
-So with software GL and the CPU encoder reading host frames, each frame is
-copied once, converted to 8 bits and padded as asked, into a buffer of its own
-(the caller may reuse its array as soon as ``write()`` returns), and the encode
-thread converts it to YUV with swscale just before encoding: chroma averaged
-over 2x2 blocks as the GL shader does, the matrix and range glrec tags.
+So with software GL and the CPU encoder reading host frames, ``write()``
+converts each frame to the encoder's YUV with swscale
+(:mod:`glrec.convert.swscale`) on the caller's thread, reading the caller's
+array where it lies: that conversion is the one copy the frame needs (the
+caller may reuse its array as soon as ``write()`` returns), and it runs while
+the encode thread feeds x264 the frames before it. Frames swscale cannot read
+in place (floats, 16-bit values, reversed rows, odd sizes to pad) are first
+made 8-bit and padded into a scratch buffer kept between frames.
 ``array_convert="gl"`` keeps the GL route; ``"cpu"`` asks for this one.
 """
 
@@ -17,6 +20,7 @@ import logging
 
 import numpy as np
 
+from ..convert.swscale import SwsConverter, readable_in_place
 from ..errors import ConfigError
 from ..frame import HostFrame
 from ..options import VideoOptions
@@ -24,9 +28,6 @@ from .frames import HostFrameIn
 from .pack import Packer
 
 log = logging.getLogger("glrec")
-
-#: HostFrame pixel formats of unconverted frames, by channel count (PyAV's names).
-PACKED_FORMATS = {1: "gray", 3: "rgb24", 4: "rgba"}
 
 
 def direct_route(choice: str, *, cpu_encoder: bool, host_frames: bool, software_gl: bool) -> bool:
@@ -43,21 +44,34 @@ def direct_route(choice: str, *, cpu_encoder: bool, host_frames: bool, software_
 
 
 class DirectFrames:
-    """Makes encoder-ready host frames (:data:`PACKED_FORMATS`) of the encoded size from checked frames."""
+    """Makes encoder-ready frames (``av_format``, the encoded size) from checked host frames."""
 
-    def __init__(self, video: VideoOptions) -> None:
+    def __init__(self, video: VideoOptions, av_format: str) -> None:
         self.size = video.size
         self.encoded_size = video.encoded_size
+        self._sws = SwsConverter(av_format, video.colour)
         self._packer = Packer()
-        log.info("array frames: converted to %s by swscale on the encode thread (software GL)", video.pix_fmt)
+        self._scratch: np.ndarray | None = None
+        log.info("array frames: converted to %s by swscale as they are written (software GL)", av_format)
 
     def frame(self, item: HostFrameIn, index: int) -> HostFrame:
-        h, w, c = item.array.shape
+        array = item.array
+        h, w = array.shape[:2]
         ew, eh = self.encoded_size
-        data = np.empty((eh, ew, c), np.uint8)
-        self._packer.into(data[:h, :w], item.array)
+        if (ew, eh) != (w, h) or not readable_in_place(array):
+            array = self._packed(array)
+        return HostFrame(index, self._sws.av_format, ew, eh, np.empty(0, np.uint8), self._sws.convert(array))
+
+    def _packed(self, array: np.ndarray) -> np.ndarray:
+        """``array`` as 8 bits in the scratch buffer, padded to the encoded size by repeating the edge."""
+        h, w, c = array.shape
+        ew, eh = self.encoded_size
+        if self._scratch is None or self._scratch.shape != (eh, ew, c):
+            self._scratch = np.empty((eh, ew, c), np.uint8)
+        data = self._scratch
+        self._packer.into(data[:h, :w], array)
         if eh > h:  # odd sizes padded for 4:2:0 repeat the edge, as the GL convert does
             data[h:, :w] = data[h - 1 : h, :w]
         if ew > w:
             data[:, w:] = data[:, w - 1 : w]
-        return HostFrame(index, PACKED_FORMATS[c], ew, eh, data)
+        return data
