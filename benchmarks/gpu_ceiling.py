@@ -109,6 +109,20 @@ variant("pipe:recorder-b8-phased", "the Recorder, per 8 frames, GL and CUDA taki
         phased=True)  # fmt: skip
 variant("pipe:recorder-b32-phased", "the Recorder, per 32 frames, GL and CUDA taking turns", "recorder", batch=32,
         phased=True)  # fmt: skip
+variant(
+    "nvjpeg:fresh-images",
+    "nvJPEG alone, each frame wrapped as an image anew (as_image per call)",
+    "nvjpeg_alone",
+    fresh=True,
+)
+variant(
+    "pipe:recorder-fresh-images",
+    "the Recorder, nvJPEG wrapping each frame as an image anew",
+    "recorder",
+    batch=None,
+    phased=None,
+    reuse_images=False,
+)
 variant("pipe:serial", "one thread: render, pack, hand off, encode each frame at once; no muxer", "pipeline",
         threads=False, mux=False)  # fmt: skip
 variant("pipe:threads", "two threads (GL | encode), shared batch 1, no muxer", "pipeline", mux=False)
