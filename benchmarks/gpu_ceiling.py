@@ -115,14 +115,6 @@ variant(
     "nvjpeg_alone",
     fresh=True,
 )
-variant(
-    "pipe:recorder-fresh-images",
-    "the Recorder, nvJPEG wrapping each frame as an image anew",
-    "recorder",
-    batch=None,
-    phased=None,
-    reuse_images=False,
-)
 variant("pipe:serial", "one thread: render, pack, hand off, encode each frame at once; no muxer", "pipeline",
         threads=False, mux=False)  # fmt: skip
 variant("pipe:threads", "two threads (GL | encode), shared batch 1, no muxer", "pipeline", mux=False)
@@ -444,12 +436,9 @@ def nvjpeg_alone(
 
 
 def recorder(args: argparse.Namespace, mux: bool = True, handoff: str = "shared", batch: int | None = 1,
-             phased: bool | None = False, reuse_images: bool = True) -> dict[str, Any]:  # fmt: skip
+             phased: bool | None = False) -> dict[str, Any]:  # fmt: skip
     import glrec
-    from glrec.encoders import nvjpeg
     from glrec.interop import handoff as handoffs
-
-    nvjpeg.REUSE_IMAGES = reuse_images
     from glrec.scenes import load_scene
 
     # The shared handoff's batch and phasing fixed (None: glrec's defaults, as users get them).

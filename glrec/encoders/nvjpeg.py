@@ -30,10 +30,6 @@ log = logging.getLogger("glrec")
 #: 4,471 frames/s one per call, 3,124 eight per call, 2,980 thirty-two per call, so one it is;
 #: the option stays for GPUs and sizes where batching pays.
 BATCH = 1
-#: Wrap each pool slot as an nvImageCodec image once and reuse it for every frame that slot holds
-#: (a slot's address and shape never change); False wraps each frame anew. benchmarks/gpu_ceiling.py
-#: compares the two (pipe:recorder vs pipe:recorder-fresh-images, nvjpeg:b1 vs nvjpeg:fresh-images).
-REUSE_IMAGES = True
 INSTALL_HINT = "pip install glrec[nvjpeg] (nvImageCodec) and make the nvJPEG library visible (CUDA toolkit)"
 
 
@@ -54,15 +50,6 @@ def _params(nvimgcodec: Any, quality: int, subsampling: str) -> Any:
         )
     except (AttributeError, TypeError):  # 0.5 takes quality directly
         return nvimgcodec.EncodeParams(quality=float(quality), chroma_subsampling=css)
-
-
-class _SlotView:
-    """A pool slot as a CUDA array, for nvImageCodec to wrap once; the pool outlives the encoder's images."""
-
-    def __init__(self, ptr: int, shape: tuple[int, ...]) -> None:
-        self.__cuda_array_interface__ = {
-            "shape": shape, "strides": None, "typestr": "|u1", "data": (ptr, False), "version": 3, "stream": None
-        }  # fmt: skip
 
 
 class NvJpegEncoder:
@@ -90,7 +77,6 @@ class NvJpegEncoder:
         self._nvimgcodec = nvimgcodec
         self._batch: list[DeviceFrame] = []
         self.batch = max(1, batch)
-        self._images: dict[tuple[int, tuple[int, ...]], Any] = {}  # (address, shape) -> image over that slot
         self._params = _params(nvimgcodec, options.quality, "444" if options.pix_fmt == "yuv444p" else "420")
         log.info("encoder: nvJPEG (nvImageCodec) quality %d, %s chroma", options.quality, options.pix_fmt)
 
@@ -110,7 +96,7 @@ class NvJpegEncoder:
         try:
             for f in frames:
                 f.synchronize()
-            images = [self._image(f) for f in frames]
+            images = [self._nvimgcodec.as_image(f) for f in frames]
             streams = self._encoder.encode(images, "jpeg", params=self._params)
             out = []
             for f, stream in zip(frames, streams, strict=True):
@@ -124,18 +110,7 @@ class NvJpegEncoder:
             for f in frames:
                 f.release()
 
-    def _image(self, frame: DeviceFrame) -> Any:
-        """An nvImageCodec image over ``frame``'s memory (synchronised already, so no stream to order)."""
-        if not REUSE_IMAGES:
-            return self._nvimgcodec.as_image(frame)
-        key = (frame.ptr, frame.layout.host_shape)
-        image = self._images.get(key)
-        if image is None:
-            image = self._images[key] = self._nvimgcodec.as_image(_SlotView(frame.ptr, frame.layout.host_shape))
-        return image
-
     def close(self) -> None:
-        self._images.clear()
         frames, self._batch = self._batch, []
         for f in frames:  # only after a failure: a clean finish flushed them
             f.release()
