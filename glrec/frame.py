@@ -14,9 +14,11 @@ class HostFrame:
 
     ``data`` is uint8, laid out as PyAV's ``VideoFrame.from_ndarray`` expects
     for ``pix_fmt``: ``(h * 3 // 2, w)`` for yuv420p and nv12, ``(h, w, 3)``
-    planar-as-packed is never used; yuv444p is ``(3, h, w)``. A frame swscale
-    converted on the host (:mod:`glrec.sources.direct`, for the CPU encoder
-    only) is already a PyAV frame: ``av_frame``, with ``data`` empty.
+    planar-as-packed is never used; yuv444p is ``(3, h, w)``. Written arrays
+    where GL is software (:mod:`glrec.sources.direct`, for the CPU encoder only)
+    come unconverted, ``gray`` ``(h, w, 1)``, ``rgb24`` ``(h, w, 3)`` or ``rgba``
+    ``(h, w, 4)``, or already converted by swscale as a PyAV frame: ``av_frame``
+    in ``pix_fmt``, with ``data`` empty.
     """
 
     index: int

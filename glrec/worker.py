@@ -47,6 +47,10 @@ class EncodeWorker:
         self.encoder = timed("encode", self.encoder, timers)
         self.sink = timed("mux", self.sink, timers)
 
+    def backlogged(self) -> bool:
+        """Whether the queue is full, so the next :meth:`put` would wait: the encoder is the slower side."""
+        return self._queue.full()
+
     @property
     def failed(self) -> bool:
         return self.error is not None

@@ -3,7 +3,8 @@
 Near-lossless settings (qp 0, yuv444p) make the comparison a check of glrec's own conversion:
 PSNR >= 40 dB against the frames that went in, markers where they were put, colours as given.
 Both routes a host frame can take are run: ``gl`` (PBO upload, GL convert, readback) and ``cpu``
-(swscale as each frame is written, what ``auto`` picks on Mesa's software GL).
+(swscale, what ``auto`` picks on Mesa's software GL: in ``write()`` while the encoder is behind,
+else on the encode thread from a copy; both placements are checked to give the same bytes).
 """
 
 from __future__ import annotations
@@ -127,6 +128,59 @@ def test_one_array_reused_for_every_frame(tmp_path, route):
     for i, (got, want) in enumerate(zip(decoded, frames, strict=True)):
         assert psnr(got, want) >= 40, f"frame {i}"
     assert psnr(frames[0], frames[5]) < 30, "the frames differ, so a frame showing another would fail"
+
+
+def test_swscale_route_gives_the_same_bytes_wherever_it_converts():
+    from glrec.convert.swscale import SwsConverter
+    from glrec.options import VideoOptions
+    from glrec.sources.direct import DirectFrames
+    from glrec.sources.frames import inspect_frame
+
+    base = pictures(1, (63, 47))[0]
+    wide = np.zeros((47, 80, 3), np.uint8)
+    wide[:, :63] = base
+    kinds = [
+        base,
+        wide[:, :63],
+        base[::-1],
+        base.astype(np.float32) / 255,
+        base[:, :, :1],
+        np.dstack([base, base[..., :1]]),
+    ]
+    for pix_fmt in ("yuv420p", "yuv444p"):
+        direct = DirectFrames(VideoOptions.create(size=(63, 47), pix_fmt=pix_fmt, pad=True), pix_fmt)
+        on_encode_thread = SwsConverter(pix_fmt, ColourSpec())
+        for i, kind in enumerate(kinds):
+            item = inspect_frame(kind)
+            direct.pace_by(lambda: False)
+            copied = direct.frame(item, 0)
+            assert copied.av_frame is None and copied.data.shape[:2] == direct.encoded_size[::-1]
+            later = on_encode_thread.convert(copied.data)
+            direct.pace_by(lambda: True)
+            now = direct.frame(item, 0).av_frame
+            assert now is not None and (now.width, now.height) == (later.width, later.height)
+            assert np.array_equal(now.to_ndarray(), later.to_ndarray()), f"{pix_fmt}, input {i}"
+
+
+def test_swscale_route_converts_on_the_side_with_time(tmp_path, monkeypatch):
+    # A queue of one frame and lossless 720p frames: the encoder falls behind at once, so write() converts;
+    # the first frame (an empty queue) is copied and converted on the encode thread.
+    import threading
+
+    from glrec.convert.swscale import SwsConverter
+
+    threads: list[str] = []
+    real = SwsConverter.convert
+    monkeypatch.setattr(SwsConverter, "convert", lambda self, px: threads.append(threading.current_thread().name)
+                        or real(self, px))  # fmt: skip
+    frames = pictures(8, (1280, 720))
+    path = tmp_path / "paced.mkv"
+    glrec.write_video(path, frames, fps=10, queue_size=1, array_convert="cpu", handoff="host", **LOSSLESS)
+    assert len(threads) == 8 and "glrec-encode" in threads and threading.main_thread().name in threads, threads
+    decoded = decode_rgb(path)
+    assert len(decoded) == 8
+    for i, (got, want) in enumerate(zip(decoded, frames, strict=True)):
+        assert psnr(got, want) >= 40, f"frame {i}"
 
 
 def test_grey_frames(tmp_path, route):

@@ -1,10 +1,12 @@
 """The CPU encoder: libx264, libx265 or SVT-AV1 through PyAV, in process.
 
-Frames arrive already converted to the encoder's pixel format (:func:`input_format`):
-by the GL convert stage, or, for arrays written where GL is software, by swscale
-as they were written (:mod:`glrec.sources.direct`), so no conversion runs on the
-encode thread. Host frames come from the PBO readback; CUDA device frames (the
-GPU path without NVENC) are copied to the host once, on the encode thread.
+Frames mostly arrive converted to the encoder's pixel format (:func:`input_format`)
+by the GL convert stage (host frames from the PBO readback; CUDA device frames,
+the GPU path without NVENC, are copied to the host once, on the encode thread).
+Arrays written where GL is software skip GL (:mod:`glrec.sources.direct`): they
+come as a PyAV frame swscale already made, or as packed ``gray``, ``rgb24`` or
+``rgba`` that swscale converts here, in the same way
+(:mod:`glrec.convert.swscale`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import cast
 import av
 import numpy as np
 
+from ..convert.swscale import PACKED_FORMATS, SwsConverter
 from ..errors import EncoderError, EncoderUnavailableError
 from ..frame import HostFrame, Packet
 from ..interop import Frame
@@ -39,6 +42,8 @@ _DEFAULT_PRESET = {"libx264": "veryfast", "libx265": "veryfast", "libsvtav1": "1
 # Frames a decode timestamp may trail its presentation timestamp by (B-frame pyramids of 16).
 _MAX_REORDER = 64
 _DEFAULT_CRF = {"libx264": 20, "libx265": 24, "libsvtav1": 35, "mjpeg": None}
+# Host frames that arrive unconverted (see the module docstring).
+_PACKED = frozenset(PACKED_FORMATS.values())
 
 
 def input_format(options: VideoOptions) -> str:
@@ -112,6 +117,7 @@ class CpuEncoder:
             raise EncoderError(f"Opening {name} with {opts} failed: {exc}. Check preset and rate options.") from exc
         self._cc = cc
         self._av_format = pix_fmt
+        self._sws: SwsConverter | None = None  # for packed RGB/grey host frames, made at the first one
         self._keyframe_requested = False
         self._last_dts: int | None = None
         log.info("encoder: %s %dx%d %s @ %s fps, %s", name, w, h, pix_fmt, rate, opts)
@@ -125,6 +131,10 @@ class CpuEncoder:
             return self.encode(host)
         if frame.av_frame is not None:
             vf = frame.av_frame
+        elif frame.pix_fmt in _PACKED:
+            if self._sws is None:
+                self._sws = SwsConverter(self._av_format, self.options.colour)
+            vf = self._sws.convert(frame.data)
         else:
             vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame.data), format=self._av_format)
         vf.pts = frame.index

@@ -62,6 +62,8 @@ class Session:
         """Start the encode worker on ``sink``; the stack finishes it (flush, trailer) before the stages go."""
         self.worker = EncodeWorker(self.encoder, sink, self._queue_size)
         self._stack.callback(self.worker.finish)
+        if self.frames.direct is not None:  # written arrays are converted on the side with time for it
+            self.frames.direct.pace_by(self.worker.backlogged)
 
     def time_stages(self, timers: StageTimers) -> None:
         """Run the stages' methods inside ``timers`` (see :mod:`glrec.pipeline.timing`); before the first frame."""

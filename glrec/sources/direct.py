@@ -3,24 +3,31 @@
 There the "GPU" is the same CPU cores as everything else, and the GL convert
 costs more than FFmpeg's swscale doing the same conversion, before the upload
 and the readback around it (``benchmarks/frames_in.py`` measures both routes).
-So with software GL and the CPU encoder reading host frames, ``write()``
-converts each frame to the encoder's YUV with swscale
-(:mod:`glrec.convert.swscale`) on the caller's thread, reading the caller's
-array where it lies: that conversion is the one copy the frame needs (the
-caller may reuse its array as soon as ``write()`` returns), and it runs while
-the encode thread feeds x264 the frames before it. Frames swscale cannot read
-in place (floats, 16-bit values, reversed rows, odd sizes to pad) are first
-made 8-bit and padded into a scratch buffer kept between frames.
+So with software GL and the CPU encoder reading host frames, written frames go
+to the encoder as swscale's YUV (:mod:`glrec.convert.swscale`), converted on
+whichever side has time for it:
+
+- while the encoder keeps up (the encode queue has room: the caller's own work
+  is the slower side), ``write()`` only copies the frame into a buffer of its
+  own and the encode thread converts it, so the caller waits least;
+- once the encoder is the slower side (the queue is full, so ``write()`` would
+  wait for it anyway), ``write()`` converts the frame itself, reading the
+  caller's array where it lies: one pass instead of a copy and a conversion.
+
+Either way the caller may reuse its array as soon as ``write()`` returns, and
+both give the same bytes. Frames swscale cannot read in place (floats, 16-bit
+values, reversed rows, odd sizes to pad) are first made 8-bit and padded.
 ``array_convert="gl"`` keeps the GL route; ``"cpu"`` asks for this one.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import numpy as np
 
-from ..convert.swscale import SwsConverter, readable_in_place
+from ..convert.swscale import PACKED_FORMATS, SwsConverter, readable_in_place
 from ..errors import ConfigError
 from ..frame import HostFrame
 from ..options import VideoOptions
@@ -44,7 +51,11 @@ def direct_route(choice: str, *, cpu_encoder: bool, host_frames: bool, software_
 
 
 class DirectFrames:
-    """Makes encoder-ready frames (``av_format``, the encoded size) from checked host frames."""
+    """Makes encoder-ready frames of the encoded size from checked host frames (see the module docstring).
+
+    ``av_format`` is the encoder's input format (:func:`glrec.encoders.cpu.input_format`).
+    Until :meth:`pace_by` names the encoder's backlog, every frame is copied for the encoder to convert.
+    """
 
     def __init__(self, video: VideoOptions, av_format: str) -> None:
         self.size = video.size
@@ -52,23 +63,38 @@ class DirectFrames:
         self._sws = SwsConverter(av_format, video.colour)
         self._packer = Packer()
         self._scratch: np.ndarray | None = None
-        log.info("array frames: converted to %s by swscale as they are written (software GL)", av_format)
+        self._encoder_behind: Callable[[], bool] = lambda: False
+        log.info("array frames: converted to %s by swscale, no GL stage (software GL)", av_format)
+
+    def pace_by(self, encoder_behind: Callable[[], bool]) -> None:
+        """Convert frames in ``write()`` while ``encoder_behind()`` says the encoder is the slower side."""
+        self._encoder_behind = encoder_behind
 
     def frame(self, item: HostFrameIn, index: int) -> HostFrame:
         array = item.array
-        h, w = array.shape[:2]
-        ew, eh = self.encoded_size
-        if (ew, eh) != (w, h) or not readable_in_place(array):
-            array = self._packed(array)
-        return HostFrame(index, self._sws.av_format, ew, eh, np.empty(0, np.uint8), self._sws.convert(array))
-
-    def _packed(self, array: np.ndarray) -> np.ndarray:
-        """``array`` as 8 bits in the scratch buffer, padded to the encoded size by repeating the edge."""
         h, w, c = array.shape
         ew, eh = self.encoded_size
-        if self._scratch is None or self._scratch.shape != (eh, ew, c):
-            self._scratch = np.empty((eh, ew, c), np.uint8)
-        data = self._scratch
+        fits = (ew, eh) == (w, h) and readable_in_place(array)
+        if self._encoder_behind():
+            pixels = array if fits else self._packed(array, self._reused(c))
+            return HostFrame(index, self._sws.av_format, ew, eh, np.empty(0, np.uint8), self._sws.convert(pixels))
+        copy = np.empty((eh, ew, c), np.uint8)  # the frame's own until the encoder has converted it
+        if fits:
+            np.copyto(copy, array)
+        else:
+            self._packed(array, copy)
+        return HostFrame(index, PACKED_FORMATS[c], ew, eh, copy)
+
+    def _reused(self, channels: int) -> np.ndarray:
+        ew, eh = self.encoded_size
+        if self._scratch is None or self._scratch.shape != (eh, ew, channels):
+            self._scratch = np.empty((eh, ew, channels), np.uint8)
+        return self._scratch
+
+    def _packed(self, array: np.ndarray, data: np.ndarray) -> np.ndarray:
+        """``array`` as 8 bits in ``data`` (the encoded size), padded by repeating the edge."""
+        h, w = array.shape[:2]
+        ew, eh = self.encoded_size
         self._packer.into(data[:h, :w], array)
         if eh > h:  # odd sizes padded for 4:2:0 repeat the edge, as the GL convert does
             data[h:, :w] = data[h - 1 : h, :w]
