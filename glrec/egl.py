@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from . import osmesa
+from .osmesa import OSMesaCurrent
 
 EGL_OPENGL_API = 0x30A2
 EGL_DRAW = 0x3059
@@ -69,7 +72,9 @@ class Binding:
     """What is current on this thread for the OpenGL API: display, surfaces, context (0 for none).
 
     ``api`` is the client API the thread had bound (``eglBindAPI``); glrec binds
-    OpenGL while it works and puts ``api`` back afterwards.
+    OpenGL while it works and puts ``api`` back afterwards. ``osmesa`` is the
+    OSMesa context the thread had current with no EGL context (:mod:`glrec.osmesa`),
+    bound again with the binding.
     """
 
     display: int
@@ -77,6 +82,7 @@ class Binding:
     read: int
     context: int
     api: int = EGL_OPENGL_API
+    osmesa: OSMesaCurrent | None = field(default=None, compare=False)
 
     @classmethod
     def current(cls) -> Binding:
@@ -84,12 +90,14 @@ class Binding:
         api = int(egl.eglQueryAPI())
         if api != EGL_OPENGL_API:
             egl.eglBindAPI(EGL_OPENGL_API)
+        context = int(egl.eglGetCurrentContext() or 0)
         return cls(
             int(egl.eglGetCurrentDisplay() or 0),
             int(egl.eglGetCurrentSurface(EGL_DRAW) or 0),
             int(egl.eglGetCurrentSurface(EGL_READ) or 0),
-            int(egl.eglGetCurrentContext() or 0),
+            context,
             api,
+            None if context else osmesa.current(),
         )
 
     def make_current(self, release_on: int = 0) -> int:
@@ -109,6 +117,8 @@ class Binding:
         error = 0 if ok else int(egl.eglGetError())
         if self.api != EGL_OPENGL_API:
             egl.eglBindAPI(self.api)
+        if self.osmesa is not None and not error:
+            self.osmesa.make_current()
         return error
 
 

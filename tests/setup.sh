@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 # Mesa EGL/GL for the headless context; ffmpeg for ffprobe (independent checks in tests) and as the
 # UDP/RTSP/RTMP receiver in the streaming tests; chromium as the browser viewer in the streaming tests;
 # gcc and NVIDIA's NVENC header (libffmpeg-nvenc-dev) build the NVENC contract test's stand-in driver libraries;
-# PoCL as the OpenCL platform (a CPU) the processing stage's OpenCL tests run on.
-pkgs=(libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 ffmpeg chromium gcc libffmpeg-nvenc-dev pocl-opencl-icd)
+# PoCL as the OpenCL platform (a CPU) the processing stage's OpenCL tests run on; OSMesa for MuJoCo's
+# MUJOCO_GL=osmesa (glrec.gym's fallback from the MuJoCo fast path).
+pkgs=(libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 ffmpeg chromium gcc libffmpeg-nvenc-dev pocl-opencl-icd libosmesa6)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

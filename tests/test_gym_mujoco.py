@@ -9,11 +9,17 @@ Real gymnasium + mujoco on Mesa, each test in a child process (MuJoCo reads MUJO
 - the GL state glrec's capture sees in MuJoCo's context is the same after it, and a context the
   caller had current at a step is current again after it;
 - where the frame is not what MuJoCo's framebuffer holds (a wrapper drawing on it, a marker only
-  env.render() drew) or no recorder can work in MuJoCo's context, env.render()'s frames are
-  recorded, with the reason logged at debug.
+  env.render() drew), MuJoCo does not render with EGL (``MUJOCO_GL=osmesa``) or no recorder can
+  work in MuJoCo's context, env.render()'s frames are recorded, with the reason logged at debug.
+  With OSMesa that also checks glrec's own EGL context leaves MuJoCo's OSMesa context bound: the
+  two share Mesa's GL dispatch, and Gymnasium makes its context current only once (black frames
+  before glrec.osmesa).
 """
 
 from __future__ import annotations
+
+import ctypes.util
+import os
 
 import pytest
 from gl_child import need, run_child
@@ -258,3 +264,26 @@ done(**results)
     assert r["frames"] == frames and r["psnr"] >= 40, r
     r = out["off"]
     assert r["fast"] == 0 and r["frames"] == frames and r["psnr"] >= 40, r
+
+
+def test_osmesa_rendering_records_render_frames(tmp_path) -> None:
+    need("mujoco", "gymnasium")
+    if ctypes.util.find_library("OSMesa") is None:
+        what = "needs Mesa's OSMesa library (apt-get install libosmesa6) for MUJOCO_GL=osmesa"
+        if os.environ.get("GLREC_REQUIRE_GL") == "1":
+            pytest.fail(what)
+        pytest.skip(what)
+    out = run_child(
+        EPISODES
+        + f"""
+episodes(glrec.gym.RecordVideo(make(), r"{tmp_path}/v", episode_trigger=lambda e: True, **LOSSLESS), 1)
+video = decode(r"{tmp_path}/v/rl-video-episode-0.mp4")
+ref = reference(1)[0]
+done(why=[line for line in seen.lines if "recording env.render() frames" in line], frames=len(video),
+     want=len(ref), psnr=[psnr(a, b) for a, b in zip(ref, video)], fast=sum(FAST in line for line in seen.lines))
+""",
+        {"MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"},
+        timeout=180,
+    )
+    assert out["fast"] == 0 and any("MUJOCO_GL=osmesa" in w for w in out["why"]), out
+    assert out["frames"] == out["want"] == 13 and min(out["psnr"]) >= 40, out
