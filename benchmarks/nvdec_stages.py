@@ -40,6 +40,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from transcode_overlay import pyav_input  # this script's folder is first on sys.path
+
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ["demux", "nvc-own", "nvc-pyav", "nvc-threaded", "sessions-2", "sessions-4", "worker", "source", "source-cpu"]
 _DEVICES: list[Any] = []
@@ -277,25 +279,6 @@ def run_row(name: str, src: Path, warmup: int) -> dict[str, Any]:
     raise SystemExit(f"unknown row {name!r}; rows: {', '.join(ROWS)}")
 
 
-def make_input(path: Path, size: str, frames: int) -> None:
-    """1080p H.264 through PyAV's libx264 (the GPU machine has no ffmpeg command line)."""
-    import av
-    import numpy as np
-
-    w, h = (int(v) for v in size.split("x"))
-    yy, xx = np.mgrid[0:h, 0:w]
-    with av.open(str(path), "w") as out:
-        s = out.add_stream("libx264", rate=30, options={"preset": "veryfast"})
-        s.width, s.height, s.pix_fmt = w, h, "yuv420p"
-        s.codec_context.thread_type = "FRAME"
-        for i in range(frames):
-            img = np.stack([(xx + 8 * i) % 256, (yy + 4 * i) % 256, (xx ^ yy) % 256], axis=-1).astype(np.uint8)
-            for p in s.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
-                out.mux(p)
-        for p in s.encode(None):
-            out.mux(p)
-
-
 def _table(rows: dict[str, dict[str, Any]]) -> str:
     head = f"{'row':<14} {'frames':>6} {'fps':>8} {'steady':>8} {'startup_s':>9}"
     lines = [head + "  per picture (us); startup steps (s)"]
@@ -335,7 +318,7 @@ def main() -> None:
         if src is None:
             src = Path(tmp) / "input.mp4"
             started = time.perf_counter()
-            make_input(src, args.size, args.frames)
+            pyav_input(src, args.size, args.frames)  # the GPU machine has no ffmpeg command line
             print(f"input: {args.frames} frames {args.size} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
         env = {**os.environ, "PYTHONPATH": path}

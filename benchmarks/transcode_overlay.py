@@ -159,6 +159,11 @@ def make_input(path: Path, size: str, frames: int) -> None:
                         "-frames:v", str(frames), "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p",
                         str(path)], check=True)  # fmt: skip
         return
+    pyav_input(path, size, frames)
+
+
+def pyav_input(path: Path, size: str, frames: int) -> None:
+    """An H.264 input made with PyAV's libx264 alone (no ffmpeg command line needed): a moving XOR pattern."""
     import av
     import numpy as np
 
@@ -167,6 +172,7 @@ def make_input(path: Path, size: str, frames: int) -> None:
     with av.open(str(path), "w") as out:
         s = out.add_stream("libx264", rate=30, options={"preset": "veryfast"})
         s.width, s.height, s.pix_fmt = w, h, "yuv420p"
+        s.codec_context.thread_type = "FRAME"
         for i in range(frames):
             img = np.stack([(xx + 8 * i) % 256, (yy + 4 * i) % 256, (xx ^ yy) % 256], axis=-1).astype(np.uint8)
             for p in s.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):

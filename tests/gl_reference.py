@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 
-def _read_pixels(ctx, tex, components: int) -> np.ndarray:
+def read_pixels(ctx, tex, components: int) -> np.ndarray:
+    """glReadPixels of a texture, through a framebuffer that has it as its colour attachment."""
     fbo = ctx.framebuffer(color_attachments=[tex])
     try:
         w, h = tex.size
@@ -43,7 +44,7 @@ def reference_bytes(ctx, source, target) -> bytes:
         ref[..., 3] = 255  # the pack stage writes opaque alpha
         data = ref.tobytes()
     else:
-        data = b"".join(_read_pixels(ctx, t, c).tobytes()
+        data = b"".join(read_pixels(ctx, t, c).tobytes()
                         for t, (_, _, c) in zip(source.planes, layout.textures, strict=True))  # fmt: skip
     if len(data) != layout.nbytes:
         raise AssertionError(f"reference for {layout.pix_fmt} {layout.width}x{layout.height} holds {len(data)} bytes, "

@@ -14,6 +14,7 @@ import av
 import numpy as np
 import pytest
 from conftest import psnr
+from gl_reference import read_pixels
 from helpers import decode_planes, reference_rgb
 
 import glrec
@@ -43,16 +44,6 @@ def nvgl(cuda):
 
     with create_cuda_context(0, cuda.info.pci_bus_id) as gl:  # current for the test, released after
         yield gl
-
-
-def _read_pixels(ctx, tex, components):
-    """glReadPixels of a texture, through a framebuffer that has it as its colour attachment."""
-    fbo = ctx.framebuffer(color_attachments=[tex])
-    try:
-        w, h = tex.size
-        return np.frombuffer(fbo.read(components=components, alignment=1), np.uint8).reshape(h, w, components)
-    finally:
-        fbo.release()
 
 
 def _source(ctx, pix_fmt, size):
@@ -110,7 +101,7 @@ def test_handoff_equals_glreadpixels_bit_for_bit(nvgl, cuda, kind, pix_fmt, size
             else:
                 # Each texture holds its plane's bytes packed 4, 2 or 1 to a texel: reading all
                 # of a texel's components gives the plane's rows as they are.
-                planes = [_read_pixels(ctx, t, t.components) for t in source.planes]
+                planes = [read_pixels(ctx, t, t.components) for t in source.planes]
                 expected[i] = b"".join(p.tobytes() for p in planes)
             for frame in handoff.submit(i):
                 got[frame.index] = frame.to_host().data.tobytes()
