@@ -237,6 +237,7 @@ def _display(device_index: int | None) -> tuple[int, bool, str, bool]:
         raise RuntimeError(f"requested EGL device {index}, but EGL has {count.value}")
     device = devices[index]
     egl.eglInitialize.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    # (platform, native display, attributes, private, how); attributes holding a handle need EGL 1.5's call.
     candidates: list[tuple[int, Any, tuple[int, ...], bool, str]] = []
     if "EGL_EXT_display_alloc" in client:
         candidates.append((EGL_PLATFORM_DEVICE_EXT, device, (EGL_ALLOC_NEW_DISPLAY_EXT, 1), True, "private"))
@@ -245,12 +246,8 @@ def _display(device_index: int | None) -> tuple[int, bool, str, bool]:
         candidates.append((EGL_PLATFORM_DEVICE_EXT, device, (EGL_TRACK_REFERENCES_KHR, 1), True, how))
     wide = _wide_platform_display()
     if wide is not None and "EGL_EXT_explicit_device" in client and "EGL_MESA_platform_surfaceless" in client:
-        display = wide(
-            EGL_PLATFORM_SURFACELESS_MESA, None, (ctypes.c_ssize_t * 3)(EGL_DEVICE_EXT, int(device or 0), EGL_NONE)
-        )
-        if display and egl.eglInitialize(display, None, None):
-            return int(display), False, f"device {index}, surfaceless", False
-        egl.eglGetError()
+        how = f"device {index}, surfaceless"
+        candidates.append((EGL_PLATFORM_SURFACELESS_MESA, None, (EGL_DEVICE_EXT, int(device or 0)), False, how))
     if device_index is None and "EGL_MESA_platform_surfaceless" in client:
         shared = platform_display(EGL_PLATFORM_DEVICE_EXT, device, _attribs(()))
         vendor = b""
@@ -260,7 +257,10 @@ def _display(device_index: int | None) -> tuple[int, bool, str, bool]:
             candidates.append((EGL_PLATFORM_SURFACELESS_MESA, None, (), False, "Mesa surfaceless"))
     candidates.append((EGL_PLATFORM_DEVICE_EXT, device, (), False, f"device {index}, shared"))
     for platform, native, attribs, private, how in candidates:
-        display = platform_display(platform, native, _attribs(attribs))
+        if attribs[:1] == (EGL_DEVICE_EXT,):
+            display = wide(platform, native, (ctypes.c_ssize_t * (len(attribs) + 1))(*attribs, EGL_NONE))
+        else:
+            display = platform_display(platform, native, _attribs(attribs))
         if display and egl.eglInitialize(display, None, None):
             return int(display), private, how, attribs[:1] == (EGL_ALLOC_NEW_DISPLAY_EXT,)
         egl.eglGetError()

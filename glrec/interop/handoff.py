@@ -20,7 +20,8 @@ REGISTER_BATCH = 16
 # (glrec.interop.batching). The GPU time-slices between a GL and a CUDA context: measured
 # on an H200 (benchmarks/gpu_ceiling.py, 2026-12-01), nvJPEG alone encodes 4,678 frames/s
 # at 1080p but 573 while another thread renders GL nonstop, and the Recorder went from
-# 671 frames/s (a fence per frame) to 931 with turns of 32 frames. So recordings take
+# 636 frames/s (a fence per frame) to 743 with turns of 32 frames in the same run
+# (benchmarks/results/h200-2026-12-01/gpu_ceiling_images.json). So recordings take
 # turns in batches of up to SHARED_BATCH frames, capped at SHARED_BATCH_BYTES of frames
 # per batch; live ones (latency first) hand each frame over as soon as it is written.
 # None: decide per recording (shared_batching); an int / bool: fixed, for measurements.
