@@ -26,9 +26,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from glrec import egl
-from glrec.context import create_context
-from glrec.glstate import StateGuard
+from glrec.gl import egl
+from glrec.gl.context import create_context
+from glrec.gl.state import StateGuard
 
 
 def per_call(fn: Callable[[], None], calls: int, rounds: int = 5) -> float:

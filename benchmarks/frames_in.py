@@ -167,7 +167,7 @@ def main() -> int:
     result["load_after"] = os.getloadavg()
     print(f"load average before {result['load_before'][0]:.1f}, after {result['load_after'][0]:.1f} "
           f"on {os.cpu_count()} cores (other work on the machine shares them)")  # fmt: skip
-    from glrec.context import create_context
+    from glrec.gl.context import create_context
 
     with create_context() as gl:
         result["renderer"] = gl.info.renderer

@@ -174,11 +174,11 @@ class NullSink:
 
 def _gl_stages(stack: ExitStack, args: argparse.Namespace) -> tuple[Any, Any, Any, Any, Any]:
     """CUDA device, GL context on it, render target, scene and RGB pack stage, released by ``stack``."""
-    from glrec.context import create_cuda_context
     from glrec.convert import RgbPacker
-    from glrec.interop.cuda import CudaDevice
+    from glrec.cuda.driver import CudaDevice
+    from glrec.gl.context import create_cuda_context
+    from glrec.gl.target import RenderTarget
     from glrec.scenes import load_scene
-    from glrec.target import RenderTarget
 
     device = CudaDevice.open(0)
     stack.callback(device.release)
@@ -202,7 +202,7 @@ def _options(args: argparse.Namespace) -> Any:
 
 
 def gl_side(args: argparse.Namespace, stages: tuple[str, ...], batch: int = 1, depth: int = 3) -> dict[str, Any]:
-    from glrec._gl import Fence
+    from glrec.gl.fences import Fence
 
     with ExitStack() as stack:
         device, gl, target, scene, packer = _gl_stages(stack, args)
@@ -290,8 +290,8 @@ def _device_frames(args: argparse.Namespace, device: Any, count: int, stack: Exi
     """
     from glrec.bench.gpu_stages import _rendered_rgb
     from glrec.bench.spec import RowSpec
-    from glrec.interop.cuda import call
-    from glrec.interop.pool import DevicePool
+    from glrec.cuda.driver import call
+    from glrec.cuda.pool import DevicePool
 
     host = _rendered_rgb(RowSpec("x", scene=args.scene, size=args.size, fps=60.0), count)
     nbytes = host[0].data.nbytes
@@ -313,9 +313,9 @@ def _special_pool(args: argparse.Namespace, device: Any, nbytes: int, count: int
                   memory: str) -> Any:  # fmt: skip
     import threading
 
-    from glrec.context import create_cuda_context
-    from glrec.interop.pool import DevicePool
-    from glrec.interop.vmm import SharedBuffer
+    from glrec.cuda.pool import DevicePool
+    from glrec.cuda.vmm import SharedBuffer
+    from glrec.gl.context import create_cuda_context
 
     stride = (nbytes + 255) // 256 * 256
     if memory == "vmm":
@@ -326,9 +326,9 @@ def _special_pool(args: argparse.Namespace, device: Any, nbytes: int, count: int
         stop = threading.Event()
 
         def render() -> None:
-            from glrec._gl import Fence
+            from glrec.gl.fences import Fence
+            from glrec.gl.target import RenderTarget
             from glrec.scenes import load_scene
-            from glrec.target import RenderTarget
 
             with create_cuda_context(0, device.info.pci_bus_id) as gl:
                 target = RenderTarget(gl.mgl, args.size)
@@ -351,9 +351,9 @@ def _special_pool(args: argparse.Namespace, device: Any, nbytes: int, count: int
     gl = create_cuda_context(0, device.info.pci_bus_id)
     stack.enter_context(gl)
     if memory == "gl-turns":
-        from glrec._gl import Fence
+        from glrec.gl.fences import Fence
+        from glrec.gl.target import RenderTarget
         from glrec.scenes import load_scene
-        from glrec.target import RenderTarget
 
         target = RenderTarget(gl.mgl, args.size)
         stack.callback(target.release)
@@ -380,10 +380,10 @@ def nvjpeg_alone(
     backend: str | None = None, options: str | None = None, memory: str = "plain", fresh: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     from glrec.convert import PlaneLayout
+    from glrec.cuda.driver import CudaDevice
+    from glrec.cuda.pool import DeviceFrame
     from glrec.encoders.nvjpeg import _params, load_nvimgcodec
     from glrec.frame import Packet
-    from glrec.interop.cuda import CudaDevice
-    from glrec.interop.pool import DeviceFrame
     from glrec.sinks import open_sink
 
     nvimgcodec = load_nvimgcodec()
@@ -493,8 +493,8 @@ def pipeline(args: argparse.Namespace, threads: bool = True, mux: bool = True, b
     from glrec.encoders.nvjpeg import NvJpegEncoder
     from glrec.interop.shared import SharedHandoff
     from glrec.pipeline.timing import timed
+    from glrec.pipeline.worker import EncodeWorker
     from glrec.sinks import open_sink
-    from glrec.worker import EncodeWorker
 
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         device, gl, target, scene, packer = _gl_stages(stack, args)

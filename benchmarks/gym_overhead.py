@@ -11,7 +11,7 @@ random actions, and HalfCheetah's episodes run to the step limit):
   gymnasium     Gymnasium's RecordVideo recording every episode (frames kept in a list, moviepy encodes at reset)
   glrec-render  glrec.gym.RecordVideo(fast_path=False): each env.render() frame written to a Recorder as it comes
   glrec         glrec.gym.RecordVideo as it comes: for a MuJoCo env, frames recorded from MuJoCo's framebuffer
-                (glrec.gym_mujoco); for others the same as glrec-render
+                (glrec.gym.mujoco); for others the same as glrec-render
 --width/--height set a MuJoCo env's render size (its default is 480x480).
 Per-step overhead = (row seconds - bare seconds) / steps, everything included up to env.close() (the last
 video finished). Peak RSS shows what each wrapper holds.

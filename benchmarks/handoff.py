@@ -31,12 +31,12 @@ SIZE = (1920, 1080)
 def _pipeline(kind: str, frames: int, batch: int = 8, pix_fmt: str = "nv12") -> float:
     """Seconds per frame for render + convert (+ the handoff ``kind``, consumer included)."""
     from glrec.colour import ColourSpec
-    from glrec.context import create_cuda_context
     from glrec.convert import Converter
+    from glrec.cuda.driver import CudaDevice
+    from glrec.gl.context import create_cuda_context
+    from glrec.gl.target import RenderTarget
     from glrec.interop import HostReadback
-    from glrec.interop.cuda import CudaDevice
     from glrec.scenes import load_scene
-    from glrec.target import RenderTarget
 
     dev = CudaDevice.open(0)
     gl = create_cuda_context(0, dev.info.pci_bus_id)
@@ -103,9 +103,9 @@ def _encode_only_fps(frames: int, batch: int) -> float:
     import numpy as np
 
     from glrec.convert import PlaneLayout
+    from glrec.cuda.driver import CudaDevice, call
+    from glrec.cuda.pool import DeviceFrame, DevicePool
     from glrec.encoders.nvjpeg import NvJpegEncoder
-    from glrec.interop.cuda import CudaDevice, call
-    from glrec.interop.pool import DeviceFrame, DevicePool
     from glrec.options import VideoOptions
 
     dev = CudaDevice.open(0)
@@ -158,7 +158,7 @@ def main() -> int:
     p.add_argument("--frames", type=int, default=600)
     p.add_argument("--json", type=Path)
     args = p.parse_args()
-    from glrec.interop.cuda import visible_devices
+    from glrec.cuda.driver import visible_devices
 
     gpu = visible_devices()[0].name
     out: dict[str, object] = {"gpu": gpu, "host": platform.node(), "size": "x".join(map(str, SIZE)),

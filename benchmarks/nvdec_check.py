@@ -114,7 +114,7 @@ def check_clip(gl, path: Path) -> dict:  # type: ignore[no-untyped-def]
     from media import texture_rgb
 
     from glrec.sources import VideoSource
-    from glrec.sources.inputs import classify, open_container
+    from glrec.sources.media import classify, open_container
     from glrec.sources.nvdec import NvdecWorker
     from glrec.sources.rgb import RgbPass
     from glrec.sources.upload import PboUploader
@@ -230,8 +230,8 @@ def main() -> None:
     args = ap.parse_args()
     from media import pyav_clip
 
-    from glrec.context import create_cuda_context
-    from glrec.interop.cuda import device_info
+    from glrec.cuda.driver import device_info
+    from glrec.gl.context import create_cuda_context
 
     summary: dict = {"when": time.strftime("%Y-%m-%d %H:%M:%S")}
     with tempfile.TemporaryDirectory() as tmpdir:

@@ -94,7 +94,7 @@ def row_demux(src: Path, warmup: int) -> dict[str, Any]:
 
 def _nvc_decoder(nvc: Any, codec: Any) -> Any:
     """A decoder on a stream of its own, as glrec makes it (on stream 0 PyNvVideoCodec synchronises per picture)."""
-    from glrec.interop.cuda import CudaDevice
+    from glrec.cuda.driver import CudaDevice
 
     device = CudaDevice.open(0)
     _DEVICES.append(device)  # the stream lives as long as the process (each row is one)
@@ -142,7 +142,7 @@ def row_nvc_pyav(src: Path, warmup: int) -> dict[str, Any]:
 def row_nvc_threaded(src: Path, warmup: int) -> dict[str, Any]:
     import PyNvVideoCodec as nvc
 
-    from glrec.interop.cuda import CudaDevice
+    from glrec.cuda.driver import CudaDevice
 
     clock = Clock(warmup)
     device = CudaDevice.open(0)
@@ -198,7 +198,7 @@ def _per_picture(times: Any) -> dict[str, float]:
 
 
 def row_worker(src: Path, warmup: int) -> dict[str, Any]:
-    from glrec.sources.inputs import classify, open_container
+    from glrec.sources.media import classify, open_container
     from glrec.sources.nvdec import NvdecWorker
 
     clock = Clock(warmup)
@@ -216,12 +216,12 @@ def row_worker(src: Path, warmup: int) -> dict[str, Any]:
 
 
 def row_source(src: Path, warmup: int, decoder: str) -> dict[str, Any]:
-    from glrec.context import create_context, create_cuda_context
+    from glrec.gl.context import create_context, create_cuda_context
     from glrec.sources import VideoSource
 
     clock = Clock(warmup)
     if decoder == "nvdec":
-        from glrec.interop.cuda import device_info
+        from glrec.cuda.driver import device_info
 
         gl = create_cuda_context(0, device_info(0).pci_bus_id)
     else:

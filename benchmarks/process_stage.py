@@ -100,7 +100,7 @@ def main() -> int:
     parser.add_argument("--size", default="1920x1080", help="WxH (1920x1080 is the issue's figure)")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
-    from glrec.values import parse_size
+    from glrec._values import parse_size
 
     size = parse_size(args.size)
     suffix = ".mkv"

@@ -38,7 +38,7 @@ GL_GPU_MEMORY_INFO_CURRENT_AVAILABLE_VIDMEM_NVX = 0x9049
 
 def gpu_free_kb(ctx) -> int | None:
     """Free video memory in KiB on drivers with GL_NVX_gpu_memory_info, else None."""
-    from glrec._gl import gl_function
+    from glrec.gl.fences import gl_function
 
     if "GL_NVX_gpu_memory_info" not in ctx.extensions:
         return None
@@ -67,7 +67,7 @@ def _with_current(ctx, query):
 
 def run(frames: int, size: str, every: int, warmup: int, output: Path, scene: str) -> dict:
     import glrec
-    from glrec.leaks import snapshot
+    from glrec.gl.leaks import snapshot
 
     samples = []
     started = time.perf_counter()

@@ -130,7 +130,7 @@ def _steady(stamps: list[float], started: float) -> dict:
 
 
 def decode_upload(src: Path, decoder: str) -> dict:
-    from glrec.context import create_context
+    from glrec.gl.context import create_context
     from glrec.sources import VideoSource
 
     started = time.perf_counter()

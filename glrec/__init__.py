@@ -14,8 +14,9 @@ from . import errors
 from .errors import *  # noqa: F403  # every error class; the list is glrec.errors.__all__
 
 if TYPE_CHECKING:
+    from ._api import record, write_video
     from .recorder import Recorder
-    from .result import RecordResult, record, write_video
+    from .result import RecordResult
     from .scenes import Scene, load_scene
     from .sources import VideoSource
 
@@ -24,7 +25,7 @@ __version__ = "0.1.0"
 # Imported on first use (PEP 562): `import glrec` stays light, so the command line
 # starts in a few milliseconds and handles a Ctrl-C during its imports itself;
 # glrec.gym needs Gymnasium, an optional extra.
-_LAZY = {"Recorder": "recorder", "RecordResult": "result", "record": "result", "write_video": "result",
+_LAZY = {"Recorder": "recorder", "RecordResult": "result", "record": "_api", "write_video": "_api",
          "Scene": "scenes", "load_scene": "scenes", "VideoSource": "sources"}  # fmt: skip
 
 

@@ -1,13 +1,13 @@
 """Every option, declared once.
 
-Each option is one dataclass field made by :func:`~glrec.declare.option`: its
+Each option is one dataclass field made by :func:`~glrec._declare.option`: its
 type and default are the field's, and its metadata holds the help text, the CLI
-flag and the parser that validates it (:mod:`glrec.declare` is how a
+flag and the parser that validates it (:mod:`glrec._declare` is how a
 declaration works). :class:`VideoOptions` (how frames become a stream),
 :class:`PipelineOptions` (how the chain is built) and :class:`LengthOptions`
 (how long a recording is) are the three tables (:class:`InputOptions` a
 fourth, for video inputs); ``Recorder``'s keywords, every subcommand's flags
-(:func:`~glrec.declare.add_flags`) and the option reference
+(:func:`~glrec._declare.add_flags`) and the option reference
 (``python -m glrec.options``, ``docs/options.md``) are derived from them, so
 the Python API and the CLI accept the same values and share their defaults.
 
@@ -22,12 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .colour import ColourSpec, Matrix, Range
-from .declare import OptionTable, add_flags, declared, option, unknown_option, values_from_args
-from .declare import flag as _flag
-from .declare import reference as _reference
-from .errors import ConfigError
-from .values import (
+from ._declare import OptionTable, add_flags, declared, option, unknown_option, values_from_args
+from ._declare import flag as _flag
+from ._declare import reference as _reference
+from ._values import (
     _boolean,
     _choice,
     _number,
@@ -38,6 +36,8 @@ from .values import (
     parse_fps,
     parse_size,
 )
+from .colour import ColourSpec, Matrix, Range
+from .errors import ConfigError
 
 __all__ = [
     "DEFAULT_SECONDS", "InputOptions", "LengthOptions", "PipelineOptions", "VideoOptions", "add_flags", "check_choice",

@@ -1,7 +1,7 @@
 """The Recorder: frames in (rendered, captured, written or drawn), each handed to its chain.
 
 The chain is context -> source -> target -> process -> convert -> handoff -> encoder -> sink
-(:mod:`glrec.pipeline`); building it and finishing the file once are :mod:`glrec.recording`'s.
+(:mod:`glrec.pipeline`); building it and finishing the file once are :mod:`glrec._recording`'s.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from typing import Any
 
 import moderngl
 
-from .capture import Capture
+from ._lifecycle import frame_gate
+from ._recording import Recording
 from .errors import ConfigError, GlrecError, SceneError
-from .lifecycle import frame_gate
-from .recording import Recording
 from .scenes import Scene, load_scene
 from .scenes.base import close_scene
+from .sources.capture import Capture
 from .sources.frames import inspect_frame
 
 log = logging.getLogger("glrec")

@@ -1,17 +1,9 @@
-"""What a finished recording holds, and the one-call front doors that make one."""
+"""What a finished recording holds: the value every recording verb returns (a ground type)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from .options import VideoOptions, frame_count
-
-if TYPE_CHECKING:
-    from .scenes import Scene
 
 
 @dataclass(frozen=True)
@@ -36,8 +28,8 @@ class RecordResult:
         return self.bytes * 8 / self.seconds if self.seconds > 0 else 0.0
 
     def _repr_html_(self) -> str:
-        """The video inline in Jupyter: embedded when small, linked when large (see :mod:`glrec.notebook`)."""
-        from .notebook import video_html
+        """The video inline in Jupyter: embedded when small, linked when large (see :mod:`glrec._notebook`)."""
+        from ._notebook import video_html
 
         return video_html(self)
 
@@ -47,64 +39,3 @@ class RecordResult:
             f"= {self.fps_achieved:.1f} fps, {self.bytes / 1e6:.2f} MB, {self.bitrate / 1e6:.2f} Mbit/s, "
             f"encoder {self.encoder}"
         )
-
-
-def record(
-    scene: Scene | str,
-    path: str | os.PathLike[str],
-    *,
-    seconds: float | None = None,
-    frames: int | None = None,
-    progress: Callable[[int], None] | None = None,
-    **options: Any,
-) -> RecordResult:
-    """Render ``scene`` for ``seconds`` or ``frames`` (default 5 s, as the CLI) and write it to ``path``.
-
-    ``options`` are :class:`~glrec.Recorder`'s keyword arguments (size, fps, codec,
-    crf, ...; see ``docs/options.md``). ``progress`` is called with the number of
-    frames submitted after each one.
-
-    >>> glrec.record("cube", "cube.mp4", size=(1280, 720), fps=30, seconds=3)  # doctest: +SKIP
-    RecordResult(path=PosixPath('cube.mp4'), frames=90, ...)
-    """
-    from .recorder import Recorder  # the recorder module imports this one for RecordResult
-    from .scenes import load_scene
-
-    fps = VideoOptions.parse({"fps": options.get("fps")}).fps
-    n = frame_count(fps, seconds, frames)
-    scene = load_scene(scene)  # an unknown scene fails here, before any GL object or file exists
-    with Recorder(path, **options) as rec:
-        for _ in range(n):
-            rec.render(scene)
-            if progress is not None:
-                progress(rec.frames_submitted)
-    return rec.close()
-
-
-def write_video(
-    path: str | os.PathLike[str],
-    frames: Iterable[object],
-    *,
-    fps: float | None = None,
-    progress: Callable[[int], None] | None = None,
-    **options: Any,
-) -> RecordResult:
-    """Write every picture of ``frames`` to ``path`` in one call; the size is the first frame's.
-
-    ``frames`` is any iterable of what :meth:`~glrec.Recorder.write` takes (numpy
-    arrays, PIL images, matplotlib figures, CUDA tensors), or one ``N×H×W×C``
-    array. ``fps`` defaults to 30; ``options`` are :class:`~glrec.Recorder`'s
-    keyword arguments. Frames are encoded as they come, so a generator is never
-    held in memory. No frames: no file.
-
-    >>> glrec.write_video("out.mp4", frames, fps=30)  # doctest: +SKIP
-    RecordResult(path=PosixPath('out.mp4'), frames=90, ...)
-    """
-    from .recorder import Recorder
-
-    with Recorder(path, fps=fps, **options) as rec:
-        for frame in frames:
-            rec.write(frame)
-            if progress is not None:
-                progress(rec.frames_submitted)
-    return rec.close()

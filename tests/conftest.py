@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 def _gl_problem() -> str | None:
     try:
-        from glrec.context import create_context
+        from glrec.gl.context import create_context
 
         create_context().release()
     except Exception as exc:
@@ -52,8 +52,8 @@ def gpu_problem() -> str | None:
     global _GPU_PROBLEM
     if _GPU_PROBLEM is False:
         try:
-            from glrec.devices import egl_devices
-            from glrec.interop.cuda import cuda_problem
+            from glrec.cuda.driver import cuda_problem
+            from glrec.gl.devices import egl_devices
 
             problem = cuda_problem()
             if problem is None and not any(d.cuda_device is not None for d in egl_devices()):
@@ -88,7 +88,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def gl():
     """A fresh GL context; the test fails if it leaves a GL error behind."""
-    from glrec.context import create_context
+    from glrec.gl.context import create_context
 
     # Current for the whole test (glrec's contexts are current only while in use), released after.
     with create_context() as ctx:

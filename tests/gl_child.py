@@ -67,7 +67,7 @@ def frames_alongside(before, during, after, result):
 # Record the count frames draw(i) makes in the current context: the figures for assert_recorded_its_context.
 def record_current_context(path, size, draw, count):
     import glrec
-    from glrec.glstate import StateGuard
+    from glrec.gl.state import StateGuard
     full = StateGuard(full=True)  # the library's context is current: its (maybe compatibility-profile) state
     before = full.capture()
     rec = glrec.Recorder(path, size=size, context="current", **LOSSLESS)

@@ -55,15 +55,15 @@ def reference_bytes(ctx, source, target) -> bytes:
 def encode_through_handoff(job: dict, work: Path) -> dict:
     from nvenc_child import error_json, packets_json
 
-    from glrec.context import create_cuda_context
     from glrec.convert import Converter
     from glrec.convert.pack import RgbPacker
+    from glrec.cuda.driver import CudaDevice
     from glrec.encoders.nvenc import NvencEncoder
-    from glrec.interop.cuda import CudaDevice
+    from glrec.gl.context import create_cuda_context
+    from glrec.gl.target import RenderTarget
     from glrec.interop.handoff import open_handoff
     from glrec.options import VideoOptions
     from glrec.scenes import load_scene
-    from glrec.target import RenderTarget
 
     options = VideoOptions.create(**job["options"])
     size, n = options.size, job.get("count", 7)

@@ -10,9 +10,9 @@ import av
 import numpy as np
 
 from glrec.colour import ColourSpec
-from glrec.context import create_context
+from glrec.gl.context import create_context
+from glrec.gl.target import RenderTarget
 from glrec.scenes import load_scene
-from glrec.target import RenderTarget
 
 
 def reference_rgb(scene: str, size: tuple[int, int], times: list[float]) -> list[np.ndarray]:

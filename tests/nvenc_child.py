@@ -50,9 +50,9 @@ def error_json(exc: BaseException) -> dict:
 
 def encode(job: dict, work: Path) -> dict:
     from glrec.convert import PlaneLayout
+    from glrec.cuda.driver import CudaDevice, call
+    from glrec.cuda.pool import DeviceFrame, DevicePool
     from glrec.encoders.nvenc import NvencEncoder
-    from glrec.interop.cuda import CudaDevice, call
-    from glrec.interop.pool import DeviceFrame, DevicePool
     from glrec.options import VideoOptions
 
     device = CudaDevice.open(job.get("device", 0))
@@ -92,8 +92,8 @@ def encode(job: dict, work: Path) -> dict:
 
 
 def probe(job: dict, work: Path) -> dict:
+    from glrec.cuda.driver import CudaDevice
     from glrec.encoders.available import nvenc_problem
-    from glrec.interop.cuda import CudaDevice
 
     device = CudaDevice.open(job.get("device", 0))
     results = []

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from glrec.colour import ColourSpec
-from glrec.context import create_context
 from glrec.convert import Converter
+from glrec.gl.context import create_context
 from glrec.process import clcontext
 
 LOSSLESS = {"codec": "h264", "qp": 0, "pix_fmt": "yuv444p"}

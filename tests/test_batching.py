@@ -101,7 +101,7 @@ class Pool:
             self._cond.notify_all()
 
     def wait_free(self, slots, timeout=5.0):
-        from glrec.interop.pool import DevicePool
+        from glrec.cuda.pool import DevicePool
 
         DevicePool.wait_free(self, slots, timeout)  # type: ignore[arg-type]
 

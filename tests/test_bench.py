@@ -258,7 +258,7 @@ def test_help_explains_the_options(capsys):
 
 
 def test_default_results_folder_is_the_checkouts_or_a_temporary_one(tmp_path):
-    from glrec.bench.cli import default_out
+    from glrec.cli.bench import default_out
 
     checkout = tmp_path / "repo"
     (checkout / "glrec").mkdir(parents=True)

@@ -14,7 +14,7 @@ import pytest
 from helpers import decode_planes
 
 import glrec
-from glrec.leaks import glrec_threads
+from glrec.gl.leaks import glrec_threads
 
 FRAMES = 60
 

@@ -6,8 +6,8 @@ from helpers import reference_yuv420, render_once
 
 from glrec.colour import ColourSpec
 from glrec.convert import Converter
+from glrec.gl.target import RenderTarget
 from glrec.interop import HostReadback
-from glrec.target import RenderTarget
 
 
 def _convert(gl, target, size, dst, pix_fmt, colour):

@@ -17,13 +17,13 @@ import pytest
 from helpers import shard_members
 from PIL import Image
 
-from glrec.context import create_context
 from glrec.dataset import DatasetSpec, generate
 from glrec.dataset.encode import colour_encoder, file_array
 from glrec.dataset.gpu_pack import MAX_IDS, PassPacker
 from glrec.dataset.render import SampleRenderer
 from glrec.dataset.runner import sample_files
 from glrec.errors import EncoderError
+from glrec.gl.context import create_context
 from glrec.scenes.camera import mask_boxes
 
 pytestmark = pytest.mark.gl

@@ -140,20 +140,20 @@ def test_ray_gpu_ids_map_to_egl_devices(monkeypatch):
     asked = []
     assert egl_device_for_gpus(["3"], matcher=lambda cuda: asked.append(cuda) or 1) == 1
     assert asked == [0]  # the assigned GPU is CUDA device 0 inside the task
-    # the default matcher: glrec.devices' PCI matching, EGL order differing from CUDA's
-    import glrec.devices
-    import glrec.interop.cuda
-    from glrec.devices import EglDevice
-    from glrec.interop.cuda import DeviceInfo
+    # the default matcher: glrec.gl.devices' PCI matching, EGL order differing from CUDA's
+    import glrec.cuda.driver
+    import glrec.gl.devices
+    from glrec.cuda.driver import DeviceInfo
+    from glrec.gl.devices import EglDevice
 
     egl = [
         EglDevice(0, "EGL_NV_device_cuda", 1, "/dev/dri/card1", "0000:3b:00.0", "NVIDIA H200"),
         EglDevice(1, "EGL_NV_device_cuda", 0, "/dev/dri/card2", "0000:86:00.0", "NVIDIA H200"),
         EglDevice(2, "", None, None, None, "llvmpipe"),
     ]
-    monkeypatch.setattr(glrec.devices, "egl_devices", lambda: egl)
+    monkeypatch.setattr(glrec.gl.devices, "egl_devices", lambda: egl)
     visible = {0: DeviceInfo(0, "NVIDIA H200", "0000:86:00.0", "ab", 1 << 37)}
-    monkeypatch.setattr(glrec.interop.cuda, "device_info", lambda ordinal: visible[ordinal])
+    monkeypatch.setattr(glrec.cuda.driver, "device_info", lambda ordinal: visible[ordinal])
     assert egl_device_for_gpus(["1"]) == 1
     visible[0] = DeviceInfo(0, "NVIDIA H200", "0000:99:00.0", "cd", 1 << 37)
     with pytest.raises(glrec.DeviceError, match="No EGL device is CUDA device 0"):

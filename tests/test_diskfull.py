@@ -19,7 +19,7 @@ import pytest
 from crash_helpers import contiguous_prefix, decode_indices, start_child
 
 import glrec
-from glrec.leaks import glrec_threads, live_gl_objects
+from glrec.gl.leaks import glrec_threads, live_gl_objects
 from glrec.sinks import container
 
 FPS = 30.0

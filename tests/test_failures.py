@@ -19,7 +19,7 @@ from crash_helpers import decode_indices
 import glrec
 from glrec.convert import Converter
 from glrec.encoders.cpu import CpuEncoder
-from glrec.leaks import glrec_threads, live_gl_objects
+from glrec.gl.leaks import glrec_threads, live_gl_objects
 from glrec.sinks.container import ContainerSink
 
 FPS = 30.0
@@ -161,7 +161,7 @@ def test_failure_while_building_releases_what_was_built(gl, tmp_path, monkeypatc
     def no_sink(*args, **kwargs):
         raise glrec.OutputError("cannot open (injected)")
 
-    monkeypatch.setattr("glrec.recording.open_sink", no_sink)
+    monkeypatch.setattr("glrec._recording.open_sink", no_sink)
     with pytest.raises(glrec.OutputError, match="injected"):
         glrec.Recorder(tmp_path / "x.mp4", size=SIZE, fps=FPS, encoder="cpu")
     assert glrec_threads() == []

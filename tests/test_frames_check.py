@@ -122,7 +122,7 @@ def test_cpu_tensors_go_the_array_route():
 def test_dlpack_capsules_are_read_and_handed_back():
     import sys
 
-    from glrec.interop.dlpack import import_capsule
+    from glrec.cuda.dlpack import import_capsule
 
     a = np.arange(4 * 6 * 3, dtype=np.uint16).reshape(4, 6, 3)[::2, 1::2]
     before = sys.getrefcount(a)
@@ -141,7 +141,7 @@ def test_dlpack_capsules_are_read_and_handed_back():
 
 def test_dlpack_from_torch():
     torch = pytest.importorskip("torch")
-    from glrec.interop.dlpack import import_capsule
+    from glrec.cuda.dlpack import import_capsule
 
     t = torch.arange(2 * 5 * 4, dtype=torch.float32).reshape(2, 5, 4)[:, ::2]  # strided
     view = import_capsule(t.__dlpack__())
@@ -168,7 +168,7 @@ def test_cuda_array_interface_descriptions_are_checked():
 def test_a_cuda_array_interface_without_a_stream_goes_through_dlpack():
     # PyTorch's __cuda_array_interface__ is version 2 (no stream): reading it would not wait for a tensor
     # still being written on a side stream, so glrec asks DLPack, which orders the producer's work first.
-    from glrec.interop.dlpack import capsule
+    from glrec.cuda.dlpack import capsule
 
     data = np.zeros((4, 6, 3), np.uint8)  # host bytes stand in for device memory: nothing here reads them
 

@@ -17,8 +17,8 @@ import pytest
 from gl_child import psnr, run_child
 
 import glrec
-from glrec import egl
-from glrec.glstate import StateGuard
+from glrec.gl import egl
+from glrec.gl.state import StateGuard
 
 pytestmark = pytest.mark.gl
 
@@ -139,7 +139,7 @@ def test_two_recorders_in_the_callers_context_in_turns(user, tmp_path) -> None:
 
 def _set_unusual_state(ctx: moderngl.Context, fbo: moderngl.Framebuffer, tex: moderngl.Texture) -> list:
     """State a library might leave behind, none of it glrec's defaults; returns objects to keep alive."""
-    from glrec.glstate import functions
+    from glrec.gl.state import functions
 
     gl = functions()
     prog = ctx.program(

@@ -19,8 +19,8 @@ from helpers import decode_planes, reference_rgb
 
 import glrec
 from glrec.convert import Converter
+from glrec.gl.target import RenderTarget
 from glrec.scenes import load_scene
-from glrec.target import RenderTarget
 
 pytestmark = pytest.mark.gpu
 
@@ -30,7 +30,7 @@ FPS = 30
 
 @pytest.fixture
 def cuda():
-    from glrec.interop.cuda import CudaDevice
+    from glrec.cuda.driver import CudaDevice
 
     dev = CudaDevice.open(0)
     yield dev
@@ -40,7 +40,7 @@ def cuda():
 @pytest.fixture
 def nvgl(cuda):
     """A GL context on the EGL device that is CUDA device 0."""
-    from glrec.context import create_cuda_context
+    from glrec.gl.context import create_cuda_context
 
     with create_cuda_context(0, cuda.info.pci_bus_id) as gl:  # current for the test, released after
         yield gl
@@ -206,8 +206,8 @@ def test_nvdec_decodes_expected_frame_count(tmp_path):
 
 
 def test_device_matching_picks_the_cuda_device(cuda):
-    from glrec.context import create_cuda_context
-    from glrec.devices import egl_devices, match_egl_device, verify_gl_device
+    from glrec.gl.context import create_cuda_context
+    from glrec.gl.devices import egl_devices, match_egl_device, verify_gl_device
 
     devs = egl_devices()
     index = match_egl_device(devs, 0, cuda.info.pci_bus_id)
@@ -221,8 +221,8 @@ def test_device_matching_picks_the_cuda_device(cuda):
 
 
 def test_device_matching_rejects_a_wrong_device(cuda, tmp_path):
-    from glrec.devices import egl_devices, match_egl_device
-    from glrec.interop.cuda import call
+    from glrec.cuda.driver import call
+    from glrec.gl.devices import egl_devices, match_egl_device
 
     devs = egl_devices()
     count = call("cuDeviceGetCount")

@@ -15,11 +15,11 @@ from conftest import psnr
 from helpers import shard_members
 from PIL import Image
 
-from glrec.context import create_context
 from glrec.dataset import DatasetSpec, generate
 from glrec.dataset.encode import file_array
 from glrec.dataset.gpu_pack import PassPacker
 from glrec.dataset.render import SampleRenderer
+from glrec.gl.context import create_context
 from glrec.scenes.camera import mask_boxes
 
 pytestmark = pytest.mark.gpu
@@ -75,13 +75,13 @@ def test_nvjpeg_dataset_colour_decodes_close_to_png_and_keeps_lossless_passes(tm
 @pytest.mark.parametrize("pix_fmt", ["rgb24", "nv12"])
 def test_batched_shared_handoff_is_bit_exact_and_in_order(batch, depth, phased, pix_fmt):
     from glrec.colour import ColourSpec
-    from glrec.context import create_cuda_context
     from glrec.convert import Converter, RgbPacker
+    from glrec.cuda.driver import CudaDevice
+    from glrec.gl.context import create_cuda_context
+    from glrec.gl.target import RenderTarget
     from glrec.interop import HostReadback
-    from glrec.interop.cuda import CudaDevice
     from glrec.interop.shared import SharedHandoff
     from glrec.scenes import load_scene
-    from glrec.target import RenderTarget
 
     size = (322, 242)
     cuda = CudaDevice.open(0)

@@ -13,7 +13,7 @@ Real gymnasium + mujoco on Mesa, each test in a child process (MuJoCo reads MUJO
   work in MuJoCo's context, env.render()'s frames are recorded, with the reason logged at debug.
   With OSMesa that also checks glrec's own EGL context leaves MuJoCo's OSMesa context bound: the
   two share Mesa's GL dispatch, and Gymnasium makes its context current only once (black frames
-  before glrec.osmesa).
+  before glrec.gl.osmesa).
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def test_gl_state_and_the_callers_current_context_unchanged(tmp_path) -> None:
         EPISODES
         + f"""
 from glrec import egl
-from glrec.glstate import StateGuard
+from glrec.gl.state import StateGuard
 
 changed, restored = [], []
 real_capture = glrec.Recorder.capture

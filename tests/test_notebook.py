@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import glrec
-from glrec import notebook
+from glrec import _notebook as notebook
 
 pytestmark = pytest.mark.gl
 

@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def nvgl():
     """A GL context on the EGL device that is CUDA device 0 (where NVDEC's memory lives)."""
-    from glrec.context import create_cuda_context
-    from glrec.interop.cuda import device_info
+    from glrec.cuda.driver import device_info
+    from glrec.gl.context import create_cuda_context
     from glrec.sources.nvdec import nvdec_problem
 
     problem = nvdec_problem()
@@ -100,7 +100,7 @@ def _ffmpeg_samples(path: Path) -> list[tuple[float, list[np.ndarray]]]:
 
 def _nvdec_samples(path: Path) -> list[tuple[float, list[np.ndarray]]]:
     """Every picture NVDEC decodes, read back from glrec's pool slot as Y, U, V with the bits low."""
-    from glrec.sources.inputs import classify, open_container
+    from glrec.sources.media import classify, open_container
     from glrec.sources.nvdec import NvdecWorker
 
     spec = classify(path)

@@ -433,7 +433,7 @@ def test_auto_info_and_explicit_nvenc_without_the_nvenc_library(tmp_path, cuda_o
 
 
 def test_doctor_require_nvenc_fails_without_cuda_and_says_why(tmp_path):
-    from glrec.interop.cuda import cuda_problem
+    from glrec.cuda.driver import cuda_problem
 
     if cuda_problem() is None:
         pytest.skip("CUDA works here; this checks a machine without it")

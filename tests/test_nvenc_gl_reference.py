@@ -16,9 +16,9 @@ from helpers import reference_yuv420
 
 from glrec.colour import ColourSpec
 from glrec.convert import Converter, RgbPacker
+from glrec.gl.target import RenderTarget
 from glrec.interop import HostReadback
 from glrec.scenes import load_scene
-from glrec.target import RenderTarget
 
 SIZE = (320, 240)  # the GPU tier's size
 

@@ -6,10 +6,10 @@ import pytest
 from glrec.colour import ColourSpec
 from glrec.convert import Converter
 from glrec.convert.pack import RgbPacker
+from glrec.gl.target import RenderTarget
 from glrec.interop import HostReadback
 from glrec.interop.shared import PlaneWriter
 from glrec.scenes import load_scene
-from glrec.target import RenderTarget
 
 
 @pytest.mark.parametrize("pix_fmt", ["nv12", "yuv420p", "yuv444p", "rgb24", "rgba"])

@@ -373,7 +373,7 @@ def test_drawing_the_overlay_puts_the_gl_state_back(gl):
 
     import moderngl
 
-    from glrec._gl import gl_function
+    from glrec.gl.fences import gl_function
     from glrec.process.overlay import OverlayRenderer
 
     ctx = gl.mgl
@@ -402,7 +402,7 @@ def test_drawing_the_overlay_puts_the_gl_state_back(gl):
 def test_closing_releases_every_gl_object_the_stage_made(gl, tmp_path):
     import moderngl
 
-    from glrec.leaks import live_fences, live_gl_objects
+    from glrec.gl.leaks import live_fences, live_gl_objects
 
     def fn(frame):
         return Overlay(Boxes([[1, 1, 9, 9]]), Mask(np.ones((24, 32), bool)), frame=frame[::2, ::2])

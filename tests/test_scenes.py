@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import glrec
+from glrec.gl.target import RenderTarget
 from glrec.scenes import BUILTINS, load_scene
-from glrec.target import RenderTarget
 
 
 @pytest.mark.parametrize("name", sorted(BUILTINS))

@@ -13,10 +13,10 @@ import pytest
 from media import make_clip
 
 import glrec
-from glrec.inputs import InputEvent
+from glrec.events import InputEvent
+from glrec.gl.target import RenderTarget
 from glrec.scenes import load_scene
 from glrec.scenes.shadertoy import ShadertoyScene
-from glrec.target import RenderTarget
 
 SIZE = (32, 24)
 
@@ -268,7 +268,7 @@ def test_recording_a_pasted_shader_with_a_channel(gl, tmp_path):
 
 def test_viewer_pointer_reaches_a_shadertoy_overlay_through_the_input_queue(gl, tmp_path):
     """glrec serve's path: validated viewer messages -> InputQueue -> VideoScene -> the overlay's iMouse."""
-    from glrec.inputs import InputQueue, parse_message
+    from glrec.events import InputQueue, parse_message
     from glrec.sources import VideoSource
     from glrec.transcode import VideoScene, make_overlay
 

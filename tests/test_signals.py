@@ -14,7 +14,7 @@ import pytest
 from crash_helpers import child_env, decode_indices
 
 import glrec
-from glrec.worker import EncodeWorker
+from glrec.pipeline.worker import EncodeWorker
 
 FPS = 30.0
 

@@ -6,7 +6,7 @@ benchmarks/soak.py is the full version (100,000 frames, RSS over time).
 from __future__ import annotations
 
 import glrec
-from glrec.leaks import glrec_threads, live_gl_objects, rss_bytes, snapshot
+from glrec.gl.leaks import glrec_threads, live_gl_objects, rss_bytes, snapshot
 
 WARMUP, FRAMES = 500, 4000
 

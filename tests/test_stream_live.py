@@ -9,8 +9,8 @@ import av
 import numpy as np
 
 from glrec.cli import main
+from glrec.events import InputEvent, InputQueue
 from glrec.frame import Packet
-from glrec.inputs import InputEvent, InputQueue
 from glrec.scenes import Cube
 from glrec.sinks.timing import FrameTimes
 from glrec.stream.live import LiveSession
@@ -118,7 +118,7 @@ def test_keyframe_request_during_a_session(gl):
 
 
 def test_cube_turns_when_dragged(gl):
-    from glrec.target import RenderTarget
+    from glrec.gl.target import RenderTarget
 
     # one target for all three renders: creating a target after releasing the bound one leaves
     # a GL_INVALID_OPERATION behind (moderngl rebinds the deleted framebuffer)

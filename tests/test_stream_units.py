@@ -8,7 +8,7 @@ import pytest
 
 from glrec.encoders.latency import cpu_live_options, live_gop, nvenc_live_options, one_frame_vbv
 from glrec.errors import ConfigError, SceneError
-from glrec.inputs import InputEvent, InputQueue, InputRejected, KeyframeRequest, Ping, parse_message
+from glrec.events import InputEvent, InputQueue, InputRejected, KeyframeRequest, Ping, parse_message
 from glrec.options import VideoOptions
 from glrec.sinks.network import check_url
 from glrec.sinks.timing import FrameTimes, LatencyStats

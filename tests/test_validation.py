@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import glrec
-from glrec.leaks import glrec_threads
+from glrec.gl.leaks import glrec_threads
 from glrec.options import VideoOptions
 from glrec.sinks.registry import OUTPUTS, output_kind
 

@@ -18,7 +18,7 @@ import ctypes
 from OpenGL import EGL, GL
 import moderngl
 import glrec
-from glrec.glstate import StateGuard
+from glrec.gl.state import StateGuard
 
 W, H = 80, 48
 from OpenGL.EGL.EXT.device_base import eglQueryDevicesEXT

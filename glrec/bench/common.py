@@ -12,9 +12,9 @@ from typing import Any
 import av
 import moderngl
 
-from ..context import GLContext, create_context
+from ..gl.context import GLContext, create_context
+from ..gl.target import RenderTarget
 from ..scenes import Scene, load_scene
-from ..target import RenderTarget
 from .meter import LoopMeter, StageClock, gpu_memory_mb, peak_rss_mb
 from .spec import RowResult, RowSpec
 

@@ -46,9 +46,9 @@ def _rendered_rgb(spec: RowSpec, count: int) -> list[HostFrame]:
 
 @row("stage:encode-nvjpeg")
 def nvjpeg_alone(spec: RowSpec) -> RowResult:
+    from ..cuda.driver import CudaDevice, call
+    from ..cuda.pool import DeviceFrame, DevicePool
     from ..encoders.nvjpeg import NvJpegEncoder
-    from ..interop.cuda import CudaDevice, call
-    from ..interop.pool import DeviceFrame, DevicePool
 
     options = VideoOptions.create(spec.size, spec.fps, codec="mjpeg", encoder="nvjpeg")
     try:

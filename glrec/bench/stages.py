@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import Any
 
-from .._gl import Fence
 from ..convert import Converter
 from ..encoders.cpu import CpuEncoder
 from ..frame import HostFrame
+from ..gl.fences import Fence
 from ..interop import HostReadback
 from ..options import PipelineOptions, VideoOptions
 from ..sinks import open_sink

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import moderngl
 
-from .._gl import dispatch_compute
+from ..gl.fences import dispatch_compute
 from .layout import PlaneLayout
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import moderngl
 
-from .. import glsl
 from ..errors import ConfigError
+from ..gl import glsl
 from .compute import ComputeStage
 from .layout import PACKED_RGB, PlaneLayout
 

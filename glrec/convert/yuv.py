@@ -13,8 +13,8 @@ import math
 
 import moderngl
 
-from .. import glsl
 from ..colour import ColourSpec
+from ..gl import glsl
 from .compute import ComputeStage
 from .layout import PlaneLayout
 

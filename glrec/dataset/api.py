@@ -175,7 +175,7 @@ def render_sample(spec: DatasetSpec | str | os.PathLike[str], index: int, *, dev
     >>> s.frames[0]["depth"].shape
     (480, 640)
     """
-    from ..context import create_context
+    from ..gl.context import create_context
 
     spec = _as_spec(spec)
     with create_context(device) as gl:

@@ -4,7 +4,7 @@ Ray gives a GPU task its GPU ids (``ray.get_gpu_ids()``) and sets
 ``CUDA_VISIBLE_DEVICES`` to them, so inside the task the GPU is CUDA device 0.
 EGL enumerates every GPU whatever ``CUDA_VISIBLE_DEVICES`` says, and its order
 need not match CUDA's, so the EGL device is found by asking which EGL device
-is that CUDA device, with the GPU path's matching (:mod:`glrec.devices`: PCI
+is that CUDA device, with the GPU path's matching (:mod:`glrec.gl.devices`: PCI
 bus ids, else ``EGL_CUDA_DEVICE_NV``). This module only maps the scheduler's
 view to that question; a task with no GPU renders on EGL's default device
 (Mesa on a CPU node).
@@ -20,9 +20,9 @@ Matcher = Callable[[int], int]
 
 
 def match_cuda_device(cuda_ordinal: int) -> int:
-    """The EGL device index that is CUDA device ``cuda_ordinal`` of this process (glrec.devices' matching)."""
-    from ..devices import egl_devices, match_egl_device
-    from ..interop.cuda import device_info
+    """The EGL device index that is CUDA device ``cuda_ordinal`` of this process (glrec.gl.devices' matching)."""
+    from ..cuda.driver import device_info
+    from ..gl.devices import egl_devices, match_egl_device
 
     return match_egl_device(egl_devices(), cuda_ordinal, device_info(cuda_ordinal).pci_bus_id)
 

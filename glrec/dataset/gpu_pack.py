@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 import moderngl
 import numpy as np
 
-from .. import glsl
-from .._gl import Fence, dispatch_compute, gl_function
 from ..errors import EncoderError
+from ..gl import glsl
+from ..gl.fences import Fence, dispatch_compute, gl_function
 from ..scenes.camera import mask_boxes
 from ..scenes.passes import GBuffer
 

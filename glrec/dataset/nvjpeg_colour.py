@@ -27,8 +27,8 @@ log = logging.getLogger("glrec")
 
 def cuda_device_of_current_context() -> int:
     """The CUDA ordinal the current GL context renders on (``cuGLGetDevices``), or 0 where the driver cannot say."""
-    from ..devices import verify_gl_device
-    from ..interop.cuda import call
+    from ..cuda.driver import call
+    from ..gl.devices import verify_gl_device
 
     answers = {i: verify_gl_device(i) for i in range(call("cuDeviceGetCount"))}
     for ordinal, on_it in answers.items():
@@ -65,8 +65,8 @@ class NvJpegColour:
 
     def _open(self, texture: Any) -> None:
         from ..convert import RgbPacker
+        from ..cuda.driver import CudaDevice
         from ..encoders.nvjpeg import NvJpegEncoder
-        from ..interop.cuda import CudaDevice
         from ..interop.handoff import cuda_handoff_kind, open_handoff
         from ..options import VideoOptions
 

@@ -14,8 +14,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-from ..context import GLContext, create_context
 from ..errors import SceneError
+from ..gl.context import GLContext, create_context
 from .encode import ColourEncoder, colour_encoder, encode_clip_pass, encode_pass
 from .folder import DatasetFolder
 from .render import Sample, SampleRenderer, finish_colour

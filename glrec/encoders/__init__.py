@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Protocol
 from ..frame import Packet
 
 if TYPE_CHECKING:
+    from ..cuda.pool import DeviceFrame
     from ..interop import Frame
-    from ..interop.pool import DeviceFrame
 
 
 class Encoder(Protocol):

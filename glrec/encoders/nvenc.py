@@ -38,10 +38,10 @@ import threading
 from typing import Any
 
 from ..colour import ColourSpec
+from ..cuda.pool import DeviceFrame
 from ..errors import ConfigError, EncoderError, EncoderUnavailableError
 from ..frame import Packet
 from ..interop import Frame
-from ..interop.pool import DeviceFrame
 from ..options import VideoOptions
 from . import device_frame
 from .latency import nvenc_live_options

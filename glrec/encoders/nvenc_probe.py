@@ -180,7 +180,7 @@ def nvenc_problem(codec: str, device: Any) -> str | None:
 
 def nvenc_status(codecs: tuple[str, ...] = ("h264",), ordinal: int = 0) -> dict[str, str | None]:
     """:func:`nvenc_problem` per codec on CUDA device ``ordinal``, opening and releasing the device."""
-    from ..interop.cuda import CudaDevice
+    from ..cuda.driver import CudaDevice
 
     device = CudaDevice.open(ordinal)
     try:

@@ -17,10 +17,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..cuda.pool import DeviceFrame
 from ..errors import EncoderError, EncoderUnavailableError
 from ..frame import Packet
 from ..interop import Frame
-from ..interop.pool import DeviceFrame
 from ..options import VideoOptions
 from . import device_frame
 

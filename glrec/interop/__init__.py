@@ -4,7 +4,7 @@ Each runs after the convert stage and has one interface, :class:`Handoff`:
 ``submit(index)`` queues the convert stage's current planes as frame ``index``
 and returns the frames that completed, ``drain()`` returns the rest, oldest
 first. Host frames are :class:`~glrec.frame.HostFrame`; CUDA frames are
-:class:`~glrec.interop.pool.DeviceFrame`.
+:class:`~glrec.cuda.pool.DeviceFrame`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ..frame import HostFrame
 from .host import HostReadback
 
 if TYPE_CHECKING:
-    from .pool import DeviceFrame
+    from ..cuda.pool import DeviceFrame
 
 #: A frame as it leaves a handoff.
 Frame = Union[HostFrame, "DeviceFrame"]

@@ -7,8 +7,8 @@ import logging
 import moderngl
 
 from ..convert import ConvertStage
+from ..cuda.driver import CudaDevice
 from . import Handoff
-from .cuda import CudaDevice
 from .host import HostReadback
 
 log = logging.getLogger("glrec")

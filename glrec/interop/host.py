@@ -14,10 +14,10 @@ from collections import deque
 import moderngl
 import numpy as np
 
-from .._gl import Fence
 from ..convert import ConvertStage
 from ..errors import ConfigError
 from ..frame import HostFrame
+from ..gl.fences import Fence
 
 
 class HostReadback:

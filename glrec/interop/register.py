@@ -5,7 +5,7 @@ of ``batch`` plane sets; each texture is registered with
 ``cuGraphicsGLRegisterImage`` once, when the ring is made. Every ``batch``
 frames, all the ring's textures are mapped in **one** ``cuGraphicsMapResources``
 call, each frame's planes are copied (array -> linear, on glrec's stream) into a
-:class:`~glrec.interop.pool.DevicePool` slot, and everything is unmapped in one
+:class:`~glrec.cuda.pool.DevicePool` slot, and everything is unmapped in one
 call. Map/unmap is the expensive part (≈330 µs a call on an H200), so batching
 divides it by ``batch``; mapping also orders the copies after the GL commands
 that wrote the textures, so no fence or ``glFinish`` is needed. ``batch=1`` is
@@ -24,9 +24,9 @@ from typing import Any
 import moderngl
 
 from ..convert import PlaneLayout
+from ..cuda.driver import CudaDevice, call, driver
+from ..cuda.pool import DeviceFrame, DevicePool
 from ..errors import ConfigError
-from .cuda import CudaDevice, call, driver
-from .pool import DeviceFrame, DevicePool
 
 log = logging.getLogger("glrec")
 

@@ -1,6 +1,6 @@
 """CUDA handoff, *shared* path: GL buffers whose storage is CUDA memory, no per-frame map.
 
-The pool is a :class:`~glrec.interop.vmm.SharedBuffer`: CUDA memory that GL
+The pool is a :class:`~glrec.cuda.vmm.SharedBuffer`: CUDA memory that GL
 uses as the storage of one buffer. After converting a frame, a compute shader
 writes the planes into the frame's slot of that buffer
 (``shaders/planes_to_buffer.comp``; measured much cheaper on NVIDIA than
@@ -21,14 +21,14 @@ from typing import Any
 
 import moderngl
 
-from .. import glsl
-from .._gl import Fence
 from ..convert import PlaneLayout
+from ..cuda.driver import CudaDevice
+from ..cuda.pool import DeviceFrame, DevicePool
+from ..cuda.vmm import EXTENSION, SharedBuffer
 from ..errors import ContextError
+from ..gl import glsl
+from ..gl.fences import Fence
 from .batching import FencedBatches, PhaseGate
-from .cuda import CudaDevice
-from .pool import DeviceFrame, DevicePool
-from .vmm import EXTENSION, SharedBuffer
 
 log = logging.getLogger("glrec")
 

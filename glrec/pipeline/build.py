@@ -18,19 +18,19 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..borrowed import borrow_current_context
-from ..context import GLContext, create_context, create_cuda_context
 from ..convert import Converter, ConvertStage, RgbPacker
 from ..encoders import Encoder
 from ..encoders.nvjpeg import BATCH as NVJPEG_BATCH
 from ..errors import ConfigError, DeviceError
+from ..gl.borrowed import borrow_current_context
+from ..gl.context import GLContext, create_context, create_cuda_context
+from ..gl.target import RenderTarget
 from ..interop import Handoff
 from ..interop.handoff import cuda_handoff_kind, open_handoff
 from ..options import PipelineOptions, VideoOptions
 from ..sinks.registry import OutputKind
 from ..sources.direct import DirectFrames, direct_route
 from ..sources.writer import FrameWriter
-from ..target import RenderTarget
 from .plan import Plan, make_plan
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ def _borrow_context(
     gl = borrow_current_context()
     stack.callback(gl.release)
     if plan.uses_cuda and plan.device is not None:
-        from ..devices import verify_gl_device
+        from ..gl.devices import verify_gl_device
 
         with gl.active():
             on_device = verify_gl_device(plan.device.ordinal)

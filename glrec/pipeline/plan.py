@@ -29,7 +29,7 @@ from ..options import PipelineOptions, VideoOptions
 from ..sinks.registry import OutputKind
 
 if TYPE_CHECKING:
-    from ..interop.cuda import CudaDevice
+    from ..cuda.driver import CudaDevice
 
 log = logging.getLogger("glrec")
 
@@ -59,7 +59,7 @@ class Plan:
 
 
 def _open_cuda(cuda_device: int) -> tuple[CudaDevice | None, str | None]:
-    from ..interop.cuda import CudaDevice, cuda_problem
+    from ..cuda.driver import CudaDevice, cuda_problem
 
     problem = cuda_problem()
     if problem is not None:

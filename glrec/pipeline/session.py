@@ -22,9 +22,9 @@ from ..options import PipelineOptions, VideoOptions
 from ..result import RecordResult
 from ..sinks import Sink
 from ..sinks.registry import OutputKind
-from ..worker import EncodeWorker
 from .build import build_pipeline
 from .timing import StageTimers, timed
+from .worker import EncodeWorker
 
 log = logging.getLogger("glrec")
 

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import ProcessOutputError, ProcessUnavailableError
 
 if TYPE_CHECKING:
-    from ..interop.cuda import CudaDevice
+    from ..cuda.driver import CudaDevice
 
 TORCH_HINT = "pip install glrec[torch] (on the CUDA path it must be a CUDA build of PyTorch)"
 CUPY_HINT = "pip install cupy-cuda12x (or cupy-cuda13x, matching the driver's CUDA)"
@@ -147,7 +147,7 @@ class CudaRegion:
         return (2, self._device.ordinal)  # kDLCUDA
 
     def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
-        from ..interop.dlpack import capsule
+        from ..cuda.dlpack import capsule
 
         # The data is complete before the function runs (GL's fence was waited for): no stream to order.
         return capsule(self.ptr, self.shape, self._device.ordinal, owner=self)
@@ -159,7 +159,7 @@ class CudaArrays:
     device = "cuda"
 
     def __init__(self, library: str, label: str, device: CudaDevice) -> None:
-        from ..interop.cuda import driver
+        from ..cuda.driver import driver
 
         self.library, self.label, self.cuda = library, label, device
         self._lib: Any = None
@@ -227,7 +227,7 @@ class CudaArrays:
         return cai
 
     def _store_cai(self, dst: Any, value: Any, shape: tuple[int, ...], where: str, fix: str) -> None:
-        from ..interop.cuda import call
+        from ..cuda.driver import call
 
         cai = self._cai(value, shape, where, fix)
         compact = cai.get("strides") in (None, tuple(int(np.prod(shape[i + 1 :])) for i in range(len(shape))))
@@ -240,7 +240,7 @@ class CudaArrays:
         call("cuMemcpyDtoDAsync", dst_ptr, src, int(np.prod(shape)), self.cuda.stream)
 
     def _after_producer(self, cai: dict[str, Any]) -> None:
-        from ..interop.cuda import call
+        from ..cuda.driver import call
 
         stream = cai.get("stream")
         if stream not in (None, self.cuda.stream_handle):
@@ -272,13 +272,13 @@ class CudaArrays:
 
     def ready_event(self, event: Any) -> Any:
         """Record ``event`` on glrec's stream after the function's work; GL reads the slot once it has passed."""
-        from ..interop.cuda import call
+        from ..cuda.driver import call
 
         call("cuEventRecord", event, self.cuda.stream)
         return event
 
     def close(self) -> None:
-        from ..interop.cuda import call
+        from ..cuda.driver import call
 
         event, self._wait_event = self._wait_event, None
         if event is not None:
@@ -302,7 +302,7 @@ def host_array(values: Any) -> np.ndarray:
     elif hasattr(values, "get") and hasattr(values, "__cuda_array_interface__"):  # CuPy
         values = values.get()
     elif hasattr(values, "__cuda_array_interface__"):
-        from ..interop.cuda import call
+        from ..cuda.driver import call
 
         cai = values.__cuda_array_interface__
         out = np.empty(cai["shape"], np.dtype(cai["typestr"]))

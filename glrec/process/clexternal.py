@@ -1,6 +1,6 @@
 """The OpenCL kernel on the stage's CUDA memory, imported through ``cl_khr_external_memory_opaque_fd``.
 
-The stage's slots are one CUDA VMM allocation (:class:`~glrec.interop.vmm.SharedBuffer`);
+The stage's slots are one CUDA VMM allocation (:class:`~glrec.cuda.vmm.SharedBuffer`);
 a POSIX fd of it is imported into the shared OpenCL context
 (``clCreateBufferWithProperties``) and each slot's ``in`` and ``out`` regions are
 sub-buffers of it. pyopencl does not wrap the external-memory calls, so they

@@ -8,9 +8,9 @@ another size, or an OpenCL kernel reading its input while writing) and ``mask``
 reads and writes them in between.
 
 :class:`HostMemory` (any GL): one GL buffer per slot and a host copy of it
-(:class:`~glrec.interop.pool.HostPool`), read and written with
+(:class:`~glrec.cuda.pool.HostPool`), read and written with
 ``glGetBufferSubData``/``glBufferSubData``. :class:`CudaMemory` (NVIDIA): one
-:class:`~glrec.interop.vmm.SharedBuffer`, CUDA memory that is GL's buffer
+:class:`~glrec.cuda.vmm.SharedBuffer`, CUDA memory that is GL's buffer
 storage, so torch, CuPy or an OpenCL kernel work on the frame where GL put it;
 a host copy exists only for a function that asked for host memory.
 """
@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Literal
 import moderngl
 import numpy as np
 
-from ..interop.pool import HostPool
+from ..cuda.pool import HostPool
 
 if TYPE_CHECKING:
-    from ..interop.cuda import CudaDevice
-    from ..interop.pool import DevicePool
-    from ..interop.vmm import SharedBuffer
+    from ..cuda.driver import CudaDevice
+    from ..cuda.pool import DevicePool
+    from ..cuda.vmm import SharedBuffer
 
 Region = Literal["in", "out", "mask"]
 #: Region alignment: GL storage-buffer offsets and OpenCL sub-buffer origins both need it (4 KiB covers both).
@@ -108,8 +108,8 @@ class CudaMemory:
     kind = "cuda"
 
     def __init__(self, ctx: moderngl.Context, device: CudaDevice, layout: SlotLayout, count: int) -> None:
-        from ..interop.pool import DevicePool
-        from ..interop.vmm import SharedBuffer
+        from ..cuda.pool import DevicePool
+        from ..cuda.vmm import SharedBuffer
 
         self.layout = layout
         self.count = count
@@ -144,13 +144,13 @@ class CudaMemory:
         return self._host.array(slot, self.layout.offsets[region], self.layout.nbytes(region))
 
     def download(self, slot: int, region: Region) -> None:
-        from ..interop.cuda import call
+        from ..cuda.driver import call
 
         self.device.bind()
         call("cuMemcpyDtoH", self.host(slot, region).ctypes.data, self.ptr(slot, region), self.layout.nbytes(region))
 
     def upload(self, slot: int, region: Region) -> None:
-        from ..interop.cuda import call
+        from ..cuda.driver import call
 
         self.device.bind()
         call("cuMemcpyHtoD", self.ptr(slot, region), self.host(slot, region).ctypes.data, self.layout.nbytes(region))

@@ -7,7 +7,7 @@ option on a headless NVIDIA machine: measured on an H200 (driver 580, platform
 headless EGL context fails with ``CL_INVALID_OPERATION`` (-59). What it does
 offer is ``cl_khr_external_memory_opaque_fd``, so glrec goes through CUDA: the
 stage's slots are a CUDA VMM allocation that GL already uses as buffer storage
-(:mod:`glrec.interop.vmm`); a second POSIX fd of it is imported into OpenCL
+(:mod:`glrec.cuda.vmm`); a second POSIX fd of it is imported into OpenCL
 (``clCreateBufferWithProperties``), and each slot's regions are sub-buffers of
 it. Ordering is by host waits: GL's fence before the kernel is queued, the
 kernel's OpenCL event before GL reads the result (GL and CUDA cannot export
@@ -43,7 +43,7 @@ from .runner import FunctionRunner
 from .spec import OpenCLKernel
 
 if TYPE_CHECKING:
-    from ..interop.cuda import DeviceInfo
+    from ..cuda.driver import DeviceInfo
 
 log = logging.getLogger("glrec")
 

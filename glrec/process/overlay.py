@@ -16,9 +16,9 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from .. import glsl
-from .._gl import gl_function
 from ..errors import ProcessOutputError
+from ..gl import glsl
+from ..gl.fences import gl_function
 from .draw import Boxes, Lines, Mask, Points, _rgba
 
 GL_BLEND, GL_CULL_FACE, GL_DEPTH_TEST, GL_SCISSOR_TEST = 0x0BE2, 0x0B44, 0x0B71, 0x0C11

@@ -156,6 +156,6 @@ def _is_frame(value: object) -> bool:
 
 
 def _synchronize(event: Any) -> None:
-    from ..interop.cuda import call
+    from ..cuda.driver import call
 
     call("cuEventSynchronize", event)

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from .._userfile import import_user_file
+from .._values import parse_size
 from ..errors import ConfigError, ProcessError
-from ..userfile import import_user_file
-from ..values import parse_size
 
 if TYPE_CHECKING:
     from ..options import VideoOptions

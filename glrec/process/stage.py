@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any, Union
 
 import moderngl
 
-from .. import glsl
-from .._gl import Fence, dispatch_compute
 from ..errors import ContextError
+from ..gl import glsl
+from ..gl.fences import Fence, dispatch_compute
 from .arrays import host_array
 from .draw import Boxes, Lines, Points
 from .memory import CudaMemory, HostMemory, SlotLayout
@@ -42,7 +42,7 @@ from .runner import FunctionRunner, Processed
 from .spec import OpenCLKernel, Process
 
 if TYPE_CHECKING:
-    from ..interop.cuda import CudaDevice
+    from ..cuda.driver import CudaDevice
     from .opencl import ExternalRunner
 
 log = logging.getLogger("glrec")
@@ -223,8 +223,8 @@ def open_process(
     ctx: moderngl.Context, spec: Process, src: tuple[int, int], device: CudaDevice | None, *, live: bool
 ) -> ProcessStage:
     """Build the stage for ``spec``: slots in CUDA memory on the CUDA path where GL can share it, else GL + host."""
+    from ..cuda.vmm import EXTENSION
     from ..errors import ConfigError
-    from ..interop.vmm import EXTENSION
 
     dst = spec.size or src
     kernel = isinstance(spec.fn, OpenCLKernel)

@@ -13,8 +13,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from .._userfile import import_user_file
 from ..errors import SceneError
-from ..userfile import import_user_file
 from .bars import Bars
 from .base import Scene, ShaderScene
 from .cube import Cube

@@ -6,8 +6,8 @@ from typing import Protocol, runtime_checkable
 
 import moderngl
 
-from .. import glsl
 from ..errors import SceneError
+from ..gl import glsl
 
 
 @runtime_checkable

@@ -9,11 +9,11 @@ import moderngl
 import numpy as np
 from pyrr import Matrix44, Vector3
 
-from .. import glsl
+from ..gl import glsl
 from .base import ShaderScene
 
 if TYPE_CHECKING:
-    from ..inputs import InputEvent
+    from ..events import InputEvent
 
 # Six faces, two triangles each: position, normal.
 _FACES = [

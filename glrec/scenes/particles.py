@@ -5,7 +5,7 @@ from __future__ import annotations
 import moderngl
 import numpy as np
 
-from .. import glsl
+from ..gl import glsl
 from .base import ShaderScene
 
 

@@ -30,8 +30,8 @@ import ctypes
 import moderngl
 import numpy as np
 
-from .._gl import gl_function
 from ..errors import ConfigError
+from ..gl.fences import gl_function
 
 __all__ = ["PASSES", "TARGETS", "GBuffer", "clear_passes"]
 

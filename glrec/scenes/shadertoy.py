@@ -26,8 +26,8 @@ from typing import Any
 
 import moderngl
 
-from .. import glsl
 from ..errors import SceneError, UnsupportedInputError
+from ..gl import glsl
 from .shadertoy_channels import BufferTarget, SourceChannels, make_sampler
 from .shadertoy_load import BUFFERS, Channel, Pass, Program, channel_from, load_program, pass_name
 

@@ -17,8 +17,8 @@ import moderngl
 import numpy as np
 from pyrr import Matrix44
 
-from .. import glsl
 from ..errors import SceneError
+from ..gl import glsl
 from .camera import GL_TO_CV, as_list, intrinsics, pixel_box
 from .passes import PASSES, clear_passes
 from .primitives import MESHES

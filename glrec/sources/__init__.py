@@ -13,7 +13,7 @@ are copied on the device by :mod:`.cuda_array` and unpacked into the target by
 
 from __future__ import annotations
 
-from .inputs import InputSpec, classify, looks_like_input
+from .media import InputSpec, classify, looks_like_input
 from .video import VideoSource
 
 __all__ = ["InputSpec", "VideoSource", "classify", "looks_like_input"]

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .._gl import gl_function
 from ..errors import ContextError
+from ..gl.fences import gl_function
 from .frames import HostFrameIn
 from .pack import Packer
 from .pixel_unpack import FenceRing, unpacking

@@ -23,7 +23,7 @@ from typing import Any
 
 import av
 
-from .inputs import InputSpec, open_container
+from .media import InputSpec, open_container
 
 log = logging.getLogger("glrec")
 

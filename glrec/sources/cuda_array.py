@@ -6,7 +6,7 @@ the point where the data is complete (an event recorded on the producer's
 stream, waited for on glrec's), into a GL buffer, the way the recording's CUDA
 handoff works:
 
-- *shared*: the buffer's storage is CUDA memory (:class:`~glrec.interop.vmm.SharedBuffer`),
+- *shared*: the buffer's storage is CUDA memory (:class:`~glrec.cuda.vmm.SharedBuffer`),
   so there is no map at all; a GL fence after the unpack pass keeps the next copy
   from overwriting what GL still reads, and the copy is complete (stream
   synchronised) before GL reads it;
@@ -32,9 +32,9 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from .._gl import Fence
+from ..cuda.driver import CudaDevice, call, driver
 from ..errors import ConfigError
-from ..interop.cuda import CudaDevice, call, driver
+from ..gl.fences import Fence
 from .frames import CudaFrameIn, HostFrameIn, check_float_range
 from .unpack import CopyPlan, UnpackPass, copy_plan
 
@@ -99,7 +99,7 @@ class CudaArraySource:
 
     def __init__(self, ctx: moderngl.Context, texture: Any, size: tuple[int, int], device: CudaDevice, *,
                  shared: bool = False) -> None:  # fmt: skip
-        from ..interop.vmm import EXTENSION
+        from ..cuda.vmm import EXTENSION
 
         self.ctx = ctx
         self.texture = texture
@@ -155,7 +155,7 @@ class CudaArraySource:
         self._drop_buffer()
         size = (nbytes + 255) // 256 * 256
         if self.shared:
-            from ..interop.vmm import SharedBuffer
+            from ..cuda.vmm import SharedBuffer
 
             self._memory = SharedBuffer(self.ctx, self.device, size)
             self._buffer = self._memory.buffer

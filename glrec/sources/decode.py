@@ -26,7 +26,7 @@ import av
 
 from ..errors import InputError
 from .formats import FORMATS, cpu_fallback
-from .inputs import InputSpec, open_container, open_error, video_stream
+from .media import InputSpec, open_container, open_error, video_stream
 
 log = logging.getLogger("glrec")
 

@@ -109,7 +109,7 @@ def inspect_frame(frame: object) -> FrameIn:
         # makes the producer order its pending work (on whatever stream it used) before glrec's copy.
         return _from_dlpack(frame)
     if device is not None and device[0] not in (1, 3):  # not host memory either (ROCm, Metal, ...)
-        from ..interop.dlpack import DEVICE_TYPES
+        from ..cuda.dlpack import DEVICE_TYPES
 
         name = DEVICE_TYPES.get(device[0], f"type {device[0]}")
         raise ConfigError(
@@ -288,7 +288,7 @@ def _from_cai(frame: object, cai: dict[str, Any]) -> CudaFrameIn:
 
 
 def _from_dlpack(frame: Any) -> CudaFrameIn:
-    from ..interop.dlpack import import_capsule
+    from ..cuda.dlpack import import_capsule
 
     try:
         # Stream 1: the producer orders the data on the legacy default stream, which glrec's copy then waits for.
@@ -330,8 +330,8 @@ def _with_channel_stride(strides: tuple[int, ...], itemsize: int) -> tuple[int, 
 
 def _pointer_device(ptr: int) -> int:
     """The CUDA device that owns ``ptr``; ConfigError when CUDA is unusable or ``ptr`` is not device memory."""
+    from ..cuda.driver import INSTALL_HINT, call, driver
     from ..errors import CudaError
-    from ..interop.cuda import INSTALL_HINT, call, driver
 
     try:
         attribute = driver().CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL

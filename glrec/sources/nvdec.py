@@ -5,7 +5,7 @@ bounded waits), the packets are put into Annex B where the codec needs it,
 and PyNvVideoCodec's low-level decoder (``CreateDecoder`` / ``Decode``)
 decodes them into its device surfaces. The worker copies each picture, GPU to
 GPU, into a free slot of a pool whose memory GL also sees as one buffer
-(:mod:`glrec.interop.vmm`: the shared handoff in reverse), records the slot's
+(:mod:`glrec.cuda.vmm`: the shared handoff in reverse), records the slot's
 CUDA event behind the copy and queues the slot without waiting for it, so the
 thread goes straight on to the next packet while the GPU copies. On the GL
 thread the event is waited for (long done, as a rule: decoding runs pictures
@@ -33,7 +33,7 @@ import numpy as np
 from ..errors import ConfigError, CudaError, UnsupportedInputError
 from .decode import DecodeWorker, Picture
 from .formats import FORMATS, PlaneFormat
-from .inputs import InputSpec, video_stream
+from .media import InputSpec, video_stream
 from .nvdec_gl import NvdecUploader
 from .nvdec_layout import caps_problem, plane_copies
 
@@ -125,9 +125,9 @@ class NvdecWorker(DecodeWorker):
         self.times = StageTimes()
         #: Seconds each step of making the worker took (import, cuda, caps, pool, decoder): for the benchmarks.
         self.startup: dict[str, float] = {}
-        from ..interop.cuda import CudaDevice
-        from ..interop.pool import DevicePool
-        from ..interop.vmm import SharedBuffer
+        from ..cuda.driver import CudaDevice
+        from ..cuda.pool import DevicePool
+        from ..cuda.vmm import SharedBuffer
 
         step = perf_counter()
         self.nvc = load_nvc()
@@ -196,7 +196,7 @@ class NvdecWorker(DecodeWorker):
 
     def wait_ready(self, pic: NvPicture) -> None:
         """Block until the copy that filled ``pic``'s slot has completed (any thread; cheap once it has)."""
-        from ..interop.cuda import call
+        from ..cuda.driver import call
 
         if pic.ready is not None:
             self.device.bind()
@@ -204,7 +204,7 @@ class NvdecWorker(DecodeWorker):
 
     def host_planes(self, pic: NvPicture) -> list[np.ndarray]:
         """Copies of ``pic``'s planes in host memory, ``(rows, texels, components)`` each (tests, diagnostics)."""
-        from ..interop.cuda import call
+        from ..cuda.driver import call
 
         self.wait_ready(pic)
         out = []
@@ -265,7 +265,7 @@ class NvdecWorker(DecodeWorker):
             self._take_frame(frame, tb)
 
     def _take_frame(self, frame: Any, tb: Any) -> None:
-        from ..interop.cuda import call, driver
+        from ..cuda.driver import call, driver
 
         started = perf_counter()
         if not self._wait_for_room():
@@ -364,7 +364,7 @@ def nvdec_problem() -> str | None:
     """Why NVDEC input cannot run here (None when it might): PyNvVideoCodec or CUDA missing."""
     try:
         load_nvc()
-        from ..interop.cuda import cuda_problem
+        from ..cuda.driver import cuda_problem
 
         return cuda_problem()
     except UnsupportedInputError as exc:

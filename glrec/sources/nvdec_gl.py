@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import moderngl
 
-from .._gl import Fence
+from ..gl.fences import Fence
 from .formats import PlaneFormat
 from .upload import PlaneTextures, PlaneUploader, unpack
 

@@ -15,7 +15,7 @@ import contextlib
 import ctypes
 from collections.abc import Callable, Iterator
 
-from .._gl import Fence, gl_function
+from ..gl.fences import Fence, gl_function
 
 GL_PIXEL_UNPACK_BUFFER = 0x88EC
 GL_PIXEL_UNPACK_BUFFER_BINDING = 0x88EF

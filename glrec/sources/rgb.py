@@ -19,7 +19,7 @@ import math
 import moderngl
 import numpy as np
 
-from .. import glsl
+from ..gl import glsl
 from .formats import PlaneFormat, yuv_to_rgb
 
 log = logging.getLogger("glrec")

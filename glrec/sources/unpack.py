@@ -16,9 +16,9 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from .. import glsl
-from .._gl import dispatch_compute
 from ..errors import ConfigError
+from ..gl import glsl
+from ..gl.fences import dispatch_compute
 from .frames import FLOAT_TOLERANCE
 
 _DTYPE_CODE = {"uint8": 0, "uint16": 1, "float16": 2, "float32": 3}

@@ -22,12 +22,12 @@ from typing import Any, Literal
 
 import moderngl
 
-from .. import glsl
 from ..errors import ConfigError, UnsupportedInputError
+from ..gl import glsl
 from .audio import AudioPassthrough
 from .decode import DecodeWorker, Picture
 from .formats import FORMATS, ColourChoice
-from .inputs import InputSpec, classify, open_container, video_stream
+from .media import InputSpec, classify, open_container, video_stream
 from .timeline import Timeline, stamp_tolerance
 
 log = logging.getLogger("glrec")

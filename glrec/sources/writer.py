@@ -15,7 +15,7 @@ from .array import ArraySource
 from .frames import FrameIn, HostFrameIn
 
 if TYPE_CHECKING:
-    from ..interop.cuda import CudaDevice
+    from ..cuda.driver import CudaDevice
     from .cuda_array import CudaArraySource, CudaToHost
     from .direct import DirectFrames
 

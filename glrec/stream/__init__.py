@@ -4,7 +4,7 @@
 - :class:`~glrec.sinks.network.NetworkSink` pushes MPEG-TS over UDP, RTSP or RTMP;
 - :class:`~glrec.sinks.viewer.StreamServer` serves a browser viewer over a
   WebSocket, with viewer input coming back to scenes that have
-  ``on_input(event)`` (:mod:`glrec.inputs`).
+  ``on_input(event)`` (:mod:`glrec.events`).
 
 The WebSocket server needs the ``stream`` extra (``pip install glrec[stream]``);
 network outputs need only PyAV.
@@ -12,7 +12,7 @@ network outputs need only PyAV.
 >>> from glrec.stream import LiveSession, NetworkSink  # doctest: +SKIP
 """
 
-from ..inputs import InputEvent, InputQueue, Interactive
+from ..events import InputEvent, InputQueue, Interactive
 from ..sinks.network import NetworkSink
 from ..sinks.timing import FrameTimes, LatencyStats
 from ..sinks.viewer import Broadcaster, StreamServer

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..inputs import InputQueue
+from ..events import InputQueue
 from ..options import frame_count
 from ..recorder import Recorder
 from ..scenes import Scene, load_scene

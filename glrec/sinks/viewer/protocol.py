@@ -14,7 +14,7 @@ Server → viewer:
 - **text** (JSON): ``hello`` on connect (``width``, ``height``, ``fps``,
   ``codec``, ``viewer``), ``pong`` (``t`` echoed, ``server`` ms) answering a ping.
 
-Viewer → server: JSON text, validated by :func:`glrec.inputs.parse_message`.
+Viewer → server: JSON text, validated by :func:`glrec.events.parse_message`.
 """
 
 from __future__ import annotations

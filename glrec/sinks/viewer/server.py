@@ -15,7 +15,7 @@ Safe by default:
   page (``Origin`` checked), so another site open in the same browser cannot
   watch or drive the scene (these checks: :mod:`glrec.sinks.viewer.gate`);
 - at most ``max_viewers`` viewers; messages from a viewer are at most
-  :data:`~glrec.inputs.MAX_MESSAGE_BYTES` (larger ones close that
+  :data:`~glrec.events.MAX_MESSAGE_BYTES` (larger ones close that
   viewer's connection), and are validated, counted and never executed;
 - a slow viewer's queue is bounded (:class:`~glrec.sinks.viewer.viewers.ViewerQueue`).
 """
@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import ConfigError, GlrecError, OutputError
+from ...events import MAX_MESSAGE_BYTES, InputEvent, InputQueue, InputRejected, KeyframeRequest, Ping, parse_message
 from ...frame import Packet
-from ...inputs import MAX_MESSAGE_BYTES, InputEvent, InputQueue, InputRejected, KeyframeRequest, Ping, parse_message
 from ..timing import FrameTimes, LatencyStats
 from .gate import RequestGate, is_loopback
 from .protocol import pack_frame

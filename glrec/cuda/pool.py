@@ -26,7 +26,7 @@ import numpy as np
 from ..convert import PlaneLayout
 from ..errors import CudaError
 from ..frame import HostFrame
-from .cuda import CudaDevice, call
+from .driver import CudaDevice, call
 
 
 def _wait_until(

@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from . import egl
-from .errors import ContextError
-from .recorder import Recorder
+from ..errors import ContextError
+from ..gl import egl
+from ..recorder import Recorder
 
 log = logging.getLogger("glrec")
 

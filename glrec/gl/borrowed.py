@@ -3,7 +3,7 @@
 glrec records inside a context another library made (MuJoCo, pyrender, a
 user's PyOpenGL or moderngl one). It must be an EGL context current on this
 thread with OpenGL 4.3 (compute shaders); anything else is a clear error that
-says what to do. The wrapper is made under a :class:`~glrec.glstate.StateGuard`,
+says what to do. The wrapper is made under a :class:`~glrec.gl.state.StateGuard`,
 as moderngl sets a little state of its own on a new context.
 """
 
@@ -14,9 +14,9 @@ import dataclasses
 import logging
 import os
 
+from ..errors import ContextError
 from . import egl
 from .context import _FACTORY, REQUIRED_GL, GLContext, _Loader, _wrap
-from .errors import ContextError
 
 log = logging.getLogger("glrec")
 
@@ -30,7 +30,7 @@ def borrow_current_context(require: int = REQUIRED_GL) -> GLContext:
     >>> renderer = mujoco.Renderer(model)        # doctest: +SKIP
     >>> gl = borrow_current_context()            # MuJoCo's context
     """
-    from .glstate import StateGuard
+    from .state import StateGuard
 
     binding = egl.Binding.current()
     if binding.api != egl.EGL_OPENGL_API:
@@ -66,7 +66,7 @@ def borrow_current_context(require: int = REQUIRED_GL) -> GLContext:
 
 def _gl_version() -> int:
     """The current context's GL version as 100 * major + 10 * minor (works on GL 2 too)."""
-    from ._gl import gl_function
+    from .fences import gl_function
 
     get_string = gl_function("glGetString", ctypes.c_char_p, ctypes.c_uint)
     text = (get_string(0x1F02) or b"").decode(errors="replace")  # GL_VERSION, e.g. "4.5 (Core Profile) Mesa"

@@ -9,7 +9,7 @@ and steps, writes the same file names (``{name_prefix}-episode-{N}.mp4``,
 frame to a :class:`glrec.Recorder` as it is rendered, so memory stays flat and
 encoding overlaps the simulation. For Gymnasium's MuJoCo envs (``MUJOCO_GL=egl``)
 it records the frame from MuJoCo's own framebuffer instead of the numpy copy
-``env.render()`` reads back (see :mod:`glrec.gym_mujoco`; ``fast_path=False``
+``env.render()`` reads back (see :mod:`glrec.gym.mujoco`; ``fast_path=False``
 always records ``env.render()``'s frames).
 
 >>> env = gymnasium.make("CartPole-v1", render_mode="rgb_array")  # doctest: +SKIP
@@ -38,10 +38,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 import numpy as np
 
-from . import gym_mujoco
-from .errors import ContextError
-from .recorder import Recorder
-from .result import RecordResult
+from ..errors import ContextError
+from ..recorder import Recorder
+from ..result import RecordResult
+from . import mujoco as gym_mujoco
 
 __all__ = ["RecordVideo"]
 
@@ -69,7 +69,7 @@ class RecordVideo(gym.Wrapper[ObsType, ActType, ObsType, ActType], Generic[ObsTy
     returns True (Gymnasium frees its frame list that way; here there is none, so the
     default is never). :attr:`videos` lists the finished recordings. ``fast_path`` (default
     True) lets a Gymnasium MuJoCo env's frames be recorded from MuJoCo's framebuffer
-    (:mod:`glrec.gym_mujoco`); False records ``env.render()``'s frames for every env.
+    (:mod:`glrec.gym.mujoco`); False records ``env.render()``'s frames for every env.
     """
 
     def __init__(

@@ -22,9 +22,9 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any
 
-from . import egl
-from ._gl import gl_function
-from .errors import ConfigError, ContextError
+from ..errors import ConfigError, ContextError
+from ..gl import egl
+from ..gl.fences import gl_function
 
 _u, _i = ctypes.c_uint, ctypes.c_int
 GL_READ_FRAMEBUFFER = 0x8CA8

@@ -29,7 +29,7 @@ def _egl() -> ctypes.CDLL:
 @functools.cache
 def gl_function(name: str, restype: Any, *argtypes: Any) -> Any:
     """Return a callable for the GL function ``name`` of the current driver."""
-    from .errors import ContextError
+    from ..errors import ContextError
 
     ptr = _egl().eglGetProcAddress(name.encode())
     if not ptr:
@@ -73,7 +73,7 @@ class Fence:
         return self._client_wait(0) in (GL_ALREADY_SIGNALED, GL_CONDITION_SATISFIED)
 
     def wait(self, timeout_s: float = 10.0) -> None:
-        from .errors import ContextError
+        from ..errors import ContextError
 
         if self._sync is None:
             return

@@ -1,6 +1,6 @@
-"""The GL entry points :mod:`glrec.glstate` reads and puts back state with, and typed reads through them.
+"""The GL entry points :mod:`glrec.gl.state` reads and puts back state with, and typed reads through them.
 
-Looked up once per process with :func:`glrec._gl.gl_function` (they are the
+Looked up once per process with :func:`glrec.gl.fences.gl_function` (they are the
 same for every context of a driver); each thread gets its own
 :class:`StateCalls` for the scratch buffers the reads fill.
 """
@@ -11,7 +11,7 @@ import ctypes
 import threading
 from typing import Any
 
-from ._gl import gl_function
+from .fences import gl_function
 
 _i, _u, _f, _d, _b = ctypes.c_int, ctypes.c_uint, ctypes.c_float, ctypes.c_double, ctypes.c_ubyte
 _i64 = ctypes.c_int64

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import moderngl
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 
 class RenderTarget:

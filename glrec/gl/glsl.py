@@ -8,7 +8,7 @@ from pathlib import Path
 
 import moderngl
 
-from .errors import ShaderError
+from ..errors import ShaderError
 
 _STAGES = ("vertex_shader", "fragment_shader", "geometry_shader", "compute_shader")
 
@@ -16,7 +16,7 @@ _STAGES = ("vertex_shader", "fragment_shader", "geometry_shader", "compute_shade
 @lru_cache(maxsize=1)
 def shader_dir() -> Path:
     """The folder of GLSL sources: inside the installed package, or the source tree's ``shaders/``."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the glrec package (glrec/gl/glsl.py)
     for candidate in (here / "shaders", here.parent / "shaders"):
         if candidate.is_dir():
             return candidate

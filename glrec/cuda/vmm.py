@@ -19,9 +19,9 @@ from typing import Any
 
 import moderngl
 
-from .._gl import gl_function
 from ..errors import ContextError
-from .cuda import CudaDevice, call, driver
+from ..gl.fences import gl_function
+from .driver import CudaDevice, call, driver
 
 GL_DEDICATED_MEMORY_OBJECT_EXT = 0x9581
 GL_HANDLE_TYPE_OPAQUE_FD_EXT = 0x9586

@@ -25,7 +25,7 @@ from typing import Any
 
 import moderngl
 
-from ._gl import Fence
+from .fences import Fence
 
 #: Name prefix of every thread glrec starts (the encode worker is ``glrec-encode``).
 THREAD_PREFIX = "glrec"

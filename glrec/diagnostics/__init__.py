@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import GlrecError
+from ..errors import GlrecError
 
 log = logging.getLogger("glrec")
 
@@ -40,7 +40,7 @@ class Check:
 
 
 def _cuda_summary() -> tuple[str | None, list[Any]]:
-    from .interop.cuda import cuda_problem, visible_devices
+    from ..cuda.driver import cuda_problem, visible_devices
 
     problem = cuda_problem()
     return problem, ([] if problem else visible_devices())
@@ -48,9 +48,9 @@ def _cuda_summary() -> tuple[str | None, list[Any]]:
 
 def _reference_rgb(scene: str, size: tuple[int, int], frames: int, fps: float) -> list[np.ndarray]:
     """``scene`` rendered with plain moderngl calls (no glrec pipeline), RGB rows top-down."""
-    from .context import create_context
-    from .scenes import load_scene
-    from .target import RenderTarget
+    from ..gl.context import create_context
+    from ..gl.target import RenderTarget
+    from ..scenes import load_scene
 
     out = []
     with create_context() as gl:
@@ -119,13 +119,13 @@ def psnr(a: np.ndarray, b: np.ndarray) -> float:
 
 def _round_trip(path: Path, frames: int = 10, size: tuple[int, int] = (320, 240), **options: Any) -> tuple[Any, float]:
     """Record colour bars through ``options``' backend, decode them back, return (result, worst PSNR)."""
-    from .result import record
+    from .._api import record
 
     result = record("bars", path, size=size, fps=30, frames=frames, overwrite=True, **options)
     got = decoded_luma(path)
     if len(got) != frames:
         raise GlrecError(f"{path.name}: decoded {len(got)} frames, recorded {frames}")
-    from .options import VideoOptions
+    from ..options import VideoOptions
 
     colour = VideoOptions.create(size, 30, codec=options.get("codec", "h264")).colour
     ref = _reference_luma("bars", size, frames, 30, colour)
@@ -151,7 +151,7 @@ def run_doctor(workdir: Path) -> list[Check]:
     h264 = workdir / "cpu.mp4"
 
     def gl() -> tuple[str, str]:
-        from .context import create_context
+        from ..gl.context import create_context
 
         with create_context() as ctx:
             return PASS, f"{ctx.info.renderer}, OpenGL {ctx.info.version}"
@@ -186,20 +186,20 @@ def run_doctor(workdir: Path) -> list[Check]:
 
 
 def _nvenc_library() -> str:
-    from .encoders.nvenc_probe import nvenc_library_problem
+    from ..encoders.nvenc_probe import nvenc_library_problem
 
     why = nvenc_library_problem()
     return "PyNvVideoCodec loads" if why is None else why
 
 
 def _cuda_hint() -> str:
-    from .interop.cuda import INSTALL_HINT
+    from ..cuda.driver import INSTALL_HINT
 
     return INSTALL_HINT
 
 
 def _gpu_checks(workdir: Path, h264: Path) -> list[Check]:
-    from .encoders.available import nvenc_status, nvjpeg_problem
+    from ..encoders.available import nvenc_status, nvjpeg_problem
 
     checks = []
     for kind in ("register", "shared"):
@@ -246,7 +246,7 @@ def _gpu_checks(workdir: Path, h264: Path) -> list[Check]:
         checks.append(_check("nvJPEG", "make the nvJPEG library visible (CUDA toolkit)", nvjpeg))
 
     def nvdec() -> tuple[str, str]:
-        from .encoders.nvenc_probe import load_pynvvideocodec
+        from ..encoders.nvenc_probe import load_pynvvideocodec
 
         try:
             nvc = load_pynvvideocodec()
@@ -263,9 +263,9 @@ def _gpu_checks(workdir: Path, h264: Path) -> list[Check]:
 
 def _nvenc_rgb(workdir: Path) -> tuple[str, str]:
     """Encode colour bars from rgba input with NVENC, decode them and measure the conversion NVENC used."""
-    from .encoders.nvenc import RGB_INPUT_COLOUR
-    from .encoders.nvenc_colour import describe, rank_conversions
-    from .result import record
+    from .._api import record
+    from ..encoders.nvenc import RGB_INPUT_COLOUR
+    from ..encoders.nvenc_colour import describe, rank_conversions
 
     path, size, frames = workdir / "nvenc-rgba.mkv", (320, 240), 5
     record("bars", path, size=size, fps=30, frames=frames, overwrite=True, encoder="nvenc", pix_fmt="rgba", qp=4)
@@ -292,12 +292,12 @@ def count_nvdec_frames(nvc: Any, path: Path) -> int:
 def info_lines() -> list[str]:
     import av
 
-    from . import __version__
-    from .devices import egl_devices
+    from .. import __version__
+    from ..gl.devices import egl_devices
 
     lines = [f"glrec {__version__}"]
     try:
-        from .context import create_context
+        from ..gl.context import create_context
 
         with create_context() as gl:
             ext = "yes" if "GL_EXT_memory_object_fd" in gl.mgl.extensions else "no"
@@ -311,7 +311,7 @@ def info_lines() -> list[str]:
     if problem:
         lines.append(f"CUDA: unavailable: {problem}")
     else:
-        from .interop.cuda import driver_version
+        from ..cuda.driver import driver_version
 
         lines.append(f"CUDA: driver supports CUDA {driver_version()}")
         lines += [f"    CUDA {d.ordinal}: {d.name}, PCI {d.pci_bus_id}, {d.memory / 2**30:.1f} GiB" for d in devices]
@@ -322,7 +322,7 @@ def info_lines() -> list[str]:
         lines.append(f"    nvenc: needs CUDA; {_nvenc_library()}")
         lines.append("    nvjpeg: needs CUDA")
         return lines
-    from .encoders.available import nvenc_status, nvjpeg_problem
+    from ..encoders.available import nvenc_status, nvjpeg_problem
 
     for codec, why in nvenc_status(("h264", "hevc", "av1")).items():
         lines.append(f"    nvenc {codec}: {'opens a session' if why is None else 'unavailable: ' + why}")

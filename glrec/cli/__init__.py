@@ -8,19 +8,20 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import __version__
-from .errors import ConfigError, GlrecError
-from .lifecycle import StdoutError, Terminated, abandon_stdout, catch_termination, checked_stdout, restore_handlers, say
-from .options import InputOptions, LengthOptions, PipelineOptions, VideoOptions, add_flags, values_from_args
+from .. import __version__
+from .._lifecycle import Terminated, catch_termination, restore_handlers
+from ..errors import ConfigError, GlrecError
+from ..options import InputOptions, LengthOptions, PipelineOptions, VideoOptions, add_flags, values_from_args
+from .stdout import StdoutError, abandon_stdout, checked_stdout, say
 
 log = logging.getLogger("glrec")
 
 #: Modules that add subcommands (bench, info, doctor, ...): each has register(subparsers, common).
 SUBCOMMAND_MODULES: list[str] = [
-    "glrec.stream.cli",  # stream, serve
+    "glrec.cli.stream",  # stream, serve
     "glrec.diagnostics",  # info, doctor
-    "glrec.dataset.cli",  # dataset, dataset-preview
-    "glrec.bench.cli",  # bench
+    "glrec.cli.dataset",  # dataset, dataset-preview
+    "glrec.cli.bench",  # bench
 ]
 
 EXIT_ERROR = 1
@@ -53,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     rec = sub.add_parser("record", parents=[common], help="record a scene, or re-encode a video input, to a file")
     rec.add_argument("scene", help="built-in name (see 'glrec scenes'), file.py[:Class], a Shadertoy shader "
                      "(.glsl, folder, .json), or a video input (file, image, URL, /dev/videoN)")  # fmt: skip
-    from .sinks.registry import describe as describe_outputs  # here: it imports numpy, inside main()'s guard
+    from ..sinks.registry import describe as describe_outputs  # here: it imports numpy, inside main()'s guard
 
     rec.add_argument("-o", "--output", required=True, help=f"output file ({describe_outputs()})")
     rec.add_argument("--overwrite", action="store_true", help="replace the output if it exists")
@@ -98,7 +99,7 @@ def _setup_logging(verbose: int) -> None:
 
 
 def _cmd_scenes(args: argparse.Namespace) -> int:
-    from .scenes import BUILTINS
+    from ..scenes import BUILTINS
 
     for name, (_, text) in BUILTINS.items():
         print(f"{name:<10} {text}")
@@ -112,8 +113,8 @@ def _cmd_scenes(args: argparse.Namespace) -> int:
 def _cmd_record(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from .recorder import Recorder  # here, not at the top: main() handles a Ctrl-C during these imports
-    from .transcode import is_input, scene_with_channels, transcode_command
+    from ..recorder import Recorder  # here, not at the top: main() handles a Ctrl-C during these imports
+    from ..transcode import is_input, scene_with_channels, transcode_command
 
     if is_input(args.scene):
         return transcode_command(args)

@@ -11,7 +11,7 @@ after glrec's calls, which shows glrec changes nothing outside the restored
 set.
 
 Reads go through ``glGet*`` with ctypes (about a microsecond each;
-:mod:`glrec.glstate_calls`); see ``benchmarks/context_switch.py`` for the cost
+:mod:`glrec.gl.state_calls`); see ``benchmarks/context_switch.py`` for the cost
 per call.
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from .glstate_calls import Value, functions
+from .state_calls import Value, functions
 
 # Names of the GL enums used below (values from the GL 4.6 core/compat headers).
 GL_TEXTURE0 = 0x84C0

@@ -6,7 +6,7 @@ OSMesa context, and releasing EGL afterwards leaves them going nowhere, while
 OSMesa still reports its context current. The library that owns it never makes
 it current again (MuJoCo does so once, at creation), so its frames come out
 black. So when the thread has an OSMesa context and no EGL context current,
-:func:`current` notes it with the caller's EGL binding (:class:`glrec.egl.Binding`),
+:func:`current` notes it with the caller's EGL binding (:class:`glrec.gl.egl.Binding`),
 and putting that binding back binds it again, colour buffer, row length and
 orientation as they were.
 

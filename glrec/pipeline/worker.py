@@ -12,11 +12,11 @@ import logging
 import queue
 import threading
 
-from .encoders import Encoder
-from .frame import HostFrame
-from .interop import Frame
-from .pipeline.timing import StageTimers, timed
-from .sinks import Sink
+from ..encoders import Encoder
+from ..frame import HostFrame
+from ..interop import Frame
+from ..sinks import Sink
+from .timing import StageTimers, timed
 
 log = logging.getLogger("glrec")
 

@@ -73,9 +73,9 @@ def _indices(text: str) -> list[int]:
 def _cmd_dataset(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from .api import generate
-    from .runner import write_samples
-    from .spec import DatasetSpec
+    from ..dataset.api import generate
+    from ..dataset.runner import write_samples
+    from ..dataset.spec import DatasetSpec
 
     spec = DatasetSpec.load(args.spec, allow_scene_outside=args.allow_scene_outside)
     if args.only is not None:
@@ -115,12 +115,12 @@ def _cmd_preview(args: argparse.Namespace) -> int:
     from dataclasses import replace
     from pathlib import Path
 
+    from ..dataset.api import render_sample
+    from ..dataset.encode import encode_png
+    from ..dataset.preview import compose
+    from ..dataset.spec import DatasetSpec
+    from ..dataset.writers import atomic_write
     from ..sinks.paths import check_output_path
-    from .api import render_sample
-    from .encode import encode_png
-    from .preview import compose
-    from .spec import DatasetSpec
-    from .writers import atomic_write
 
     out = check_output_path(Path(args.output), args.overwrite)  # links refused, existing only with --overwrite
     spec = DatasetSpec.load(args.spec, allow_scene_outside=args.allow_scene_outside)

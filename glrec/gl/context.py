@@ -10,7 +10,7 @@ Either way glrec shares the thread with other GL users, so it is current only
 around its own calls: :meth:`GLContext.active` makes glrec's context current
 and afterwards restores exactly what the caller had current (display, draw and
 read surfaces, context, or nothing), and in a borrowed context it also saves
-and restores the GL state glrec touches (:mod:`glrec.glstate`). A context
+and restores the GL state glrec touches (:mod:`glrec.gl.state`). A context
 belongs to the thread that made it; :meth:`GLContext.check_thread` turns a
 call from any other thread into a clear error instead of corrupted state.
 """
@@ -28,8 +28,8 @@ from typing import Any
 
 import moderngl
 
+from ..errors import ConfigError, ContextError, ContextThreadError
 from . import egl
-from .errors import ConfigError, ContextError, ContextThreadError
 
 log = logging.getLogger("glrec")
 
@@ -111,7 +111,7 @@ def _get_proc_address(name: bytes) -> int:
 class GLContext:
     """An OpenGL context glrec works in, owned by one thread.
 
-    Make it with :func:`create_context` (glrec's own) or :func:`glrec.borrowed.borrow_current_context`
+    Make it with :func:`create_context` (glrec's own) or :func:`glrec.gl.borrowed.borrow_current_context`
     (the caller's). ``with gl:`` makes it current for the block and releases it
     after; ``with gl.active():`` only makes it current.
     """
@@ -119,7 +119,7 @@ class GLContext:
     def __init__(self, ctx: moderngl.Context, device_index: int | None, binding: egl.Binding, *,
                  headless: egl.Headless | None = None, _token: object = None) -> None:  # fmt: skip
         if _token is not _FACTORY:
-            raise TypeError("GLContext is made by glrec.context.create_context(), not constructed directly.")
+            raise TypeError("GLContext is made by glrec.gl.context.create_context(), not constructed directly.")
         self._ctx: moderngl.Context | None = ctx
         self._owner = threading.get_ident()
         self._binding = binding
@@ -358,13 +358,13 @@ def create_context(device: int | None = None) -> GLContext:
 
 
 def create_cuda_context(cuda_ordinal: int, cuda_pci: str | None, device: int | None = None) -> GLContext:
-    """Create a context on the EGL device that is CUDA device ``cuda_ordinal`` (see :mod:`glrec.devices`).
+    """Create a context on the EGL device that is CUDA device ``cuda_ordinal`` (see :mod:`glrec.gl.devices`).
 
     ``device`` (an EGL index) is checked, not trusted: a device that is not the
     CUDA device raises DeviceError instead of rendering on the wrong GPU.
     """
+    from ..errors import DeviceError
     from .devices import egl_devices, match_egl_device, verify_gl_device
-    from .errors import DeviceError
 
     index = match_egl_device(egl_devices(), cuda_ordinal, cuda_pci, device)
     gl = create_context(index)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import DeviceError
+from ..errors import DeviceError
 
 log = logging.getLogger("glrec")
 
@@ -154,7 +154,7 @@ def match_egl_device(
 
 def verify_gl_device(cuda_ordinal: int) -> bool | None:
     """Ask CUDA which devices run the current GL context: True/False, or None where the driver cannot say."""
-    from .interop.cuda import call, driver
+    from ..cuda.driver import call, driver
 
     cu = driver()
     try:

@@ -20,9 +20,9 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .context import GLContext
+from ._lifecycle import deferred_signals, frame_gate, track, untrack
 from .errors import ContextThreadError, GlrecError, SceneError
-from .lifecycle import deferred_signals, frame_gate, track, untrack
+from .gl.context import GLContext
 from .options import PipelineOptions, VideoOptions, split_options
 from .pipeline import StageTimers
 from .pipeline.session import Session

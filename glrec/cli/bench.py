@@ -8,8 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .backends import BACKENDS
-from .config import BASELINES, BenchConfig, parse_list, parse_sizes
+from ..bench.backends import BACKENDS
+from ..bench.config import BASELINES, BenchConfig, parse_list, parse_sizes
 
 DESCRIPTION = """\
 Measure glrec against the loop people write today, side by side in one run.
@@ -130,8 +130,8 @@ def _unique(path: Path) -> Path:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from .analysis import analyse
-    from .report import load_json, plot, save_json, table
+    from ..bench.analysis import analyse
+    from ..bench.report import load_json, plot, save_json, table
 
     if args.replot is not None:
         doc = load_json(args.replot)
@@ -141,7 +141,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             print(f"plot: {plot(doc, args.replot.with_suffix('.png'))}")
         return 0
     config = config_from_args(args)
-    from .runner import run_bench
+    from ..bench.runner import run_bench
 
     json_path: Path | None = args.json
     out_dir = Path(".")

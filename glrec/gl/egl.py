@@ -73,7 +73,7 @@ class Binding:
 
     ``api`` is the client API the thread had bound (``eglBindAPI``); glrec binds
     OpenGL while it works and puts ``api`` back afterwards. ``osmesa`` is the
-    OSMesa context the thread had current with no EGL context (:mod:`glrec.osmesa`),
+    OSMesa context the thread had current with no EGL context (:mod:`glrec.gl.osmesa`),
     bound again with the binding.
     """
 

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..cli import add_recording_flags, recording_options
 from ..errors import ConfigError
 from ..options import InputOptions, LengthOptions, VideoOptions, add_flags, values_from_args
+from . import add_recording_flags, recording_options
 
 _EXAMPLE_STREAM = "glrec stream cube --to udp://127.0.0.1:5000   (play: ffplay udp://127.0.0.1:5000)"
 
@@ -107,7 +107,7 @@ def _report(args: argparse.Namespace, result: Any, extra: dict[str, Any] | None 
 def _cmd_stream(args: argparse.Namespace) -> int:
     from ..sinks.network import NetworkSink, check_url
     from ..sinks.timing import FrameTimes, LatencyStats
-    from .live import LiveSession
+    from ..stream.live import LiveSession
 
     scene, options = _scene(args)
     video = _video(options)
@@ -126,7 +126,7 @@ def _cmd_stream(args: argparse.Namespace) -> int:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from ..sinks.viewer import Broadcaster, StreamServer
-    from .live import LiveSession
+    from ..stream.live import LiveSession
 
     scene, options = _scene(args)
     video = _video(options)
