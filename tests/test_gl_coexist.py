@@ -336,7 +336,7 @@ def test_a_gl_older_than_4_3_is_a_clear_error(tmp_path) -> None:
     out = run_child(
         f"""
 import glrec
-from glrec import egl
+from glrec.gl import egl
 owner = egl.create_headless(None, 3, 3)
 egl.Binding(owner.display, 0, 0, owner.context).make_current()
 try:

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.gpu
 def test_own_context_has_a_display_of_its_own_on_nvidia() -> None:
     out = run_child(
         """
-from glrec import egl
+from glrec.gl import egl
 h = egl.create_headless(None)
 done(how=h.how, private=h.private)
 h.destroy()
@@ -42,7 +42,7 @@ def test_another_librarys_egl_terminate_leaves_glrecs_recording_intact(tmp_path)
         f"""
 import ctypes
 import glrec
-from glrec import egl
+from glrec.gl import egl
 
 lib = egl.lib()
 query = egl._ext("eglQueryDevicesEXT", ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),

@@ -155,7 +155,7 @@ def test_gl_state_and_the_callers_current_context_unchanged(tmp_path) -> None:
     out = run_child(
         EPISODES
         + f"""
-from glrec import egl
+from glrec.gl import egl
 from glrec.gl.state import StateGuard
 
 changed, restored = [], []
@@ -206,7 +206,7 @@ def test_falls_back_to_render_frames_where_the_framebuffer_is_not_the_frame(tmp_
         EPISODES
         + f"""
 import numpy as np
-from glrec import gym_mujoco
+from glrec.gym import mujoco as gym_mujoco
 from glrec.errors import ContextError
 
 class Marked(gym.Wrapper):

@@ -40,7 +40,7 @@ EGL.eglBindAPI(EGL.EGL_OPENGL_API)
 context = EGL.eglCreateContext(display, config, EGL.EGL_NO_CONTEXT, (EGL.EGLint * 5)(
     EGL.EGL_CONTEXT_MAJOR_VERSION, 4, EGL.EGL_CONTEXT_MINOR_VERSION, 5, EGL.EGL_NONE))
 assert EGL.eglMakeCurrent(display, surface, surface, context)
-from glrec import egl
+from glrec.gl import egl
 mine = egl.Binding.current()  # display, pbuffer surface (draw and read), context
 
 def paint(k):
