@@ -29,7 +29,7 @@ from glrec.bench.config import parse_list, parse_sizes
 from glrec.bench.spec import RowSpec, row
 from glrec.colour import ColourSpec
 from glrec.convert.compute import ComputeStage
-from glrec.convert.layout import PlaneLayout
+from glrec.layout import PlaneLayout
 
 BEFORE_SHADER = Path(__file__).resolve().parent / "before" / "convert_yuv_bytes.comp"
 VARIANTS = ("before", "after")

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .cuda.pool import DeviceFrame  # type-only: the ground imports no platform at run time
 
 
 @dataclass
@@ -53,3 +56,8 @@ class Packet:
     pts: int
     dts: int
     keyframe: bool
+
+
+#: A frame as it leaves a handoff and reaches an encoder: host memory, or CUDA memory
+#: (:class:`glrec.cuda.pool.DeviceFrame`).
+Frame = Union[HostFrame, "DeviceFrame"]

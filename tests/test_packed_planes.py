@@ -11,7 +11,7 @@ from helpers import reference_yuv420, render_once
 
 from glrec.colour import ColourSpec
 from glrec.convert import Converter, PlaneLayout, RgbPacker
-from glrec.convert.layout import texel_bytes
+from glrec.layout import texel_bytes
 from glrec.interop import HostReadback
 
 # Y row % 4 == 0 with chroma % 4 == 0, % 2 only, or odd; Y row % 2 only; odd widths (4:4:4, RGB).

@@ -10,10 +10,10 @@ reported as skipped with the reason.
 
 from __future__ import annotations
 
-from ..convert import PlaneLayout
 from ..errors import EncoderUnavailableError, GlrecError
 from ..frame import HostFrame
 from ..interop import HostReadback
+from ..layout import PlaneLayout
 from ..options import VideoOptions
 from ..sinks import open_sink
 from .common import describe_output, encode_all, figures, scene_rig

@@ -114,7 +114,8 @@ def _cmd_record(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ..recorder import Recorder  # here, not at the top: main() handles a Ctrl-C during these imports
-    from ..transcode import is_input, scene_with_channels, transcode_command
+    from ..transcode import is_input, scene_with_channels
+    from .transcode import transcode_command
 
     if is_input(args.scene):
         return transcode_command(args)

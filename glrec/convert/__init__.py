@@ -11,7 +11,7 @@ from typing import Protocol
 
 import moderngl
 
-from .layout import PACKED_RGB, PlaneLayout
+from ..layout import PACKED_RGB, PlaneLayout
 from .pack import RgbPacker
 from .yuv import Converter
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import moderngl
 
 from ..gl.fences import dispatch_compute
-from .layout import PlaneLayout
+from ..layout import PlaneLayout
 
 
 class ComputeStage:

@@ -20,8 +20,8 @@ import moderngl
 
 from ..errors import ConfigError
 from ..gl import glsl
+from ..layout import PACKED_RGB, PlaneLayout
 from .compute import ComputeStage
-from .layout import PACKED_RGB, PlaneLayout
 
 
 class RgbPacker(ComputeStage):

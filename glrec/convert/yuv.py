@@ -15,8 +15,8 @@ import moderngl
 
 from ..colour import ColourSpec
 from ..gl import glsl
+from ..layout import PlaneLayout
 from .compute import ComputeStage
-from .layout import PlaneLayout
 
 
 def chroma_run(pix_fmt: str, pack_y: int, pack_c: int) -> int:

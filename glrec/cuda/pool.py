@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from ..convert import PlaneLayout
 from ..errors import CudaError
 from ..frame import HostFrame
+from ..layout import PlaneLayout
 from .driver import CudaDevice, call
 
 

@@ -14,7 +14,7 @@ from ..frame import Packet
 
 if TYPE_CHECKING:
     from ..cuda.pool import DeviceFrame
-    from ..interop import Frame
+    from ..frame import Frame
 
 
 class Encoder(Protocol):

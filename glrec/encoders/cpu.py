@@ -20,8 +20,7 @@ import numpy as np
 
 from ..convert.swscale import PACKED_FORMATS, SwsConverter
 from ..errors import EncoderError, EncoderUnavailableError
-from ..frame import HostFrame, Packet
-from ..interop import Frame
+from ..frame import Frame, HostFrame, Packet
 from ..options import VideoOptions
 from ..timebase import frame_rate
 from .cpu_limits import CPU_ENCODERS

@@ -40,8 +40,7 @@ from typing import Any
 from ..colour import ColourSpec
 from ..cuda.pool import DeviceFrame
 from ..errors import ConfigError, EncoderError, EncoderUnavailableError
-from ..frame import Packet
-from ..interop import Frame
+from ..frame import Frame, Packet
 from ..options import VideoOptions
 from . import device_frame
 from .latency import nvenc_live_options

@@ -19,8 +19,7 @@ from typing import Any
 
 from ..cuda.pool import DeviceFrame
 from ..errors import EncoderError, EncoderUnavailableError
-from ..frame import Packet
-from ..interop import Frame
+from ..frame import Frame, Packet
 from ..options import VideoOptions
 from . import device_frame
 

@@ -10,16 +10,10 @@ first. Host frames are :class:`~glrec.frame.HostFrame`; CUDA frames are
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, Union
+from typing import Protocol
 
-from ..frame import HostFrame
+from ..frame import Frame
 from .host import HostReadback
-
-if TYPE_CHECKING:
-    from ..cuda.pool import DeviceFrame
-
-#: A frame as it leaves a handoff.
-Frame = Union[HostFrame, "DeviceFrame"]
 
 
 class Handoff(Protocol):

@@ -23,10 +23,10 @@ from typing import Any
 
 import moderngl
 
-from ..convert import PlaneLayout
 from ..cuda.driver import CudaDevice, call, driver
 from ..cuda.pool import DeviceFrame, DevicePool
 from ..errors import ConfigError
+from ..layout import PlaneLayout
 
 log = logging.getLogger("glrec")
 

@@ -21,13 +21,13 @@ from typing import Any
 
 import moderngl
 
-from ..convert import PlaneLayout
 from ..cuda.driver import CudaDevice
 from ..cuda.pool import DeviceFrame, DevicePool
 from ..cuda.vmm import EXTENSION, SharedBuffer
 from ..errors import ContextError
 from ..gl import glsl
 from ..gl.fences import Fence
+from ..layout import PlaneLayout
 from .batching import FencedBatches, PhaseGate
 
 log = logging.getLogger("glrec")

@@ -13,8 +13,7 @@ import queue
 import threading
 
 from ..encoders import Encoder
-from ..frame import HostFrame
-from ..interop import Frame
+from ..frame import Frame, HostFrame
 from ..sinks import Sink
 from .timing import StageTimers, timed
 

@@ -1,10 +1,10 @@
-"""Where each plane of a converted frame sits: the contract between convert, handoffs and encoders."""
+"""Where each plane of a converted frame sits: the contract between convert, handoffs and encoders (a ground type)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: Packed RGB layouts made by :class:`glrec.interop.pack.RgbPacker`, with bytes per pixel:
+#: Packed RGB layouts made by :class:`glrec.convert.RgbPacker`, with bytes per pixel:
 #: rgb24 for nvJPEG (interleaved RGB), rgba for NVENC's ABGR input (R in the lowest byte).
 PACKED_RGB: dict[str, int] = {"rgb24": 3, "rgba": 4}
 
