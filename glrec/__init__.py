@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import errors
+from . import _moved, errors
 from .errors import *  # noqa: F403  # every error class; the list is glrec.errors.__all__
 
 if TYPE_CHECKING:
@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from .sources import VideoSource
 
 __version__ = "0.1.0"
+
+_moved.install()  # pre-0.2 module paths (glrec.leaks, glrec.interop.pool, ...) still import, with a warning
 
 # Imported on first use (PEP 562): `import glrec` stays light, so the command line
 # starts in a few milliseconds and handles a Ctrl-C during its imports itself;
