@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import moderngl
@@ -30,15 +29,14 @@ from .errors import ConfigError
 from .options import InputOptions, LengthOptions, split_options
 from .recorder import Recorder
 from .result import RecordResult
-from .scenes import Scene, load_scene
+from .scenes import BUILTINS, Scene, load_scene
+from .scenes.resolve import resolve_source
 from .scenes.shadertoy import ShadertoyScene
 from .sinks.registry import is_url, output_kind
-from .sources import VideoSource, looks_like_input
+from .sources import VideoSource
 from .sources.audio import muxer_takes
 
 log = logging.getLogger("glrec")
-
-_SHADER_SUFFIXES = (".glsl", ".frag", ".fs", ".json")
 
 
 def is_input(spec: object) -> bool:
@@ -47,17 +45,11 @@ def is_input(spec: object) -> bool:
         return True
     if not isinstance(spec, (str, os.PathLike)):
         return False
-    text = os.fspath(spec)
-    if "://" not in text and Path(text.partition(":")[0]).suffix.lower() in (*_SHADER_SUFFIXES, ".py"):
-        return False  # a shader, or a Python scene (file.py[:Class])
-    return looks_like_input(text)
+    return resolve_source(spec, tuple(BUILTINS)).kind == "input"
 
 
 def _is_shader(spec: object) -> bool:
-    if not isinstance(spec, (str, os.PathLike)):
-        return False
-    path = Path(os.fspath(spec))
-    return path.suffix.lower() in _SHADER_SUFFIXES or (path.is_dir() and any(path.glob("image.*")))
+    return isinstance(spec, (str, os.PathLike)) and resolve_source(spec).kind == "shader"
 
 
 def scene_with_channels(spec: Scene | str, channels: dict[Any, Any] | None) -> Scene:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..scenes.capabilities import classes_of
 from .folder import FORMAT, FORMAT_VERSION, DatasetFolder
 from .render import Sample, SampleRenderer, check_scene
 from .runner import Progress, run_local
@@ -90,7 +91,7 @@ def dataset_info(spec: DatasetSpec, scene: object) -> dict[str, Any]:
         "layout": spec.output.layout,
         "shard_pattern": f"shard-{{000000..{last:06d}}}.tar" if spec.output.layout == "webdataset" else None,
         "keys": {n: _KEYS.get(n, "") for n in member_names(spec)},
-        "classes": list(getattr(scene, "classes", ())),
+        "classes": list(classes_of(scene)),
         "camera_convention": "OpenCV: x right, y down, z forward; pixel (c, r) centre at (c + 0.5, r + 0.5)",
         "spec": spec.to_dict(),
     }

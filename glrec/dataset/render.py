@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import ConfigError, GlrecError, SceneError
 from ..scenes.camera import mask_boxes
+from ..scenes.capabilities import Annotated, Randomisable, parameters_of, passes_of
 from ..scenes.passes import GBuffer
 from .encode import ColourEncoder, ColourImage
 from .gpu_pack import PassPacker
@@ -60,7 +61,7 @@ def finish_colour(sample: Sample, encoder: ColourEncoder | None) -> None:
 def check_scene(scene: object, spec: DatasetSpec) -> None:
     """Raise ConfigError if ``scene`` cannot make what ``spec`` asks (passes, parameters)."""
     name = type(scene).__name__
-    passes = tuple(getattr(scene, "passes", ("rgb",)))
+    passes = passes_of(scene)
     missing = [p for p in spec.output.passes if p not in passes]
     if missing:
         raise ConfigError(
@@ -68,12 +69,12 @@ def check_scene(scene: object, spec: DatasetSpec) -> None:
             "Remove them from [output] passes, or use a scene that writes them (see glrec.scenes.base.Scene)."
         )
     params = set(spec.params) - {TIME_PARAM}
-    if params and not callable(getattr(scene, "randomise", None)):
+    if params and not isinstance(scene, Randomisable):
         raise ConfigError(
             f"Scene {spec.scene!r} ({name}) has no randomise(params, rng) method, so it takes no parameters "
             f"but [params] sets {sorted(params)}; only 'time' applies to it."
         )
-    known = getattr(scene, "parameters", None)
+    known = parameters_of(scene)
     if known is not None:
         unknown = sorted(params - set(known))
         if unknown:
@@ -81,13 +82,12 @@ def check_scene(scene: object, spec: DatasetSpec) -> None:
                 f"Scene {spec.scene!r} has no parameter {unknown[0]!r}. Its parameters: "
                 f"{', '.join(sorted(known))} (and 'time')."
             )
-    randomise = getattr(scene, "randomise", None)
-    if callable(randomise):
+    if isinstance(scene, Randomisable):
         # A dry run with sample 0's parameters: a constant the scene refuses (fov = 0) fails
         # here, before anything is written, instead of at the first sample.
         seed, values = sample_plan(spec, 0)
         try:
-            randomise({k: v for k, v in values.items() if k != TIME_PARAM}, rng_for(seed, "scene"))
+            scene.randomise({k: v for k, v in values.items() if k != TIME_PARAM}, rng_for(seed, "scene"))
         except GlrecError as exc:
             raise ConfigError(f"Scene {spec.scene!r} refuses sample 0's parameters: {exc}") from None
         except Exception as exc:
@@ -153,7 +153,7 @@ class SampleRenderer:
         enc = self.colour_encoder
         if self.keep_rgb or (enc is not None and getattr(enc, "needs_array", True)):
             wanted.add("rgb")
-        boxes = "instance" in getattr(self.scene, "passes", ())
+        boxes = "instance" in passes_of(self.scene)
         return PassPacker(self.ctx, self.gbuffer, wanted, normal=self.spec.output.normal, boxes=boxes)
 
     @property
@@ -167,10 +167,10 @@ class SampleRenderer:
         spec = self.spec
         seed, params = sample_plan(spec, index)
         scene = self.scene
-        if callable(getattr(scene, "randomise", None)):
+        if isinstance(scene, Randomisable):
             scene_params = {k: v for k, v in params.items() if k != TIME_PARAM}
             try:
-                scene.randomise(scene_params, rng_for(seed, "scene"))  # type: ignore[attr-defined]
+                scene.randomise(scene_params, rng_for(seed, "scene"))
             except GlrecError:
                 raise
             except Exception as exc:
@@ -228,10 +228,9 @@ class SampleRenderer:
                 arrays[name] = gb.read(name)
         sample.frames.append(arrays)
         meta: dict[str, Any] = {"t": t}
-        annotate = getattr(self.scene, "annotations", None)
-        if callable(annotate):
+        if isinstance(self.scene, Annotated):
             try:
-                meta.update(annotate(t))
+                meta.update(self.scene.annotations(t))
             except GlrecError:
                 raise
             except Exception as exc:
@@ -239,7 +238,7 @@ class SampleRenderer:
                     f"Scene {self.spec.scene!r} failed to annotate sample {sample.index} at t={t:g}: "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
-        if "instance" in getattr(self.scene, "passes", ()) and meta.get("objects") is not None:
+        if "instance" in passes_of(self.scene) and meta.get("objects") is not None:
             instance = arrays["instance"] if "instance" in arrays else gb.read("instance")
             _add_visible(meta, mask_boxes(instance))
         return meta
@@ -260,9 +259,8 @@ class SampleRenderer:
             arrays["rgb"] = packed.arrays["rgb"]
         sample.frames.append(arrays)
         meta: dict[str, Any] = {"t": t}
-        annotate = getattr(self.scene, "annotations", None)
-        if callable(annotate):
-            meta.update(annotate(t))
+        if isinstance(self.scene, Annotated):
+            meta.update(self.scene.annotations(t))
         if packed.boxes is not None and meta.get("objects") is not None:
             _add_visible(meta, packed.boxes)
         return meta

@@ -20,6 +20,7 @@ from .base import Scene, ShaderScene
 from .cube import Cube
 from .particles import Particles
 from .plasma import Plasma
+from .resolve import resolve_source
 from .shadertoy import ShadertoyScene
 from .table import Table
 
@@ -36,8 +37,6 @@ BUILTINS: dict[str, tuple[Callable[[], Scene], str]] = {
     "table": (Table, "random coloured primitives on a table, with ground-truth passes (for datasets)"),
 }
 
-_SHADER_SUFFIXES = (".glsl", ".frag", ".fs")
-
 
 def load_scene(spec: str | os.PathLike[str] | Scene) -> Scene:
     """Return a Scene for a built-in name, ``file.py[:Name]``, a shader file, or a Scene object.
@@ -51,23 +50,20 @@ def load_scene(spec: str | os.PathLike[str] | Scene) -> Scene:
         if not isinstance(spec, Scene):
             raise SceneError(f"{spec!r} is not a scene: a scene has setup(ctx, size), render(t) and close() methods.")
         return spec
-    if spec in BUILTINS:
+    name = resolve_source(spec, tuple(BUILTINS))
+    if name.kind == "builtin":
         return BUILTINS[spec][0]()
-    path_text, _, name = spec.partition(":")
-    path = Path(path_text)
-    if path.suffix.lower() in (*_SHADER_SUFFIXES, ".json") or (path.is_dir() and _has_image_pass(path)):
-        return ShadertoyScene(path)
-    if path.suffix.lower() == ".py":
-        return _load_python_scene(path, name or None)
+    if name.kind == "shader":
+        assert name.path is not None
+        return ShadertoyScene(name.path)
+    if name.kind == "python":
+        assert name.path is not None
+        return _load_python_scene(name.path, name.attr)
     raise SceneError(
         f"Unknown scene {spec!r}. Use a built-in ({', '.join(sorted(BUILTINS))}), a Python file "
         "with a class (my_scene.py:MyScene), or a Shadertoy shader (my_shader.glsl, a folder with image.glsl, "
         "or an export .json)."
     )
-
-
-def _has_image_pass(folder: Path) -> bool:
-    return any((folder / f"{stem}{suffix}").is_file() for stem in ("image", "Image") for suffix in _SHADER_SUFFIXES)
 
 
 def _load_python_scene(path: Path, name: str | None) -> Scene:

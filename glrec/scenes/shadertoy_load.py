@@ -43,7 +43,9 @@ BUFFERS = ("Buffer A", "Buffer B", "Buffer C", "Buffer D")
 PASS_ORDER = (*BUFFERS, "Image")
 FILTERS = ("mipmap", "linear", "nearest")
 WRAPS = ("repeat", "clamp")
-_SUFFIXES = (".glsl", ".frag", ".fs")
+#: Files that hold one Shadertoy pass; EXPORT_SUFFIXES: a whole shader exported from shadertoy.com.
+SHADER_SUFFIXES = (".glsl", ".frag", ".fs")
+EXPORT_SUFFIXES = (".json",)
 _UNSUPPORTED = {
     "music": "a sound input (music)",
     "musicstream": "a sound input (SoundCloud)",
@@ -203,7 +205,7 @@ def load_program(path: str | Path) -> Program:
 def _from_folder(folder: Path) -> Program:
     files: dict[str, Path] = {}
     for f in sorted(folder.iterdir()):
-        name = pass_name(f.stem) if f.suffix.lower() in _SUFFIXES else None
+        name = pass_name(f.stem) if f.suffix.lower() in SHADER_SUFFIXES else None
         if name is None:
             continue
         if name in ("Cube A", "Sound"):

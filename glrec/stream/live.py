@@ -20,6 +20,7 @@ from ..events import InputQueue
 from ..options import frame_count
 from ..recorder import Recorder
 from ..scenes import Scene, load_scene
+from ..scenes.capabilities import Finite
 from ..sinks import Sink
 from ..sinks.timing import FrameTimes, LatencyStats
 from .clock import SKIP_POLICY, FrameClock
@@ -121,8 +122,7 @@ class LiveSession:
                         break
                     rec.skip_to(slot)
                     with rec.ctx:  # a scene's input handler (or a video input's end check) may touch GL objects
-                        done = getattr(self.scene, "done", None)
-                        if callable(done) and done(rec.time):
+                        if isinstance(self.scene, Finite) and self.scene.done(rec.time):
                             break  # a video input that has ended before this slot (glrec.transcode.VideoScene)
                         self.inputs.dispatch(self.scene)
                     self.times.mark(slot)
