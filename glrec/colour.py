@@ -7,7 +7,7 @@ which matrix and range were used and tags the stream with the same values.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Matrix = Literal["bt709", "bt601"]
 Range = Literal["limited", "full"]
@@ -39,7 +39,7 @@ class ColourSpec:
             return (kr, kg, kb), (219.0, 16.0), (224.0, 128.0)
         return (kr, kg, kb), (255.0, 0.0), (255.0, 128.0)
 
-    def to_yuv(self, rgb):
+    def to_yuv(self, rgb: Any) -> Any:
         """Convert float RGB in [0, 1] (shape ..., 3) to float Y, Cb, Cr in 0..255 units."""
         import numpy as np
 

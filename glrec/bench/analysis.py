@@ -132,7 +132,7 @@ def efficiency(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
         serial = 1.0 / sum(1.0 / v for v in stages.values())
         line = {
             "group": s["group"], "backend": backend.name, "fps": s["fps"], "stage_fps": stages,
-            "slowest_stage": slowest, "efficiency": s["fps"] / stages[slowest],  # type: ignore[operator]
+            "slowest_stage": slowest, "efficiency": s["fps"] / stages[slowest],
             "serial_fps": serial, "x_serial": s["fps"] / serial, "cpu_ms_per_frame": s["cpu_ms_per_frame"],
         }  # fmt: skip
         floor = [cpu_ms.get((s["group"], name)) for name in backend.floor_stages]
@@ -141,7 +141,7 @@ def efficiency(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
             # When every stage runs on the same CPU cores, no pipeline can spend less CPU per frame
             # than rendering and encoding alone do; the naive loop's CPU per frame over that floor
             # is the most any pipeline could gain here with the cores equally busy.
-            line["floor_cpu_ms_per_frame"] = sum(floor)  # type: ignore[arg-type]
+            line["floor_cpu_ms_per_frame"] = sum(floor)
             line["naive_cpu_ms_per_frame"] = naive
             line["ceiling_x_naive"] = naive / sum(floor)  # type: ignore[arg-type]
         out.append(line)
@@ -165,7 +165,9 @@ def memory(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     return out
 
 
-def targets(summary: list[dict[str, Any]], eff: list[dict[str, Any]], mem: dict[str, Any] | None) -> list[dict]:
+def targets(
+    summary: list[dict[str, Any]], eff: list[dict[str, Any]], mem: dict[str, Any] | None
+) -> list[dict[str, Any]]:
     out = []
     for s in summary:
         if s["row"] in ("glrec:cpu", "glrec:nvjpeg") and s.get("x_reference") is not None:

@@ -38,7 +38,7 @@ class _CheckedStdout:
 def checked_stdout() -> TextIO:
     """Wrap ``sys.stdout`` so its failures raise StdoutError; returns the stream it replaced."""
     original = sys.stdout
-    sys.stdout = _CheckedStdout(original)  # type: ignore[assignment]
+    sys.stdout = _CheckedStdout(original)
     return original
 
 

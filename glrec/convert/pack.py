@@ -42,7 +42,7 @@ class RgbPacker(ComputeStage):
                 f"{tex_w} texels wide, the limit is {max_size}); use a width of at most {max_size * pack // 3}."
             )
         shader = glsl.compute(ctx, "pack_rgb.comp", {"CHANNELS": self.channels, "PACK": pack})
-        shader["size"].value = size  # type: ignore[union-attr]
+        shader["size"].value = size
         # CHANNELS 3: one invocation per PACK pixels (three whole texels); 4: one per pixel.
         per = pack if self.channels == 3 else 1
         super().__init__(ctx, layout, shader, self.GROUP, ((size[0] + per - 1) // per, size[1]))

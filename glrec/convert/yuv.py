@@ -63,6 +63,6 @@ class Converter(ComputeStage):
             "c_range": c_range,
         }
         for name, value in uniforms.items():
-            shader[name].value = value  # type: ignore[union-attr]
+            shader[name].value = value
         cw, ch = layout.planes[1][:2]  # chroma samples per row and rows
         super().__init__(ctx, layout, shader, self.GROUP, ((cw + run - 1) // run, ch))

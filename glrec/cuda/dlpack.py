@@ -50,9 +50,11 @@ _Managed._fields_ = [("dl_tensor", _Tensor), ("manager_ctx", ctypes.c_void_p), (
 _LIVE: dict[int, tuple[Any, ...]] = {}
 
 
-@_DELETER
-def _delete(managed: Any) -> None:
+def _delete_managed(managed: Any) -> None:
     _LIVE.pop(ctypes.addressof(managed.contents), None)
+
+
+_delete = _DELETER(_delete_managed)  # the C callback; kept at module level so it is never collected
 
 
 _CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
@@ -78,12 +80,14 @@ _NAME = b"dltensor"
 _USED = b"used_dltensor"
 
 
-@_CAPSULE_DESTRUCTOR
-def _capsule_destructor(capsule: int) -> None:
+def _destroy_capsule(capsule: int) -> None:
     # Only an unconsumed capsule still carries the name "dltensor"; a consumer renamed it
     # and owns the deleter call from then on.
     if _is_valid(capsule, _NAME):
         _LIVE.pop(int(_get_pointer(capsule, _NAME)), None)
+
+
+_capsule_destructor = _CAPSULE_DESTRUCTOR(_destroy_capsule)
 
 
 def capsule(ptr: int, shape: tuple[int, ...], device_id: int, *, owner: object) -> Any:

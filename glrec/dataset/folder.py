@@ -150,7 +150,7 @@ class DatasetFolder:
     def complete(self, shard: int) -> dict[str, Any] | None:
         """The shard's record if it is complete (record present, file there with the recorded size)."""
         try:
-            record = json.loads(self.record_path(shard).read_text())
+            record: dict[str, Any] = json.loads(self.record_path(shard).read_text())
         except (FileNotFoundError, ValueError):
             return None
         name = record.get("file")

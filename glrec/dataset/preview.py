@@ -31,12 +31,14 @@ def depth_image(depth: np.ndarray) -> np.ndarray:
 def _palette(n: int) -> np.ndarray:
     # golden-ratio hues: neighbouring ids get clearly different colours
     colours = [(0.0, 0.0, 0.0)] + [colorsys.hsv_to_rgb((i * 0.618034) % 1.0, 0.75, 1.0) for i in range(1, n)]
-    return np.rint(np.array(colours) * 255).astype(np.uint8)
+    palette: np.ndarray = np.rint(np.array(colours) * 255).astype(np.uint8)
+    return palette
 
 
 def instance_image(instance: np.ndarray) -> np.ndarray:
     """Each instance id its own colour, 0 black; (h, w, 3) uint8."""
-    return _palette(int(instance.max(initial=0)) + 1)[instance]
+    coloured: np.ndarray = _palette(int(instance.max(initial=0)) + 1)[instance]
+    return coloured
 
 
 def _draw_box(img: np.ndarray, box: list[int], colour: np.ndarray) -> None:

@@ -221,7 +221,7 @@ class CudaArrays:
         self._store_cai(dst, value, shape, where, fix)
 
     def _cai(self, value: Any, shape: tuple[int, ...], where: str, fix: str) -> dict[str, Any]:
-        cai = getattr(value, "__cuda_array_interface__", None)
+        cai: dict[str, Any] | None = getattr(value, "__cuda_array_interface__", None)
         if cai is None or tuple(cai["shape"]) != shape:
             raise bad_frame(self.label, value, shape, where, fix)
         return cai

@@ -88,7 +88,7 @@ def is_cuda_device(cl: Any, device: Any, info: DeviceInfo) -> bool:
         same_domain = device.get_info(cl.device_info.PCI_DOMAIN_ID_NV) == int(domain, 16)
     except cl.Error:
         same_domain = True  # older drivers answer the bus only
-    return same_domain and device.get_info(cl.device_info.PCI_BUS_ID_NV) == int(bus, 16)
+    return same_domain and bool(device.get_info(cl.device_info.PCI_BUS_ID_NV) == int(bus, 16))
 
 
 def choose_device(cl: Any, cuda: DeviceInfo | None) -> Any:

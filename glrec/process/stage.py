@@ -43,7 +43,7 @@ from .spec import OpenCLKernel, Process
 
 if TYPE_CHECKING:
     from ..cuda.driver import CudaDevice
-    from .opencl import ExternalRunner
+    from .clexternal import ExternalRunner
 
 log = logging.getLogger("glrec")
 
@@ -87,9 +87,9 @@ class ProcessStage:
     def _make_objects(self) -> None:
         ctx = self.ctx
         self._pack = self._own(glsl.compute(ctx, "frame_to_buffer.comp"))
-        self._pack["size"].value = self.src  # type: ignore[union-attr]
+        self._pack["size"].value = self.src
         self._unpack = self._own(glsl.compute(ctx, "buffer_to_frame.comp"))
-        self._unpack["size"].value = self.dst  # type: ignore[union-attr]
+        self._unpack["size"].value = self.dst
         self.output = self._own(ctx.texture(self.dst, 4, dtype="f1"))
         self._fbo = self._own(ctx.framebuffer(color_attachments=[self.output]))
         self._overlay = self._own(OverlayRenderer(ctx, self.dst))

@@ -79,4 +79,5 @@ def mask_boxes(instance: np.ndarray) -> dict[int, tuple[list[int], int]]:
 
 def as_list(m: np.ndarray) -> list[Any]:
     """A matrix as nested lists of floats, rounded to float32 precision for stable JSON."""
-    return np.asarray(m, dtype=np.float64).round(9).tolist()
+    rows: list[Any] = np.asarray(m, dtype=np.float64).round(9).tolist()
+    return rows

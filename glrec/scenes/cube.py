@@ -75,8 +75,8 @@ class Cube(ShaderScene):
         self._proj = Matrix44.perspective_projection(45.0, size[0] / size[1], 0.1, 20.0, dtype="f4")
         self._view = Matrix44.look_at(self._eye, Vector3([0.0, 0.0, 0.0]), Vector3([0.0, 1.0, 0.0]), dtype="f4")
         light = np.array([-0.4, -0.7, -0.6], dtype="f4")
-        self._prog["light_dir"].value = tuple(light / np.linalg.norm(light))  # type: ignore[index,union-attr]
-        self._prog["eye"].value = tuple(self._eye)  # type: ignore[index,union-attr]
+        self._prog["light_dir"].value = tuple(light / np.linalg.norm(light))  # type: ignore[union-attr]
+        self._prog["eye"].value = tuple(self._eye)  # type: ignore[union-attr]
 
     def render(self, t: float) -> None:
         assert self._vao is not None and self._prog is not None, "call setup() first"

@@ -37,7 +37,8 @@ def sphere(stacks: int = 16, slices: int = 24) -> np.ndarray:
     # drop the degenerate triangles at the poles
     p = tris[:, :3].reshape(-1, 3, 3)
     area = np.linalg.norm(np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0]), axis=1)
-    return tris.reshape(-1, 18)[area > 1e-9].reshape(-1, 6)
+    kept: np.ndarray = tris.reshape(-1, 18)[area > 1e-9].reshape(-1, 6)
+    return kept
 
 
 def _disc(y: float, up: bool, slices: int, radius: float = 0.5) -> np.ndarray:

@@ -28,7 +28,8 @@ NEAR, FAR = 0.05, 50.0
 
 def _math(m: Matrix44) -> np.ndarray:
     """pyrr stores matrices for row vectors; glrec's maths uses column vectors (the transpose)."""
-    return np.asarray(m, dtype=np.float64).T
+    column_major: np.ndarray = np.asarray(m, dtype=np.float64).T
+    return column_major
 
 
 @functools.cache
@@ -140,11 +141,12 @@ class Table:
         """World-from-object matrix of ``obj`` at time ``t`` (standing on y = 0, turned about y)."""
         s = obj["scale"]
         yaw = obj["yaw"] + float(self.params["spin"]) * t
-        return (
+        world: np.ndarray = (
             _math(Matrix44.from_translation([obj["x"], s / 2, obj["z"]]))
             @ _math(Matrix44.from_y_rotation(yaw))
             @ _math(Matrix44.from_scale([s, s, s]))
         )
+        return world
 
     def camera(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(eye, GL view, GL projection) at time ``t``."""

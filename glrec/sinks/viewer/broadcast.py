@@ -11,7 +11,7 @@ class Broadcaster:
 
     def __init__(self, server: StreamServer) -> None:
         self.server = server
-        self.path = server.url  # type: ignore[assignment]
+        self.path = server.url
         self.packets = 0
         self.bytes_written = 0
 
