@@ -4,9 +4,10 @@ The calls follow PyNvVideoCodec 2.2.4 as it behaves (checked against the real
 module by ``tests/test_nvenc_contract.py``, with stand-in driver libraries):
 ``CreateEncoder(width, height, fmt, usecpuinputbuffer, **kwargs)`` with the
 GPU in ``gpu_id`` (``gpuid`` is ``GetEncoderCaps``'s keyword and is ignored
-here), glrec's primary context in ``cudacontext`` and glrec's stream in
-``cudastream``; ``Encode(frame[, pic_flags])`` copies the frame into one of its
-own surfaces with an asynchronous copy on that stream and returns a list of
+here), glrec's primary context in ``cudacontext``, glrec's stream in
+``cudastream`` and the exact rate as ``fps="num/den"`` (NVENC's frameRateNum/Den);
+``Encode(frame[, pic_flags])`` copies the frame into one of its own surfaces
+with an asynchronous copy on that stream and returns a list of
 ``{'data', 'timestamp', 'picture_type'}`` dicts; ``EndEncode()`` flushes.
 
 What that means here:
