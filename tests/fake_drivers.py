@@ -93,12 +93,20 @@ def run_child(job: dict, libs: Path, work: Path, env: dict[str, str] | None = No
     return result
 
 
-def run_batch(entries: dict[str, tuple[dict, dict]], libs: Path, root: Path, timeout: float = 300) -> dict[str, dict]:
-    """Run many jobs ``{name: (job, env)}`` in one child process, each with its records under ``root/name``."""
+def run_batch(
+    entries: dict[str, tuple[dict, dict]],
+    libs: Path,
+    root: Path,
+    timeout: float = 300,
+    env: dict[str, str] | None = None,
+) -> dict[str, dict]:
+    """Run many jobs ``{name: (job, env)}`` in one child process, each with its records under ``root/name``.
+
+    ``env`` is the child process's own (what the stand-ins read once, e.g. ``GLREC_FAKE_CUDA_DEVICES``)."""
     batch = [{"name": name, "job": job, "work": str(root / name), "env": env} for name, (job, env) in entries.items()]
     spec = root / "batch.json"
     spec.write_text(json.dumps(batch))
-    return _child(["--batch", str(spec)], libs, None, timeout)
+    return _child(["--batch", str(spec)], libs, env, timeout)
 
 
 def records(path: Path) -> list[dict]:

@@ -13,9 +13,11 @@ Jobs (``kind``):
   ``DeviceFrame`` the way a handoff does (fill, record the slot's event, pending), call
   ``request_keyframe()`` before the indices in ``keyframe_before``, then flush.
 - ``probe``: :func:`nvenc_problem` once per step, each with its own environment changes.
-- ``plan``: :func:`plan_backend` for ``options``.
+- ``plan``: :func:`make_plan` for ``options`` on CUDA device ``cuda_device``.
 - ``info``: ``glrec info``'s lines.
-- ``introspect``: ``CreateEncoder`` with ``gpu_id=99`` and with ``gpuid=99``.
+- ``introspect``: ``CreateEncoder`` with ``gpu_id=99`` and with ``gpuid=99``; with ``lossless``, H.264
+  lossless with every keyword that might set NVENC's transform bypass flag, and the flag NVENC got.
+- ``doctor_rgb``: ``glrec doctor``'s NVENC rgba colour check, with its colour bars in ``inputs/``.
 - ``gl_encode``: the GPU tier, through glrec's real GL -> CUDA handoffs (``gl_reference.py``).
 """
 
@@ -116,7 +118,8 @@ def plan(job: dict, work: Path) -> dict:
     try:
         video = VideoOptions.create(**job["options"])
         ext = {"av1": ".ivf", "mjpeg": ".mkv"}.get(video.codec, ".h264" if job.get("raw_output") else ".mp4")
-        p = make_plan(video, PipelineOptions(handoff=job.get("handoff", "auto")), output_kind(f"out{ext}", video.codec))
+        pipeline = PipelineOptions(handoff=job.get("handoff", "auto"), cuda_device=job.get("cuda_device", 0))
+        p = make_plan(video, pipeline, output_kind(f"out{ext}", video.codec))
     except Exception as exc:
         return {"error": error_json(exc)}
     if p.device is not None:
@@ -128,14 +131,41 @@ def introspect(job: dict, work: Path) -> dict:
     """How the real module takes the GPU keyword: ``gpu_id`` is checked against the device count, ``gpuid`` is not."""
     import PyNvVideoCodec as nvc
 
-    out = {}
+    out: dict = {}
     for key in ("gpu_id", "gpuid"):
         try:
             nvc.CreateEncoder(64, 64, "NV12", True, codec="h264", **{key: 99})
             out[key] = None
         except Exception as exc:
             out[key] = str(exc)
+    if job.get("lossless"):  # every spelling that might reach qpPrimeYZeroTransformBypassFlag or the profile
+        keys = {
+            "qpPrimeYZeroTransformBypassFlag": "1",
+            "qpprimeyzerotransformbypassflag": "1",
+            "lossless": "1",
+            "transformbypass": "1",
+            "profile": "high444p",
+        }
+        nvc.CreateEncoder(
+            64, 64, "YUV444", True, codec="h264", tuning_info="lossless", rc="constqp", constqp="0", **keys
+        )
+        init = [json.loads(line) for line in (work / "nvenc.jsonl").read_text().splitlines() if '"initialize"' in line]
+        out["lossless"] = {
+            "profile": init[-1]["profile"],
+            "bypass": init[-1]["codec_config"]["qpPrimeYZeroTransformBypassFlag"],
+        }
     return out
+
+
+def doctor_rgb(job: dict, work: Path) -> dict:
+    """Doctor's NVENC rgba colour check as doctor runs it; the colour bars it encodes go to ``inputs/`` as rgba."""
+    from glrec.diagnostics import _nvenc_rgb, _reference_rgb
+
+    for i, rgb in enumerate(_reference_rgb("bars", (320, 240), 5, 30)):
+        rgba = np.dstack([rgb, np.full(rgb.shape[:2], 255, np.uint8)])
+        (work / "inputs" / f"frame_{i}.bin").write_bytes(rgba.tobytes())
+    status, detail = _nvenc_rgb(work)
+    return {"status": status, "detail": detail}
 
 
 def gl_encode(job: dict, work: Path) -> dict:
@@ -152,7 +182,7 @@ def info(job: dict, work: Path) -> dict:
 
 
 KINDS = {"encode": encode, "probe": probe, "plan": plan, "info": info, "introspect": introspect,
-         "gl_encode": gl_encode}  # fmt: skip
+         "gl_encode": gl_encode, "doctor_rgb": doctor_rgb}  # fmt: skip
 
 
 def run_one(job: dict, work: Path, env: dict[str, str | None]) -> dict:

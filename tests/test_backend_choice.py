@@ -98,7 +98,7 @@ def test_nvenc_config_follows_documented_parameters():
     opts = VideoOptions.create((1280, 720), 60, codec="hevc", encoder="nvenc", preset="p6", gop=60, qp=20,
                                tuning="ull", rc="constqp")  # fmt: skip
     cfg = nvenc_config(opts, gpu=1, context=123, stream=456)
-    assert cfg == {"codec": "hevc", "gpu_id": 1, "fps": 60, "preset": "P6", "tuning_info": "ultra_low_latency",
+    assert cfg == {"codec": "hevc", "gpu_id": 1, "fps": "60/1", "preset": "P6", "tuning_info": "ultra_low_latency",
                    "rc": "constqp", "constqp": 20, "gop": 60, "idrperiod": 60, "bf": 0, "repeatspspps": 1,
                    "cudacontext": 123, "cudastream": 456}  # fmt: skip
     vbr = nvenc_config(VideoOptions.create((64, 64), 30, encoder="nvenc", bitrate=8_000_000), gpu=0)

@@ -182,10 +182,14 @@ CASES = {
                                                 "rc.maxBitRate": 4_000_000}),
     "cbr": ({"bitrate": 3_000_000, "rc": "cbr"}, {"rc.rateControlMode": CBR, "rc.averageBitRate": 3_000_000}),
     "crf is cq": ({"crf": 28}, {"rc.rateControlMode": VBR, "rc.targetQuality": 28, "rc.averageBitRate": 0}),
-    "lossless": ({"tuning": "lossless"}, {"tuning": 4, "rc.rateControlMode": CONSTQP, "rc.constQP": [0, 0, 0]}),
+    "lossless hevc": ({"codec": "hevc", "pix_fmt": "nv12", "tuning": "lossless"},
+                      {"tuning": 4, "rc.rateControlMode": CONSTQP, "rc.constQP": [0, 0, 0]}),
     "preset and tuning": ({"preset": "p7", "tuning": "ull"}, {"preset": 7, "tuning": 3}),
     "gop": ({"gop": 30}, {"gopLength": 30, "codec_config.idrPeriod": 30}),
     "fps": ({"fps": 60}, {"frameRateNum": 60, "frameRateDen": 1}),
+    "fps 29.97 exactly": ({"fps": 29.97}, {"frameRateNum": 30000, "frameRateDen": 1001}),
+    "fps 12.5 exactly": ({"fps": 12.5}, {"frameRateNum": 25, "frameRateDen": 2}),
+    "live fps 59.94 exactly": ({"live": True, "fps": 59.94}, {"frameRateNum": 60000, "frameRateDen": 1001}),
     "hevc": ({"codec": "hevc", "pix_fmt": "nv12"}, {"codec": "hevc"}),
     "av1": ({"codec": "av1", "pix_fmt": "nv12"}, {"codec": "av1", "codec_config.colorRange": 0}),
     "live": ({"live": True}, {"preset": 2, "tuning": 3, "rc.rateControlMode": CBR, "rc.averageBitRate": 8_000_000,
@@ -241,6 +245,27 @@ def test_av1_packets_are_raw_obus_not_ivf(contract):
     result, _, _, _ = contract("av1-obus")
     heads = [p["head"] for p in packets(result)]
     assert len(heads) == 4 and all(h.startswith("1200") for h in heads), heads  # temporal delimiter, no "DKIF"
+
+
+job("lossless-h264", {"tuning": "lossless"}, frames=[0])
+job("lossless-h264-auto", kind="plan", options={"size": SIZE, "tuning": "lossless"})
+job("introspect-lossless", kind="introspect", lossless=True)
+
+
+def test_h264_lossless_is_refused_because_pynvvideocodec_cannot_ask_for_it(contract):
+    # What PyNvVideoCodec 2.2.4 sends for H.264 lossless, whatever keyword glrec could add: the transform
+    # bypass flag NVENC's header asks for stays 0 (constant QP 0 alone is not lossless); the High 4:4:4
+    # profile comes from 4:4:4 input alone. A version that sets the flag changes this test.
+    sent = contract("introspect-lossless")[0]["lossless"]
+    assert sent == {"profile": "high444", "bypass": 0}, sent
+    result, nvenc, _, _ = contract("lossless-h264")
+    err = result["error"]
+    assert err["type"] == "ConfigError" and "qpPrimeYZeroTransformBypassFlag" in err["message"], err
+    assert "hevc" in err["message"] and "--encoder cpu" in err["message"]
+    assert not [r for r in nvenc if r["event"] == "open"]  # refused before any session
+    # auto cannot fall back either: the CPU encoders take no NVENC tuning (the plan says so)
+    auto = contract("lossless-h264-auto")[0]
+    assert auto["error"]["type"] == "ConfigError" and "NVENC settings" in auto["error"]["message"], auto
 
 
 job("bframes", {"bframes": 2}, frames=[0, 1], raw_output=True)
@@ -428,6 +453,7 @@ def test_auto_info_and_explicit_nvenc_without_the_nvenc_library(tmp_path, cuda_o
     explicit = run_child({"kind": "plan", "options": {"size": [64, 64], "encoder": "nvenc"}}, cuda_only_libs, tmp_path)
     assert explicit["error"]["type"] == "EncoderUnavailableError"
     assert "libnvidia-encode.so.1" in explicit["error"]["message"] and "--encoder cpu" in explicit["error"]["message"]
+    assert ".." not in explicit["error"]["message"], explicit["error"]["message"]  # one full stop
     lines = run_child({"kind": "info"}, cuda_only_libs, tmp_path)["lines"]
     assert any(line.strip().startswith("nvenc h264: unavailable: PyNvVideoCodec cannot load") for line in lines), lines
 

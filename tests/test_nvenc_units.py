@@ -131,3 +131,38 @@ def test_doctor_fails_a_required_check_that_did_not_run(monkeypatch, capsys):
     monkeypatch.setattr(diagnostics, "run_doctor", lambda workdir: [diagnostics.Check("CPU encode", "ok", "fine")])
     assert diagnostics._cmd_doctor(argparse.Namespace(require=["nvenc"])) == 1
     assert "nvenc" in capsys.readouterr().out.lower()
+
+
+def _clip_made_with(spec: ColourSpec, path, frames: list[np.ndarray]) -> int:
+    """A lossless x264 stream of ``frames`` converted to 4:2:0 with ``spec``, as NVENC would return one; packets."""
+    h, w = frames[0].shape[:2]
+    cc = av.CodecContext.create("libx264", "w")
+    cc.width, cc.height, cc.pix_fmt, cc.time_base, cc.options = w, h, "yuv420p", Fraction(1, 30), {"qp": "0"}
+    out = []
+    for i, rgb in enumerate(frames):
+        yuv = spec.to_yuv(rgb / 255.0)
+        planes = [yuv[..., 0]] + [yuv[..., c].reshape(h // 2, 2, w // 2, 2).mean(axis=(1, 3)) for c in (1, 2)]
+        flat = np.concatenate([np.clip(np.floor(p + 0.5), 0, 255).astype(np.uint8).reshape(-1) for p in planes])
+        frame = av.VideoFrame.from_ndarray(flat.reshape(h * 3 // 2, w), format="yuv420p")
+        frame.pts = i
+        out += cc.encode(frame)
+    out += cc.encode(None)
+    path.write_bytes(b"".join(bytes(p) for p in out))
+    return len(out)
+
+
+@pytest.mark.parametrize("truth", [ColourSpec("bt601", "limited"), ColourSpec("bt709", "full")])
+def test_doctors_rgba_verdict_names_the_conversion_and_checks_glrecs_tag(tmp_path, truth):
+    from glrec.diagnostics.nvenc_rgb import verdict
+
+    rng = np.random.default_rng(5)
+    bars = np.repeat(np.repeat(rng.integers(0, 256, (3, 4, 3), dtype=np.uint8), 16, axis=0), 16, axis=1)
+    frames = [np.roll(bars, 8 * i, axis=1) for i in range(3)]
+    packets = _clip_made_with(truth, tmp_path / "c.h264", frames)
+    status, detail = verdict(tmp_path / "c.h264", frames, packets)
+    assert detail.startswith(f"NVENC converted rgba input as {truth.matrix} {truth.range} "), detail
+    assert status == ("ok" if truth == ColourSpec("bt601", "limited") else "FAIL"), detail  # glrec's tag is 601
+    short, _ = verdict(tmp_path / "c.h264", frames + frames[:1], packets)
+    (tmp_path / "empty.h264").write_bytes(b"")
+    empty = verdict(tmp_path / "empty.h264", frames, 0)
+    assert short == "FAIL" and empty[0] == "FAIL" and "nothing to measure" in empty[1], empty

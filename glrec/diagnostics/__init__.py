@@ -263,16 +263,9 @@ def _gpu_checks(workdir: Path, h264: Path) -> list[Check]:
 
 def _nvenc_rgb(workdir: Path) -> tuple[str, str]:
     """Encode colour bars from rgba input with NVENC, decode them and measure the conversion NVENC used."""
-    from .._api import record
-    from ..encoders.nvenc import RGB_INPUT_COLOUR
-    from ..encoders.nvenc_colour import describe, rank_conversions
+    from .nvenc_rgb import check
 
-    path, size, frames = workdir / "nvenc-rgba.mkv", (320, 240), 5
-    record("bars", path, size=size, fps=30, frames=frames, overwrite=True, encoder="nvenc", pix_fmt="rgba", qp=4)
-    ranking = rank_conversions(decoded_planes(path), _reference_rgb("bars", size, frames, 30))
-    best = ranking[0][0]
-    tagged = f"glrec tags it {RGB_INPUT_COLOUR.matrix} {RGB_INPUT_COLOUR.range}"
-    return (PASS if best == RGB_INPUT_COLOUR else FAIL), f"{describe(ranking)}; {tagged}"
+    return check(workdir)
 
 
 def count_nvdec_frames(nvc: Any, path: Path) -> int:
@@ -324,8 +317,10 @@ def info_lines() -> list[str]:
         return lines
     from ..encoders.available import nvenc_status, nvjpeg_problem
 
-    for codec, why in nvenc_status(("h264", "hevc", "av1")).items():
-        lines.append(f"    nvenc {codec}: {'opens a session' if why is None else 'unavailable: ' + why}")
+    for d in devices:  # one NVENC session per device answers for every codec
+        on = f" (CUDA {d.ordinal})" if len(devices) > 1 else ""
+        for codec, why in nvenc_status(("h264", "hevc", "av1"), d.ordinal).items():
+            lines.append(f"    nvenc {codec}{on}: {'opens a session' if why is None else 'unavailable: ' + why}")
     why = nvjpeg_problem()
     lines.append(f"    nvjpeg: {'available (nvImageCodec)' if why is None else 'unavailable: ' + why}")
     return lines

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from ..options import VideoOptions
+from ..timebase import frame_rate
 
 #: x264/x265 preset for live mode when none is given: fast enough that 720p30 on two
 #: shared cores (llvmpipe renders on the same cores) encodes well inside one frame time.
@@ -63,6 +64,16 @@ def cpu_live_options(encoder: str, options: VideoOptions) -> dict[str, str]:
     return {}
 
 
+def nvenc_fps(fps: float) -> str:
+    """PyNvVideoCodec's ``fps`` keyword: the exact rate, ``"num/den"``, which it gives NVENC as frameRateNum/Den.
+
+    >>> nvenc_fps(29.97), nvenc_fps(60)
+    ('30000/1001', '60/1')
+    """
+    rate = frame_rate(fps)
+    return f"{rate.numerator}/{rate.denominator}"
+
+
 def nvenc_live_options(options: VideoOptions, preset: str = "P2") -> dict[str, str]:
     """PyNvVideoCodec ``CreateEncoder`` keywords for live mode (NVENC).
 
@@ -84,7 +95,7 @@ def nvenc_live_options(options: VideoOptions, preset: str = "P2") -> dict[str, s
         "gop": str(gop),
         "idrperiod": str(gop),
         "repeatspspps": "1",
-        "fps": str(round(options.fps)),
+        "fps": nvenc_fps(options.fps),
     }
     # CBR needs a channel rate; without one, 8 Mbit/s suits 1080p game-style content.
     rate = options.bitrate if options.bitrate is not None else NVENC_DEFAULT_BITRATE

@@ -4,9 +4,10 @@ The calls follow PyNvVideoCodec 2.2.4 as it behaves (checked against the real
 module by ``tests/test_nvenc_contract.py``, with stand-in driver libraries):
 ``CreateEncoder(width, height, fmt, usecpuinputbuffer, **kwargs)`` with the
 GPU in ``gpu_id`` (``gpuid`` is ``GetEncoderCaps``'s keyword and is ignored
-here), glrec's primary context in ``cudacontext`` and glrec's stream in
-``cudastream``; ``Encode(frame[, pic_flags])`` copies the frame into one of its
-own surfaces with an asynchronous copy on that stream and returns a list of
+here), glrec's primary context in ``cudacontext``, glrec's stream in
+``cudastream`` and the exact rate as ``fps="num/den"`` (NVENC's frameRateNum/Den);
+``Encode(frame[, pic_flags])`` copies the frame into one of its own surfaces
+with an asynchronous copy on that stream and returns a list of
 ``{'data', 'timestamp', 'picture_type'}`` dicts; ``EndEncode()`` flushes.
 
 What that means here:
@@ -43,7 +44,7 @@ from ..errors import ConfigError, EncoderError, EncoderUnavailableError
 from ..frame import Frame, Packet
 from ..options import VideoOptions
 from . import device_frame
-from .latency import nvenc_live_options
+from .latency import nvenc_fps, nvenc_live_options
 from .nvenc_probe import (
     INSTALL_HINT,
     UNAVAILABLE_CODES,
@@ -68,6 +69,14 @@ RATE_CONTROLS: tuple[str, ...] = ("cbr", "constqp", "vbr")
 #: Constant-quality targets (NVENC ``cq``, VBR without a bitrate) when neither qp, bitrate nor crf is
 #: given: the CPU path's crf defaults. Not compared on NVENC hardware; ``glrec doctor`` reports both PSNRs.
 DEFAULT_CQ: dict[str, int] = {"h264": 20, "hevc": 24, "av1": 35}
+#: Lossless H.264 needs qpPrimeYZeroTransformBypassFlag and the High 4:4:4 Predictive profile (NVENC's header);
+#: PyNvVideoCodec 2.2.4 has no CreateEncoder keyword for either (it picks the profile from the input format),
+#: and constant QP 0 without the flag is not lossless. HEVC's lossless is the tuning itself.
+H264_LOSSLESS_REFUSED = (
+    "NVENC tuning lossless is refused for h264: lossless H.264 needs NVENC's qpPrimeYZeroTransformBypassFlag, "
+    "which PyNvVideoCodec cannot set (qp 0 alone is not lossless); use codec hevc with tuning lossless, or "
+    "--encoder cpu with qp 0."
+)
 #: The colour NVENC gives ABGR input (see the module docstring).
 RGB_INPUT_COLOUR = ColourSpec("bt601", "limited")
 _IDR = 3  # NV_ENC_PIC_TYPE_IDR
@@ -112,7 +121,7 @@ def nvenc_config(options: VideoOptions, *, gpu: int, context: int = 0, stream: i
     tuning = options.tuning or "hq"
     if tuning not in TUNINGS:
         raise ConfigError(f"Unknown NVENC tuning {tuning!r}. Valid: {', '.join(sorted(TUNINGS))}.")
-    config: dict[str, Any] = {"codec": options.codec, "gpu_id": gpu, "fps": max(1, round(options.fps)),
+    config: dict[str, Any] = {"codec": options.codec, "gpu_id": gpu, "fps": nvenc_fps(options.fps),
                               "preset": preset.upper(), "tuning_info": TUNINGS[tuning]}  # fmt: skip
     if options.live:
         if options.tuning not in (None, "ull", "ll"):
@@ -158,6 +167,8 @@ def check_nvenc_options(options: VideoOptions, *, raw_output: bool, caps: NvencC
                           "use a larger size or --encoder cpu.")  # fmt: skip
     if caps is not None and options.pix_fmt == "yuv444p" and not caps.yuv444:
         raise ConfigError(f"This GPU's NVENC has no 4:4:4 {options.codec} encoding; use pix_fmt yuv420p or nv12.")
+    if options.tuning == "lossless" and options.codec == "h264":
+        raise ConfigError(H264_LOSSLESS_REFUSED)
     if caps is not None and options.tuning == "lossless" and not caps.lossless:
         raise ConfigError(f"This GPU's NVENC has no lossless {options.codec} encoding; use qp or crf instead.")
     if options.pix_fmt == "rgba" and options.colour != RGB_INPUT_COLOUR:

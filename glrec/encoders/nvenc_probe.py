@@ -6,23 +6,29 @@ driver's ``libnvidia-encode.so.1`` is missing (a container started without the
 turns every such failure into :class:`~glrec.errors.EncoderUnavailableError`, so
 ``--encoder auto``, ``glrec info`` and ``glrec doctor`` fall back and say why.
 
-The probe, :func:`nvenc_caps`, is one ``GetEncoderCaps`` call: it opens one NVENC
-session, reads the encoder's limits (minimum and maximum size, B-frames,
-lossless, 4:4:4) and closes it. Successes are cached per codec and device, and
-so are the failures that cannot change while the process runs (no NVENC device,
-a GPU without NVENC, a driver too old: :data:`PERMANENT_CODES`): every failed
-session leaks the CUDA context PyNvVideoCodec made for it (16 descriptors of
-``/dev/nvidia0`` and 2 eventfds per probe, measured on an H200 with driver 580),
-so a process recording again and again with ``--encoder auto`` on such a GPU
-must probe once. Transient failures (the session limit of a consumer GPU, say)
-are probed again next time.
+The probe, :func:`nvenc_caps`, asks NVENC itself (:mod:`~glrec.encoders.nvenc_api`)
+on the chosen GPU's primary context: one session per device, which reads every
+codec's limits (minimum and maximum size, B-frames, lossless, 4:4:4) and closes.
+PyNvVideoCodec's ``GetEncoderCaps`` cannot do that: it ignores its ``gpuid`` and
+asks CUDA device 0. The answers are cached per device, and so is a failure that
+cannot change while the process runs (no NVENC device, a GPU without NVENC, a
+driver too old: :data:`PERMANENT_CODES`), for every codec at once: ``glrec info``
+on such a GPU opens one session, not one per codec. Transient failures (the
+session limit of a consumer GPU, say) are probed again next time.
+
+PyNvVideoCodec 2.2.4 itself still checks NVENC on CUDA device 0 inside every
+``CreateEncoder``, whichever ``gpu_id`` it is given, and fails when device 0 has
+none; so for a device other than 0, :func:`nvenc_problem` also asks device 0 and
+says, when that fails, how to make the chosen GPU device 0 for the process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,7 +122,7 @@ def load_pynvvideocodec() -> Any:
 
 @dataclass(frozen=True)
 class NvencCaps:
-    """What one GPU's NVENC can do for one codec, as ``GetEncoderCaps`` reports it."""
+    """What one GPU's NVENC can do for one codec (``nvEncGetEncodeCaps``, named as ``GetEncoderCaps`` names them)."""
 
     codec: str
     min_size: tuple[int, int]
@@ -137,44 +143,93 @@ class NvencCaps:
         )
 
 
-_cache: dict[tuple[str, int], NvencCaps] = {}
-_failed: dict[tuple[str, int], str] = {}  # permanent failures: the message
-_lock = threading.Lock()
+_cache: dict[int, dict[str, NvencCaps | str]] = {}  # per CUDA ordinal: each codec's caps, or why not
+_failed: dict[int, str] = {}  # per CUDA ordinal: a permanent "no NVENC on this device"
+_lock = threading.Lock()  # held across a query, so two threads asking about one device open one session
+
+
+@contextlib.contextmanager
+def _primary_context(ordinal: int) -> Iterator[int]:
+    """Device ``ordinal``'s primary context, retained and current on this thread for the block."""
+    from ..cuda.driver import call
+
+    dev = call("cuDeviceGet", ordinal)
+    context = call("cuDevicePrimaryCtxRetain", dev)
+    try:
+        call("cuCtxPushCurrent", context)
+        try:
+            yield int(context)
+        finally:
+            call("cuCtxPopCurrent")
+    finally:
+        call("cuDevicePrimaryCtxRelease", dev)
+
+
+def _device_caps(ordinal: int) -> dict[str, NvencCaps | str]:
+    """Every codec's caps on CUDA device ``ordinal``, or why it has none (one NVENC session, cached)."""
+    from .nvenc_api import query_encoder
+
+    with _lock:
+        if ordinal in _cache:
+            return _cache[ordinal]
+        if ordinal in _failed:
+            raise EncoderUnavailableError(_failed[ordinal])
+        load_pynvvideocodec()  # PyNvVideoCodec encodes: without it, the caps are moot
+        try:
+            with _primary_context(ordinal) as context:
+                found = query_encoder(context)
+        except Exception as exc:  # NVENC's status, a missing library, a CUDA error
+            code, message = explain_nvenc_error(exc)
+            if code in PERMANENT_CODES:
+                _failed[ordinal] = message
+            raise EncoderUnavailableError(message) from exc
+        out: dict[str, NvencCaps | str] = {}
+        for codec, raw in found.items():
+            caps = NvencCaps.from_dict(codec, raw) if raw is not None else None
+            if caps is None or caps.max_size[0] <= 0 or caps.max_size[1] <= 0:
+                out[codec] = f"this GPU's NVENC does not encode {codec}"
+            else:
+                out[codec] = caps
+        _cache[ordinal] = out
+        log.debug("NVENC on CUDA device %d: %s", ordinal, out)
+        return out
 
 
 def nvenc_caps(codec: str, ordinal: int) -> NvencCaps:
-    """NVENC's limits for ``codec`` on CUDA device ``ordinal`` (one probe session; successes cached).
+    """NVENC's limits for ``codec`` on CUDA device ``ordinal`` (one session per device, cached).
 
-    Raises EncoderUnavailableError (with the driver's reason) when no session opens.
+    Raises EncoderUnavailableError (with the driver's reason) when no session opens or the GPU lacks the codec.
     """
-    with _lock:
-        if (codec, ordinal) in _cache:
-            return _cache[codec, ordinal]
-        if (codec, ordinal) in _failed:
-            raise EncoderUnavailableError(_failed[codec, ordinal])
-    nvc = load_pynvvideocodec()
-    try:
-        caps = NvencCaps.from_dict(codec, dict(nvc.GetEncoderCaps(gpuid=ordinal, codec=codec)))
-    except Exception as exc:
-        code, message = explain_nvenc_error(exc)
-        if code in PERMANENT_CODES:
-            with _lock:
-                _failed[codec, ordinal] = message
-        raise EncoderUnavailableError(message) from exc
-    if caps.max_size[0] <= 0 or caps.max_size[1] <= 0:
-        raise EncoderUnavailableError(f"this GPU's NVENC does not encode {codec} (its caps report no picture size)")
-    with _lock:
-        _cache[codec, ordinal] = caps
+    caps = _device_caps(ordinal).get(codec, f"glrec knows no NVENC codec {codec}")
+    if isinstance(caps, str):
+        raise EncoderUnavailableError(caps)
     return caps
 
 
+def _visible_as(ordinal: int) -> str:
+    """``CUDA_VISIBLE_DEVICES`` value that makes device ``ordinal`` the process's device 0: its UUID."""
+    from ..cuda.driver import device_info
+
+    u = device_info(ordinal).uuid
+    return f"GPU-{u[:8]}-{u[8:12]}-{u[12:16]}-{u[16:20]}-{u[20:]}"
+
+
 def nvenc_problem(codec: str, device: Any) -> str | None:
-    """Why NVENC cannot encode ``codec`` on ``device`` (None when a session opens)."""
+    """Why NVENC cannot encode ``codec`` on ``device`` (None when it can); a clause, no full stop."""
     device.bind()
     try:
         nvenc_caps(codec, device.ordinal)
+        if device.ordinal != 0:
+            try:
+                _device_caps(0)
+            except EncoderUnavailableError as exc:
+                status = str(exc).split(":", 1)[0]
+                return (f"CUDA device {device.ordinal} has NVENC, but PyNvVideoCodec checks NVENC on CUDA device 0 "
+                        f"inside every CreateEncoder, whatever gpu_id, and device 0 fails ({status}); "
+                        f"start the process with CUDA_VISIBLE_DEVICES={_visible_as(device.ordinal)} and use "
+                        "cuda_device 0")  # fmt: skip
     except EncoderUnavailableError as exc:
-        return str(exc)
+        return str(exc).rstrip(".")
     return None
 
 
@@ -190,9 +245,9 @@ def nvenc_status(codecs: tuple[str, ...] = ("h264",), ordinal: int = 0) -> dict[
 
 
 def nvenc_library_problem() -> str | None:
-    """Why PyNvVideoCodec cannot load (None when it loads): what doctor and info say without CUDA too."""
+    """Why PyNvVideoCodec cannot load (None when it loads), a clause: what doctor and info say without CUDA too."""
     try:
         load_pynvvideocodec()
     except EncoderUnavailableError as exc:
-        return str(exc)
+        return str(exc).rstrip(".")
     return None

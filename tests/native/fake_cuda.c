@@ -214,6 +214,7 @@ EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned flags, CUdevice dev) {
     c->device = dev;
     *pctx = c;
     if (ctx_depth < STACK) ctx_stack[ctx_depth++] = c;
+    note("{\"call\": \"cuCtxCreate\", \"device\": %d, \"ctx\": %llu}", dev, (unsigned long long)(uintptr_t)c);
     return OK;
 }
 

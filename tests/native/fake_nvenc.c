@@ -17,6 +17,8 @@
  *     parser accepts (see wrap_marker).
  * It can be told to fail like real hardware:
  *   GLREC_FAKE_NVENC_OPEN_STATUS   status of nvEncOpenEncodeSessionEx (2 = no encoder, as on an H200)
+ *   GLREC_FAKE_NVENC_NO_ENCODER    CUDA ordinals without NVENC, "0" or "0,2": a session opened on a context of
+ *                                  one of them gets NV_ENC_ERR_UNSUPPORTED_DEVICE (an H100 next to an L4)
  *   GLREC_FAKE_NVENC_MAX_SESSIONS  sessions that may be open at once in this process (0: none, as
  *                                  when other processes hold them all); one more gets
  *                                  NV_ENC_ERR_OUT_OF_MEMORY, the consumer-GPU session limit
@@ -173,12 +175,30 @@ static NVENCSTATUS fail(NVENCSTATUS status, const char *why) {
 
 /* -- session ------------------------------------------------------------------------------ */
 
+static int context_device(void *context); /* the CUDA ordinal of a context, -1 unknown (defined below) */
+
+/* Whether ordinal is in a comma-separated list such as "0,2". */
+static int listed(const char *list, int ordinal) {
+    for (const char *at = list; at && *at;) {
+        char *end;
+        long n = strtol(at, &end, 10);
+        if (end == at) return 0;
+        if (n == ordinal) return 1;
+        at = *end == ',' ? end + 1 : end;
+    }
+    return 0;
+}
+
 static NVENCSTATUS NVENCAPI open_session_ex(NV_ENC_OPEN_ENCODE_SESSION_EX_PARAMS *p, void **encoder) {
     int status = env_int("GLREC_FAKE_NVENC_OPEN_STATUS", 0);
     int limit = env_int("GLREC_FAKE_NVENC_MAX_SESSIONS", -1);
-    logf_("{\"event\": \"open\", \"device_type\": %u, \"device\": %llu, \"api_version\": %u, \"open\": %d}",
-          p->deviceType, (unsigned long long)(uintptr_t)p->device, p->apiVersion, open_sessions);
+    int ordinal = p->deviceType == NV_ENC_DEVICE_TYPE_CUDA ? context_device(p->device) : -1;
+    logf_("{\"event\": \"open\", \"device_type\": %u, \"device\": %llu, \"cuda_device\": %d, \"api_version\": %u, "
+          "\"open\": %d}",
+          p->deviceType, (unsigned long long)(uintptr_t)p->device, ordinal, p->apiVersion, open_sessions);
     if (status) return fail((NVENCSTATUS)status, "session open refused (GLREC_FAKE_NVENC_OPEN_STATUS)");
+    if (ordinal >= 0 && listed(getenv("GLREC_FAKE_NVENC_NO_ENCODER"), ordinal))
+        return fail(NV_ENC_ERR_UNSUPPORTED_DEVICE, "no NVENC on this CUDA device (GLREC_FAKE_NVENC_NO_ENCODER)");
     pthread_mutex_lock(&lock);
     if (limit >= 0 && open_sessions >= limit) {
         pthread_mutex_unlock(&lock);
@@ -623,6 +643,7 @@ static struct {
     int (*dtoh)(void *dst, unsigned long long src, size_t n);
     int (*error_name)(int status, const char **name);
     int (*address_range)(unsigned long long *base, size_t *size, unsigned long long ptr); /* NULL: not checked */
+    int (*ctx_get_device)(int *device); /* NULL: sessions are not told apart by device */
 } cu;
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 
@@ -647,6 +668,16 @@ static void cu_load(void) {
             return;
         }
     *(void **)&cu.address_range = dlsym(lib, "cuMemGetAddressRange_v2");
+    *(void **)&cu.ctx_get_device = dlsym(lib, "cuCtxGetDevice");
+}
+
+static int context_device(void *context) {
+    pthread_once(&cu_once, cu_load);
+    int device = -1;
+    if (cu.problem || !cu.ctx_get_device || !context || cu.push(context) != 0) return -1;
+    if (cu.ctx_get_device(&device) != 0) device = -1;
+    cu.pop(NULL);
+    return device;
 }
 
 /* JSON-safe text: dlerror() and driver messages are free text. */
