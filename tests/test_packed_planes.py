@@ -11,8 +11,8 @@ from helpers import reference_yuv420, render_once
 
 from glrec.colour import ColourSpec
 from glrec.convert import Converter, PlaneLayout, RgbPacker
-from glrec.layout import texel_bytes
 from glrec.interop import HostReadback
+from glrec.layout import texel_bytes
 
 # Y row % 4 == 0 with chroma % 4 == 0, % 2 only, or odd; Y row % 2 only; odd widths (4:4:4, RGB).
 WIDTHS_420 = [96, 100, 98, 102]
