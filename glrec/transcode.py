@@ -32,7 +32,7 @@ from .result import RecordResult
 from .scenes import BUILTINS, Scene, load_scene
 from .scenes.resolve import resolve_source
 from .scenes.shadertoy import ShadertoyScene
-from .sinks.registry import is_url, output_kind
+from .sinks.registry import is_stream_url, output_kind
 from .sources import VideoSource
 from .sources.audio import muxer_takes
 
@@ -134,7 +134,7 @@ def _keep_audio(source: VideoSource, output: str | os.PathLike[str], codec: str)
     if source.audio is None:
         return False
     kind = output_kind(output, codec)
-    if kind.muxer is None or is_url(output):
+    if kind.muxer is None or is_stream_url(output):
         log.warning("%s: audio is not copied: a %s output holds video only.", source.spec.label, kind.name)
         source.audio = None
         return False

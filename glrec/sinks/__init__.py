@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..frame import Packet
-from .registry import OUTPUTS, STREAMS, OutputKind, is_url, output_kind
+from .registry import OUTPUTS, STREAMS, OutputKind, is_stream_url, output_kind
 
 if TYPE_CHECKING:
     from ..options import VideoOptions
@@ -43,7 +43,7 @@ class Sink(Protocol):
 def open_sink(target: str | os.PathLike[str], options: VideoOptions, **kwargs: Any) -> Sink:
     """Open the sink for a path's extension or a URL's scheme (see :mod:`glrec.sinks.registry`)."""
     kind = output_kind(target, options.codec)
-    return kind.open(str(target) if is_url(target) else Path(target), options, **kwargs)
+    return kind.open(str(target) if is_stream_url(target) else Path(target), options, **kwargs)
 
 
 __all__ = ["OUTPUTS", "STREAMS", "OutputKind", "Sink", "open_sink", "output_kind"]

@@ -73,13 +73,17 @@ STREAMS: dict[str, OutputKind] = {
 }
 
 
-def is_url(target: str | os.PathLike[str]) -> bool:
+def is_stream_url(target: str | os.PathLike[str]) -> bool:
+    """True for an output that is a network stream (``udp://``, ``rtsp://``, ...), not a file.
+
+    (Inputs are told apart by :func:`glrec.sources.media.is_url`, which knows the input protocols.)
+    """
     return isinstance(target, str) and "://" in target
 
 
 def output_kind(target: str | os.PathLike[str], codec: str) -> OutputKind:
     """The output kind for a path or URL, after checking it can carry ``codec``."""
-    if is_url(target):
+    if is_stream_url(target):
         assert isinstance(target, str)
         scheme = urlsplit(target).scheme
         kind = STREAMS.get(scheme)
