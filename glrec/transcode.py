@@ -18,6 +18,7 @@ bottom-up, ``source.time`` its timestamp).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Callable
@@ -216,7 +217,9 @@ def transcode(
                 rec.render(scene)
                 if progress is not None:
                     progress(rec.frames_submitted)
-        return rec.close()
+        result = rec.close()
+        notes = src.input_notes()
+        return dataclasses.replace(result, notes=(*result.notes, *notes)) if notes else result
     finally:
         if own:
             src.close()

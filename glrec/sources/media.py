@@ -44,7 +44,10 @@ VIDEO_SUFFIXES = frozenset({".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".t
                             ".265", ".mjpeg", ".mxf", ".wmv", ".3gp", ".m3u8", ".mpd"})  # fmt: skip
 _CAMERA = re.compile(r"^/dev/video\d+$")
 _PATTERN = re.compile(r"%0?\d*d")
-# Live inputs: hand each packet on as soon as it is read, and probe only as much as it takes.
+# Real-time protocols and cameras: hand each packet on as soon as it is read, and probe only as much as it
+# takes. Not for HTTP(S)/HLS: those are usually files (a VOD playlist, an MP4 on a server), and nobuffer
+# drops the packets read while FFmpeg probes the stream (the first second of an HTTP MP4).
+_REALTIME_SCHEMES = ("rtsp", "rtsps", "rtmp", "rtmps", "udp", "rtp", "srt", "tcp")
 _LIVE_OPTIONS = {"fflags": "nobuffer", "flags": "low_delay", "probesize": "500000", "analyzeduration": "1000000"}
 _COMMON_DECODERS = ("h264", "hevc", "vp8", "vp9", "av1", "mpeg2video", "mpeg4", "mjpeg", "prores", "dnxhd",
                     "ffv1", "png", "theora", "rawvideo")  # fmt: skip
@@ -110,7 +113,8 @@ def classify(
     base: dict[str, str] = {}
     if is_url(text):
         kind: Kind = "url"
-        base.update(_LIVE_OPTIONS)
+        if text.partition("://")[0].lower() in _REALTIME_SCHEMES:
+            base.update(_LIVE_OPTIONS)
         if text.lower().startswith(("rtsp://", "rtsps://")):
             base["rtsp_transport"] = "tcp"  # UDP transport loses packets on busy hosts; TCP is the safe default
             if "listen" in user.get("rtsp_flags", ""):

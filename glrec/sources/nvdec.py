@@ -329,6 +329,9 @@ class NvdecWorker(DecodeWorker):
     def _discard(self, pic: Picture) -> None:
         self.pool.give_back(pic.frame.slot)
 
+    def _discard_payload(self, payload: Any) -> None:
+        self.pool.give_back(payload.slot)
+
     def _closed(self) -> None:
         device = getattr(self, "device", None)
         if device is not None:

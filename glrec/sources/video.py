@@ -110,6 +110,8 @@ class VideoSource:
         self._blit_vao: moderngl.VertexArray | None = None
         self.ctx: moderngl.Context | None = None
         self.dropped_before = 0
+        self._counts = {"bad_packets": 0, "discontinuities": 0}  # of workers that have ended (loops, rewinds)
+        self._gave_up: str | None = None
         container = open_container(self.spec)
         try:
             stream = video_stream(container, self.spec)
@@ -183,6 +185,9 @@ class VideoSource:
         worker, self._worker = self._worker, None
         if worker is not None:
             worker.stop()
+            for key in self._counts:
+                self._counts[key] += getattr(worker, key)
+            self._gave_up = worker.gave_up or self._gave_up
 
     def _reopen(self) -> DecodeWorker:
         """Decode from the input's start again (a loop, or a time before the picture shown)."""
@@ -254,6 +259,25 @@ class VideoSource:
     def dropped(self) -> int:
         """Live inputs: pictures dropped because the consumer was behind."""
         return self._worker.dropped if self._worker is not None else 0
+
+    def input_notes(self) -> list[str]:
+        """What reading the input cost, for the summary: damaged packets skipped, timestamp jumps, a give-up."""
+        counts = dict(self._counts)
+        gave_up = self._gave_up
+        if self._worker is not None:
+            for key in counts:
+                counts[key] += getattr(self._worker, key)
+            gave_up = self._worker.gave_up or gave_up
+        notes = []
+        if counts["bad_packets"]:
+            n = counts["bad_packets"]
+            notes.append(f"skipped {n} damaged packet{'s' * (n != 1)} of the input")
+        if counts["discontinuities"]:
+            n = counts["discontinuities"]
+            notes.append(f"continued across {n} timestamp jump{'s' * (n != 1)} of the input")
+        if gave_up:
+            notes.append(f"the input {gave_up}")
+        return notes
 
     @property
     def colour(self) -> str:
