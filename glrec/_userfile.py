@@ -33,3 +33,16 @@ def import_user_file(
             del sys.modules[module_name]
         raise error(f"Importing {what} {str(path)!r} failed: {type(exc).__name__}: {exc}") from exc
     return module
+
+
+def inside_folder(path: Path, folder: Path) -> bool:
+    """True when ``path`` (links followed) lies in ``folder`` (links followed) or below it.
+
+    The rule for names inside files that came from elsewhere (a dataset spec's scene, a
+    Shadertoy export's media): they may name only what sits beside them.
+    """
+    try:
+        where, base = path.resolve(), folder.resolve()
+    except (OSError, RuntimeError):  # a link loop, a name too long
+        return False
+    return where == base or base in where.parents

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .._userfile import inside_folder
 from ..errors import ConfigError
 from ..options import check_choice, parse_size
 from ..scenes.passes import PASSES
@@ -208,8 +209,7 @@ class DatasetSpec:
         if p is None or self.allow_scene_outside:
             return
         base = Path(self.base_dir).resolve()
-        where = p.resolve()
-        if where != base and base not in where.parents:
+        if not inside_folder(p, base):
             raise ConfigError(
                 f"The spec's scene {self.scene!r} is outside the spec's folder ({base}). A spec that names a "
                 "Python scene runs that file's code, so glrec runs only files beside the spec; move the scene "

@@ -63,8 +63,9 @@ class ShadertoyScene:
         *,
         channels: dict[Any, Any] | None = None,
         date: dt.datetime | None = None,
+        trusted: bool = False,
     ) -> None:
-        self.program = path if isinstance(path, Program) else load_program(path)
+        self.program = path if isinstance(path, Program) else load_program(path, trusted=trusted)
         self.origin = self.program.origin
         self.path = Path(self.origin) if self.origin else None
         base = self.path.parent if self.path is not None and self.path.is_file() else (self.path or Path("."))

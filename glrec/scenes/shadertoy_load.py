@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._userfile import inside_folder
 from ..errors import SceneError, UnsupportedInputError
 
 BUFFERS = ("Buffer A", "Buffer B", "Buffer C", "Buffer D")
@@ -188,15 +189,19 @@ def _read_text(path: Path) -> str:
         raise SceneError(f"Cannot read {str(path)!r}: {exc.strerror}.") from None
 
 
-def load_program(path: str | Path) -> Program:
-    """Read a Shadertoy program from a shader file, a folder of passes, or a JSON export."""
+def load_program(path: str | Path, *, trusted: bool = False) -> Program:
+    """Read a Shadertoy program from a shader file, a folder of passes, or a JSON export.
+
+    Media an export names (a downloaded file, so its names are not the user's) resolve inside the
+    export's own folder only; ``trusted=True`` lets them name any file.
+    """
     p = Path(path)
     if not p.exists():
         raise SceneError(f"Shader {str(p)!r} does not exist; check the path.")
     if p.is_dir():
         return _from_folder(p)
     if p.suffix.lower() == ".json":
-        return _from_json(p)
+        return _from_json(p.absolute(), trusted)
     code = _read_text(p)
     _check_code(code, str(p))
     return Program([Pass("Image", code, str(p))], origin=str(p))
@@ -237,6 +242,8 @@ def _apply_manifest(program: Program, manifest: Path, base: Path) -> None:
         table = tomllib.loads(_read_text(manifest))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SceneError(f"{manifest} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise SceneError(f"{manifest} is nested too deeply to be a channel table.") from None
     by_name = {p.name: p for p in program.passes}
     for key, bindings in table.items():
         name = pass_name(key)
@@ -249,11 +256,13 @@ def _apply_manifest(program: Program, manifest: Path, base: Path) -> None:
             by_name[name].channels[_channel_index(ch, where)] = channel_from(value, where, base)  # type: ignore[index]
 
 
-def _from_json(path: Path) -> Program:
+def _from_json(path: Path, trusted: bool = False) -> Program:
     try:
         data = json.loads(_read_text(path))
     except (ValueError, UnicodeDecodeError) as exc:
         raise SceneError(f"{path} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise SceneError(f"{path} is nested too deeply to be a Shadertoy export.") from None
     if isinstance(data, dict) and "Shader" in data:
         data = data["Shader"]
     if isinstance(data, list):
@@ -265,11 +274,13 @@ def _from_json(path: Path) -> Program:
     ids: dict[str, str] = {}
     raw: dict[str, dict[str, Any]] = {}
     common = ""
-    for rp in data["renderpass"]:
+    for n, rp in enumerate(data["renderpass"]):
+        if not isinstance(rp, dict):
+            raise SceneError(f"{path}: renderpass[{n}] is {_json_type(rp)}, not an object with code and inputs.")
         kind = str(rp.get("type", "")).lower()
         name = pass_name(str(rp.get("name", ""))) or {"image": "Image", "common": "Common"}.get(kind)
         if kind == "common" or name == "Common":
-            common = str(rp.get("code", ""))
+            common = _json_str(rp, "code", f"{path}: renderpass[{n}]")
             continue
         if kind == "sound":
             raise UnsupportedInputError(f"{path}: the Sound pass is not supported (glrec renders pictures only).")
@@ -278,8 +289,10 @@ def _from_json(path: Path) -> Program:
         if name not in PASS_ORDER:
             raise SceneError(f"{path}: unknown render pass {rp.get('name')!r} of type {kind!r}.")
         raw[name] = rp
-        for out in rp.get("outputs") or []:
-            ids[str(out.get("id")).lower()] = name
+        for out in _json_list(rp, "outputs", f"{path} ({name})"):
+            if not isinstance(out, dict) or "id" not in out:
+                raise SceneError(f"{path} ({name}): each of 'outputs' must be an object with an 'id', not {out!r}.")
+            ids[str(out["id"]).lower()] = name
     if "Image" not in raw:
         raise SceneError(f"{path} has no Image pass.")
     passes = []
@@ -288,17 +301,48 @@ def _from_json(path: Path) -> Program:
             continue
         rp = raw[name]
         origin = f"{path} ({name})"
-        code = str(rp.get("code", ""))
+        code = _json_str(rp, "code", origin)
         _check_code(code, origin)
         p = Pass(name, code, origin)
-        for inp in rp.get("inputs") or []:
-            ch = int(inp.get("channel", 0))
-            p.channels[ch] = _json_input(inp, f"{origin} iChannel{ch}", path.parent, ids)
+        for inp in _json_list(rp, "inputs", origin):
+            if not isinstance(inp, dict):
+                raise SceneError(f"{origin}: each of 'inputs' must be an object, not {_json_type(inp)}.")
+            ch = _json_channel(inp, origin)
+            p.channels[ch] = _json_input(inp, f"{origin} iChannel{ch}", path.parent, ids, trusted)
         passes.append(p)
     return Program(passes, common, str(path))
 
 
-def _json_input(inp: dict[str, Any], where: str, base: Path, ids: dict[str, str]) -> Channel:
+def _json_type(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", type(None): "null", bool: "a boolean"}.get(
+        type(value), "a number"
+    )
+
+
+def _json_str(obj: dict[str, Any], key: str, where: str) -> str:
+    value = obj.get(key, "")
+    if not isinstance(value, str):
+        raise SceneError(f"{where}: '{key}' must be a string, not {_json_type(value)}.")
+    return value
+
+
+def _json_list(obj: dict[str, Any], key: str, where: str) -> list[Any]:
+    value = obj.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise SceneError(f"{where}: '{key}' must be a list, not {_json_type(value)}.")
+    return value
+
+
+def _json_channel(inp: dict[str, Any], where: str) -> int:
+    ch = inp.get("channel", 0)
+    if isinstance(ch, bool) or not isinstance(ch, int) or not 0 <= ch <= 3:
+        raise SceneError(f"{where}: an input's 'channel' must be 0, 1, 2 or 3, not {ch!r}.")
+    return ch
+
+
+def _json_input(inp: dict[str, Any], where: str, base: Path, ids: dict[str, str], trusted: bool = False) -> Channel:
     kind = str(inp.get("ctype") or inp.get("type") or "").lower()
     sampler = inp.get("sampler") or {}
     settings = {k: sampler[k] for k in ("filter", "wrap", "vflip", "srgb") if k in sampler}
@@ -317,12 +361,29 @@ def _json_input(inp: dict[str, Any], where: str, base: Path, ids: dict[str, str]
         )
     if kind not in ("texture", "video"):
         raise UnsupportedInputError(f"{where} is an input of type {kind!r}, which glrec does not support.")
-    src = str(inp.get("src") or inp.get("filepath") or "")
+    src = inp.get("src") or inp.get("filepath") or ""
+    if not isinstance(src, str):
+        raise SceneError(f"{where}: 'src' must be a file name, not {_json_type(src)}.")
+    if len(src) > 4096 or "\0" in src:
+        raise SceneError(f"{where}: 'src' is not a usable file name ({len(src)} characters).")
     name = Path(src).name
     for candidate in (base / name, base / src.lstrip("/"), base / "media" / name):
-        if name and candidate.is_file():
-            return channel_from({"src": str(candidate), **settings}, where, base)
+        if not name or not _is_file(candidate):
+            continue
+        if not trusted and not inside_folder(candidate, base):
+            raise SceneError(
+                f"{where} names {src!r}, which lies outside the export's folder {base}; an export's media must "
+                "sit beside it. Move the file there, or load the export with trusted=True if you trust it."
+            )
+        return channel_from({"src": str(candidate.absolute()), **settings}, where, base)
     raise UnsupportedInputError(
         f"{where} is the {kind} {src!r}, which is not next to the JSON file; save it as {base / name} "
         "or bind another file to this channel."
     )
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long for the file system, say
+        return False

@@ -1,0 +1,135 @@
+"""Shadertoy exports come from the web: their media stay inside their folder, and a malformed one is one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from glrec.errors import GlrecError, SceneError
+from glrec.scenes.shadertoy_load import load_program
+
+CODE = "void mainImage(out vec4 c, in vec2 p) { c = texture(iChannel0, p / iResolution.xy); }"
+
+
+def export(folder: Path, src: object, name: str = "toy.json", **inp: object) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    data = {
+        "Shader": {
+            "renderpass": [
+                {
+                    "type": "image",
+                    "name": "Image",
+                    "code": CODE,
+                    "inputs": [{"channel": 0, "ctype": "texture", "src": src, **inp}],
+                }
+            ]
+        }
+    }
+    path = folder / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+def png(path: Path, colour: tuple[int, int, int]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.full((4, 4, 3), colour, np.uint8)).save(path)
+    return path
+
+
+@pytest.mark.parametrize("src", ["../outside/secret.png", "/../outside/secret.png", "media/../../outside/secret.png"])
+def test_media_outside_the_export_folder_is_refused(tmp_path: Path, src: str) -> None:
+    png(tmp_path / "outside" / "secret.png", (255, 0, 0))
+    (tmp_path / "toy" / "media").mkdir(parents=True)  # so that media/.. resolves
+    path = export(tmp_path / "toy", src)
+    with pytest.raises(SceneError, match="outside the export's folder"):
+        load_program(path)
+    # The user can say they trust it.
+    program = load_program(path, trusted=True)
+    assert Path(program.image.channels[0].source).resolve() == (tmp_path / "outside" / "secret.png").resolve()
+
+
+def test_system_files_are_not_opened(tmp_path: Path) -> None:
+    path = export(tmp_path / "toy", "../../../../../../../../etc/hostname")
+    with pytest.raises(GlrecError):
+        load_program(path)
+
+
+def test_a_link_out_of_the_folder_is_refused(tmp_path: Path) -> None:
+    secret = png(tmp_path / "outside" / "secret.png", (255, 0, 0))
+    (tmp_path / "toy").mkdir()
+    os.symlink(secret, tmp_path / "toy" / "blue.png")
+    with pytest.raises(SceneError, match="outside"):
+        load_program(export(tmp_path / "toy", "blue.png"))
+
+
+def test_media_beside_the_export_is_found_from_any_folder(tmp_path: Path) -> None:
+    png(tmp_path / "toy" / "blue.png", (0, 0, 255))
+    export(tmp_path / "toy", "/media/a/blue.png", name="good.json")
+    # Named by a relative path from the folder above (glrec record toy/good.json).
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from glrec.scenes.shadertoy_load import load_program; "
+            "print(load_program('toy/good.json').image.channels[0].source)",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    assert out.returncode == 0, out.stderr
+    assert Path(out.stdout.strip()).resolve() == (tmp_path / "toy" / "blue.png").resolve()
+
+
+@pytest.mark.parametrize(
+    ("renderpass", "says"),
+    [
+        ([5], "renderpass\\[0\\] is a number"),
+        ([{"type": "image", "name": "Image", "code": CODE, "inputs": [{"channel": "abc", "src": "a.png"}]}], "channel"),
+        ([{"type": "image", "name": "Image", "code": CODE, "inputs": [{"channel": None, "src": "a.png"}]}], "channel"),
+        ([{"type": "image", "name": "Image", "code": CODE, "inputs": [{"channel": 7, "src": "a.png"}]}], "channel"),
+        ([{"type": "image", "name": "Image", "code": CODE, "inputs": 5}], "'inputs' must be a list"),
+        ([{"type": "image", "name": "Image", "code": CODE, "inputs": ["abc"]}], "must be an object"),
+        ([{"type": "image", "name": "Image", "code": CODE, "outputs": [1, 2]}], "'outputs'"),
+        ([{"type": "image", "name": "Image", "code": 5}], "'code' must be a string"),
+        (
+            [
+                {
+                    "type": "image",
+                    "name": "Image",
+                    "code": CODE,
+                    "inputs": [{"channel": 0, "ctype": "texture", "src": "x" * 100_000}],
+                }
+            ],
+            "not a usable file name",
+        ),
+    ],
+)
+def test_a_malformed_export_is_one_line(tmp_path: Path, renderpass: list[object], says: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"Shader": {"renderpass": renderpass}}))
+    with pytest.raises(SceneError, match=says) as info:
+        load_program(path)
+    assert "\n" not in str(info.value)
+
+
+def test_deeply_nested_json_and_toml_are_refused(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(SceneError, match="nested too deeply"):
+        load_program(deep)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "image.glsl").write_text(CODE)
+    (folder / "shadertoy.toml").write_text("[image]\niChannel0 = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(SceneError, match="nested too deeply|not valid TOML"):
+        load_program(folder)
