@@ -127,7 +127,7 @@ def generate(
     DatasetResult(path=PosixPath('out'), samples=200, ...)
     """
     from ..scenes import load_scene
-    from .local import resolve_workers
+    from .local import colour_factory, colour_stays_here, resolve_workers, run_workers
 
     if ray is not None and workers is not None:
         raise ConfigError(
@@ -136,6 +136,9 @@ def generate(
         )
     resolve_workers(workers, 1)  # a bad count is refused before anything is written
     spec = _as_spec(spec)
+    colour = colour_factory(spec) if ray is None and workers != 1 else None
+    if colour is None and workers is not None and workers > 1:
+        raise colour_stays_here(spec)
     scene = load_scene(spec.scene_ref())
     check_scene(scene, spec)  # before anything is written
     info = dataset_info(spec, scene)
@@ -169,10 +172,13 @@ def generate(
             records.update(run_on_ray(spec, folder, pending, address=ray, progress=progress, **(ray_options or {})))
         else:
             used = resolve_workers(workers, len(pending))
+            if used > 1 and colour is None:
+                log.info(
+                    "colour encoder %s cannot go to worker processes: one process renders", spec.output.rgb_encoder
+                )
+                used = 1
             if used > 1:
-                from .local import run_workers
-
-                records.update(run_workers(spec, folder, pending, used, device, progress))
+                records.update(run_workers(spec, folder, pending, used, device, progress, colour))
             else:
                 records.update(run_local(spec, folder, pending, device, progress))
     try:

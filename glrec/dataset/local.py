@@ -38,7 +38,15 @@ from .folder import DatasetFolder
 from .runner import Progress, ShardWorker
 from .spec import DatasetSpec
 
-__all__ = ["MAX_DEFAULT_WORKERS", "default_workers", "resolve_workers", "run_workers", "usable_cores"]
+__all__ = [
+    "MAX_DEFAULT_WORKERS",
+    "colour_factory",
+    "colour_stays_here",
+    "default_workers",
+    "resolve_workers",
+    "run_workers",
+    "usable_cores",
+]
 
 log = logging.getLogger("glrec")
 
@@ -71,6 +79,32 @@ def resolve_workers(workers: int | None, shards: int) -> int:
             f"for one per core (at most {MAX_DEFAULT_WORKERS})."
         )
     return max(1, min(workers, shards))
+
+
+def colour_factory(spec: DatasetSpec) -> bytes | None:
+    """The spec's colour encoder as the workers will register it (pickled), or None if it cannot travel.
+
+    An encoder registered in this process (:func:`~glrec.dataset.register_colour_encoder`) is
+    unknown to a new interpreter; a class or function importable by name goes with the set-up.
+    """
+    from .encode import COLOUR_ENCODERS
+
+    factory = COLOUR_ENCODERS.get((spec.output.rgb, spec.output.rgb_encoder))
+    if factory is None:
+        return pickle.dumps(None)  # unknown here too: the worker raises the same ConfigError as one process
+    try:
+        return pickle.dumps(factory)
+    except Exception:  # a lambda, a class defined inside a function
+        return None
+
+
+def colour_stays_here(spec: DatasetSpec) -> ConfigError:
+    """The error for workers asked for with a colour encoder that cannot reach them."""
+    return ConfigError(
+        f"Colour encoder {spec.output.rgb}/{spec.output.rgb_encoder} was registered as an object that worker "
+        "processes cannot import (a lambda or a local class); register a module-level class or function, or "
+        "use workers=1 (--workers 1)."
+    )
 
 
 @dataclass
@@ -107,15 +141,21 @@ def _start(number: int, setup: dict[str, Any], env: dict[str, str]) -> _Worker:
 
 def run_workers(
     spec: DatasetSpec, folder: DatasetFolder, shards: list[int], workers: int, device: int | None,
-    progress: Progress | None,
+    progress: Progress | None, colour: bytes | None = None,
 ) -> dict[int, dict[str, Any]]:  # fmt: skip
-    """Render ``shards`` on ``workers`` local processes and return their records by shard."""
+    """Render ``shards`` on ``workers`` local processes and return their records by shard.
+
+    ``colour``: :func:`colour_factory` of the spec (made here when None).
+    """
+    colour = colour_factory(spec) if colour is None else colour
+    if colour is None:
+        raise colour_stays_here(spec)
     queue = list(shards)
     n = max(1, min(workers, len(queue)))
     cores_each = max(1, usable_cores() // n)
     setup = {
         "spec": spec, "root": str(folder.root), "scratch": str(folder.scratch), "device": device,
-        "threads": min(8, cores_each), "log_level": log.getEffectiveLevel(),
+        "threads": min(8, cores_each), "log_level": log.getEffectiveLevel(), "colour": colour,
     }  # fmt: skip
     env = _child_env(cores_each)
     log.info("%d shards on %d local workers, %d core(s) each", len(queue), n, cores_each)
@@ -227,6 +267,11 @@ def _serve(conn: Connection) -> None:
     setup = conn.recv()
     logging.basicConfig(format="glrec worker %(process)d: %(message)s", level=setup["log_level"])
     spec: DatasetSpec = setup["spec"]
+    factory = pickle.loads(setup["colour"])
+    if factory is not None:
+        from .encode import register_colour_encoder
+
+        register_colour_encoder(spec.output.rgb, spec.output.rgb_encoder, factory)
     folder = DatasetFolder(setup["root"], spec)
     folder.scratch = Path(setup["scratch"])
     with ShardWorker(spec, folder, setup["device"], threads=setup["threads"]) as worker:
