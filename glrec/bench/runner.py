@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import multiprocessing as mp
+import re
 import tempfile
 import time
 import traceback
@@ -38,6 +39,7 @@ ROW_MODULES: list[str] = [
     "glrec.bench.pipeline",
     "glrec.bench.stages",
     "glrec.bench.gpu_stages",
+    "glrec.bench.scale",
     "glrec.bench.system",
 ]
 
@@ -51,7 +53,8 @@ def row_function(name: str) -> RowFunction:
 
     for module in ROW_MODULES:
         importlib.import_module(module)
-    fn = ROWS.get(name) or ROWS.get(name.rsplit(":", 1)[0])
+    base = name.rsplit(":", 1)[0]
+    fn = ROWS.get(name) or ROWS.get(base) or ROWS.get(re.sub(r"-x\d+$", "-xN", base))
     if fn is None:
         raise GlrecError(f"No benchmark row named {name!r}. Known: {', '.join(sorted(ROWS))}.")
     return fn
@@ -129,6 +132,15 @@ def plan(config: BenchConfig, workdir: str) -> list[RowSpec]:
                 for b in backends:
                     seen += [s for s in b.stage_rows if s not in seen]
                 specs += [_spec(base, s, backends) for s in seen]
+            for n in config.processes:
+                specs += [replace(_spec(base, f"glrec-x{n}:{b.name}", backends), processes=n) for b in backends]
+    for w in config.dataset_workers:
+        specs.append(
+            RowSpec(
+                row=f"dataset:w{w}", scene="table", size=(640, 480), frames=config.dataset_samples, workdir=workdir,
+                workers=w, dataset_shard_size=config.dataset_shard_size,
+            )
+        )  # fmt: skip
     if config.memory_frames:
         mem = RowSpec(
             row="glrec:cpu", scene=config.scenes[0], size=config.memory_size, fps=config.fps,
