@@ -59,3 +59,16 @@ def test_bad_scale_options_exit_2(args, words, capsys, tmp_path):
     assert code == 2
     assert words in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_recordings_at_once_are_compared_rows_run_interleaved_with_the_others():
+    from glrec.bench.config import BenchConfig
+    from glrec.bench.runner import plan
+
+    config = BenchConfig(scenes=("plasma",), sizes=((320, 180),), repeat=2, processes=(2, 4), stages=False,
+                         profile=False, memory_frames=0, dataset_workers=("auto",))  # fmt: skip
+    rows = [(s.row, s.processes, s.tag) for s in plan(config, "/tmp")]
+    assert [r for r in rows if r[0].startswith("glrec-x")] == [
+        ("glrec-x2:cpu", 2, "_r0"), ("glrec-x4:cpu", 4, "_r0"), ("glrec-x2:cpu", 2, "_r1"), ("glrec-x4:cpu", 4, "_r1"),
+    ]  # fmt: skip
+    assert rows[-1] == ("dataset:wauto", 1, "")

@@ -43,7 +43,7 @@ def table(doc: dict[str, Any]) -> str:
             rows[-1][-1] = (s.get("reason") or "").splitlines()[0][:70] if s.get("reason") else ""
             continue
         ratio = s.get("x_reference")
-        mark = "" if s.get("reference") == "naive-imageio" else "*"
+        mark = "" if ratio is None or s.get("reference") == "naive-imageio" else "*"
         children = s["row"] == "naive-imageio" or s["row"].startswith("dataset:")  # ffmpeg; the dataset workers
         mem = f"{s['peak_rss_mb']:.0f}" + (f"+{s['child_peak_rss_mb']:.0f}" if children else "")
         stages = s.get("stages_ms", {})
@@ -58,7 +58,7 @@ def table(doc: dict[str, Any]) -> str:
     lines.append("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip())
     for r in rows:
         lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    if any(s.get("reference") == "naive-pyav" for s in doc["summary"] if s["status"] == "ok"):
+    if any(s.get("reference") == "naive-pyav" and s.get("x_reference") for s in doc["summary"] if s["status"] == "ok"):
         lines.append("* ratio to naive-pyav: naive-imageio did not run here")
     lines += ["", *x264_lines(doc), *summary_lines(doc)]
     return "\n".join(lines)

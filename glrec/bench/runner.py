@@ -122,9 +122,10 @@ def plan(config: BenchConfig, workdir: str) -> list[RowSpec]:
                 row="", scene=scene, size=size, frames=config.frames_for(size), fps=config.fps,
                 preset=config.preset, crf=config.crf, workdir=workdir, gl_clock=config.gl_clock,
             )  # fmt: skip
-            compared = [*config.baselines[:1], *(b.row for b in backends), *config.baselines[1:]]
+            together = [f"glrec-x{n}:{b.name}" for n in config.processes for b in backends]
+            compared = [*config.baselines[:1], *(b.row for b in backends), *together, *config.baselines[1:]]
             for r in range(config.repeat):
-                specs += [_spec(base, name, backends, f"_r{r}") for name in compared]
+                specs += [_with_processes(_spec(base, name, backends, f"_r{r}")) for name in compared]
             if config.profile:
                 specs += [_spec(base, f"glrec-profiled:{b.name}", backends) for b in backends]
             if config.stages:
@@ -132,8 +133,6 @@ def plan(config: BenchConfig, workdir: str) -> list[RowSpec]:
                 for b in backends:
                     seen += [s for s in b.stage_rows if s not in seen]
                 specs += [_spec(base, s, backends) for s in seen]
-            for n in config.processes:
-                specs += [replace(_spec(base, f"glrec-x{n}:{b.name}", backends), processes=n) for b in backends]
     for w in config.dataset_workers:
         specs.append(
             RowSpec(
@@ -151,6 +150,12 @@ def plan(config: BenchConfig, workdir: str) -> list[RowSpec]:
     # First: the GL driver and the memory of an idle process, for the record.
     specs.insert(0, replace(specs[0], row="probe", frames=1, tag="", backend=None, options={}))
     return specs
+
+
+def _with_processes(spec: RowSpec) -> RowSpec:
+    """A ``glrec-xN:`` row carries its N."""
+    m = re.match(r"glrec-x(\d+):", spec.row)
+    return replace(spec, processes=int(m.group(1))) if m else spec
 
 
 def _memory_frames(config: BenchConfig) -> tuple[int, int]:
