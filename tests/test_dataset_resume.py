@@ -146,7 +146,7 @@ def test_a_worker_killed_mid_shard_is_one_line_and_resume_with_two_workers_equal
     assert "killed by SIGKILL while rendering sample" in lines[0] and "--resume" in lines[0], lines[0]
     left = tree(crashed)
     assert "manifest.jsonl" not in left and b'"incomplete"' in left["dataset.json"]
-    assert any(name.endswith(".partial") for name in left)  # the killed worker's shard, cut off
+    assert not any(name.endswith(".partial") for name in left), sorted(left)  # cut-off shards removed
 
     resumed = glrec_cli(str(spec), "-o", str(crashed), "--resume", "--workers", "2")
     assert resumed.returncode == 0, resumed.stderr
@@ -161,7 +161,12 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_the_whole_run_killed_stops_its_workers_and_resume_equals_one_process(tmp_path):
+@pytest.mark.parametrize(
+    "sig, status",
+    [(signal.SIGKILL, -signal.SIGKILL), (signal.SIGINT, 130), (signal.SIGTERM, 130)],
+    ids=["SIGKILL", "SIGINT", "SIGTERM"],
+)
+def test_the_whole_run_stopped_stops_its_workers_and_resume_equals_one_process(tmp_path, sig, status):
     spec = write_spec(tmp_path)
     whole, crashed, pids = tmp_path / "whole", tmp_path / "crashed", tmp_path / "pids"
     pids.mkdir()
@@ -169,14 +174,17 @@ def test_the_whole_run_killed_stops_its_workers_and_resume_equals_one_process(tm
 
     cmd = [sys.executable, "-m", "glrec", "dataset", "-q", str(spec), "-o", str(crashed), "--workers", "2"]
     env = cli_env(GLREC_TEST_SLOW="0.3", GLREC_TEST_PIDS=str(pids))
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 90
         while len(list(pids.iterdir())) < 2:  # both workers are rendering
             assert proc.poll() is None and time.monotonic() < deadline, "the workers did not start"
             time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        assert proc.wait(10) == -signal.SIGKILL
+        os.kill(proc.pid, sig)  # the run only, not its process group: the workers must be stopped by it
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == status, err
+        if sig != signal.SIGKILL:  # the CLI's one line, and no traceback from a worker
+            assert "--resume" in err and len(err.strip().splitlines()) == 1, err
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -187,7 +195,9 @@ def test_the_whole_run_killed_stops_its_workers_and_resume_equals_one_process(tm
         assert time.monotonic() < deadline, "a worker outlived the killed run"
         time.sleep(0.05)
     left = tree(crashed)
-    assert "manifest.jsonl" not in left and any(name.endswith(".partial") for name in left)
+    assert "manifest.jsonl" not in left
+    # killed, the run leaves its shards cut off; stopped, it removes them as one process does
+    assert any(name.endswith(".partial") for name in left) == (sig == signal.SIGKILL), sorted(left)
     time.sleep(0.5)
     assert tree(crashed) == left  # nothing is writing any more
 

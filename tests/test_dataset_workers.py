@@ -41,8 +41,10 @@ def test_two_and_three_workers_write_the_bytes_of_one_process_every_time(tmp_pat
     ref = tree(tmp_path / "one")
     for run, n in enumerate((2, 2, 3)):
         out = tmp_path / f"w{n}-{run}"
-        result = generate(spec, out, workers=n)
+        counted = []
+        result = generate(spec, out, workers=n, progress=counted.append)
         assert result.workers == n and result.samples_rendered == 10
+        assert sum(counted) == 10 and set(counted) == {1}  # every sample reported once, from every worker
         assert f"on {n} workers" in result.summary()
         assert tree(out) == ref  # shards (or sample folders), records, manifest, dataset.json
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from ..errors import ConfigError
@@ -115,8 +114,7 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
             ray_options=options,
         )
     except KeyboardInterrupt:
-        bar.close()
-        print(f"glrec: stopped; complete shards in {args.output} are kept: run again with --resume.", file=sys.stderr)
+        args.interrupted_note = f"the complete shards in {args.output} are kept: run again with --resume."
         raise
     finally:
         bar.close()

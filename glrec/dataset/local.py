@@ -180,10 +180,16 @@ def run_workers(
     finally:
         for w in pool:
             if w.proc.poll() is None:
-                w.proc.kill()  # a failure or an interrupt: their unfinished shards are for --resume
+                w.proc.kill()  # a failure elsewhere or an interrupt: this run ends here
+        for w in pool:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 w.proc.wait(timeout=10)
             w.conn.close()
+            if w.shard is not None and w.proc.returncode is not None:
+                # What a stopped worker left of its shard goes, as one process removes its own on an
+                # error or Ctrl-C; complete shards stay for --resume.
+                with contextlib.suppress(OSError):
+                    folder.clean(w.shard)
     return records
 
 
