@@ -127,7 +127,14 @@ def generate(
     DatasetResult(path=PosixPath('out'), samples=200, ...)
     """
     from ..scenes import load_scene
-    from .local import colour_factory, colour_stays_here, resolve_workers, run_workers
+    from .local import (
+        MAX_DEFAULT_WORKERS,
+        colour_factory,
+        colour_stays_here,
+        resolve_workers,
+        run_workers,
+        usable_cores,
+    )
 
     if ray is not None and workers is not None:
         raise ConfigError(
@@ -172,6 +179,9 @@ def generate(
             records.update(run_on_ray(spec, folder, pending, address=ray, progress=progress, **(ray_options or {})))
         else:
             used = resolve_workers(workers, len(pending))
+            if workers is None and used < min(MAX_DEFAULT_WORKERS, usable_cores()):
+                log.info("%d shard(s) to render: %d worker(s) of the %d cores; a smaller shard_size uses more",
+                         len(pending), used, usable_cores())  # fmt: skip
             if used > 1 and colour is None:
                 log.info(
                     "colour encoder %s cannot go to worker processes: one process renders", spec.output.rgb_encoder
