@@ -181,3 +181,19 @@ def test_workers_refuse_a_colour_encoder_they_cannot_import(tmp_path, monkeypatc
     with pytest.raises(ConfigError, match="workers=1"):
         generate(spec, tmp_path / "out", workers=2)
     assert not (tmp_path / "out").exists()
+
+
+def test_clips_on_two_workers_are_the_bytes_of_one_process(tmp_path):
+    # Each worker encodes its clips through its own Recorder, in scratch files named by its pid.
+    spec = DatasetSpec.from_dict(
+        {
+            "dataset": {"scene": "table", "samples": 4, "size": "64x48", "seed": 3, "shard_size": 2, "frames": 3},
+            "params": {"objects": {"int": [1, 4]}},
+        },
+        base_dir=tmp_path,
+    )
+    generate(spec, tmp_path / "one", workers=1)
+    assert generate(spec, tmp_path / "two", workers=2).workers == 2
+    one = tree(tmp_path / "one")
+    assert any(name.endswith(".tar") for name in one) and tree(tmp_path / "two") == one
+    assert not list((tmp_path / "two" / ".glrec").glob("clip-*"))  # no scratch video left behind
