@@ -197,3 +197,11 @@ def test_clips_on_two_workers_are_the_bytes_of_one_process(tmp_path):
     one = tree(tmp_path / "one")
     assert any(name.endswith(".tar") for name in one) and tree(tmp_path / "two") == one
     assert not list((tmp_path / "two" / ".glrec").glob("clip-*"))  # no scratch video left behind
+
+
+def test_the_cli_summary_says_how_many_workers_rendered(tmp_path, capsys):
+    path = tmp_path / "spec.toml"
+    path.write_text('[dataset]\nscene = "table"\nsamples = 4\nseed = 1\nsize = "64x48"\nshard_size = 2\n')
+    assert main(["dataset", str(path), "-o", str(tmp_path / "out"), "--workers", "2"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and "4 samples in 2 shards" in out[0] and "on 2 workers" in out[0], out
