@@ -164,7 +164,7 @@ def test_an_encoding_error_on_a_worker_thread_aborts_the_shard(tmp_path, monkeyp
 
     monkeypatch.setattr(encode, "encode_png", failing)
     with pytest.raises(EncoderError, match="disk on fire"):
-        generate(table_spec("64x48", samples=6), tmp_path / "o")
+        generate(table_spec("64x48", samples=6), tmp_path / "o", workers=1)  # the patch is in this process
     assert not list((tmp_path / "o").glob("shard-*")), "neither a shard nor a .partial is left"
 
 

@@ -41,6 +41,10 @@ class BenchConfig:
     gl_clock: str = "auto"  # auto | query | finish
     timeout: float = 600.0  # seconds one row may take
     keep_outputs: Path | None = None  # keep the videos here (default: a temporary folder)
+    processes: tuple[int, ...] = ()  # glrec-xN rows: N recordings of each backend at once, total frames/s
+    dataset_workers: tuple[str, ...] = ("1", "auto")  # dataset rows: examples/dataset.toml with these workers
+    dataset_samples: int = 200
+    dataset_shard_size: int = 50
     quick_mode: bool = field(default=False, compare=False)
 
     @classmethod
@@ -54,6 +58,9 @@ class BenchConfig:
             "repeat": 1,
             "memory_frames": 5,
             "memory_size": (320, 180),
+            "dataset_workers": (),
+            "dataset_samples": 8,
+            "dataset_shard_size": 2,
             "quick_mode": True,
         }
         base.update(changes)
@@ -68,6 +75,15 @@ class BenchConfig:
             if w <= 0 or h <= 0 or w % 2 or h % 2:
                 raise ConfigError(f"bench size {w}x{h} must be positive and even, e.g. 1280x720.")
         for name, value in (("frames", self.frames), ("frames_large", self.frames_large), ("repeat", self.repeat)):
+            if value < 1:
+                raise ConfigError(f"{name} {value} must be at least 1.")
+        for n in self.processes:
+            if n < 1:
+                raise ConfigError(f"--processes {n}: give counts of 1 or more, e.g. --processes 2,4.")
+        for count in self.dataset_workers:
+            if count != "auto" and not (count.isdigit() and int(count) >= 1):
+                raise ConfigError(f"--dataset-workers {count!r}: give counts of 1 or more or auto, e.g. 1,2,auto.")
+        for name, value in (("dataset samples", self.dataset_samples), ("dataset shard size", self.dataset_shard_size)):
             if value < 1:
                 raise ConfigError(f"{name} {value} must be at least 1.")
         if self.memory_frames < 0:

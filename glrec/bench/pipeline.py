@@ -10,6 +10,7 @@ frames/s is reported but the ratios use the clean row.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import ConfigError, EncoderUnavailableError
@@ -39,7 +40,8 @@ def instrument(rec: Recorder, clock: StageClock, gl: GLStageTimer) -> None:
     )
 
 
-def _run(spec: RowSpec, profiled: bool) -> RowResult:
+def run_recorder(spec: RowSpec, profiled: bool, ready: Callable[[], object] | None = None) -> RowResult:
+    """One recording as the row measures it; ``ready()`` is called once all is set up, before the clock starts."""
     path = spec.output
     try:
         split_options(spec.options)
@@ -56,6 +58,8 @@ def _run(spec: RowSpec, profiled: bool) -> RowResult:
             if profiled:
                 instrument(rec, clock, gl)
             meter = LoopMeter()
+            if ready is not None:
+                ready()
             meter.start()
             try:
                 for _ in range(spec.frames):
@@ -87,9 +91,9 @@ def _encoder_options(spec: RowSpec) -> dict[str, Any]:
 
 @row("glrec")
 def glrec_clean(spec: RowSpec) -> RowResult:
-    return _run(spec, profiled=False)
+    return run_recorder(spec, profiled=False)
 
 
 @row("glrec-profiled")
 def glrec_profiled(spec: RowSpec) -> RowResult:
-    return _run(spec, profiled=True)
+    return run_recorder(spec, profiled=True)

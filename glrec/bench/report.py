@@ -29,7 +29,8 @@ def table(doc: dict[str, Any]) -> str:
         f"fps: median of {doc['config']['repeat']} interleaved run(s); x naive: frames/s over naive-imageio's "
         "in the same run; cpu: cores busy;",
         "cpu ms/f: CPU time per frame (this process and its ffmpeg child; steadier than fps on a busy machine);",
-        "peak MB: process (+ ffmpeg child); stage columns: ms per frame (glrec rows: profiled pass).",
+        "peak MB: process (+ ffmpeg child); stage columns: ms per frame (glrec rows: profiled pass);",
+        "glrec-xN: N recordings at once, total frames/s; dataset:wN: samples/s with N workers (+ largest worker).",
         "",
     ]
     rows: list[list[str]] = []
@@ -42,8 +43,9 @@ def table(doc: dict[str, Any]) -> str:
             rows[-1][-1] = (s.get("reason") or "").splitlines()[0][:70] if s.get("reason") else ""
             continue
         ratio = s.get("x_reference")
-        mark = "" if s.get("reference") == "naive-imageio" else "*"
-        mem = f"{s['peak_rss_mb']:.0f}" + (f"+{s['child_peak_rss_mb']:.0f}" if s["row"] == "naive-imageio" else "")
+        mark = "" if ratio is None or s.get("reference") == "naive-imageio" else "*"
+        children = s["row"] == "naive-imageio" or s["row"].startswith("dataset:")  # ffmpeg; the dataset workers
+        mem = f"{s['peak_rss_mb']:.0f}" + (f"+{s['child_peak_rss_mb']:.0f}" if children else "")
         stages = s.get("stages_ms", {})
         cells = [_f(stages.get(k), ".2f") for k in STAGES]
         if "handoff" in stages:  # the GL thread's whole job (render + convert + readback)
@@ -56,7 +58,7 @@ def table(doc: dict[str, Any]) -> str:
     lines.append("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip())
     for r in rows:
         lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    if any(s.get("reference") == "naive-pyav" for s in doc["summary"] if s["status"] == "ok"):
+    if any(s.get("reference") == "naive-pyav" and s.get("x_reference") for s in doc["summary"] if s["status"] == "ok"):
         lines.append("* ratio to naive-pyav: naive-imageio did not run here")
     lines += ["", *x264_lines(doc), *summary_lines(doc)]
     return "\n".join(lines)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import multiprocessing as mp
+import re
 import tempfile
 import time
 import traceback
@@ -38,6 +39,7 @@ ROW_MODULES: list[str] = [
     "glrec.bench.pipeline",
     "glrec.bench.stages",
     "glrec.bench.gpu_stages",
+    "glrec.bench.scale",
     "glrec.bench.system",
 ]
 
@@ -51,7 +53,8 @@ def row_function(name: str) -> RowFunction:
 
     for module in ROW_MODULES:
         importlib.import_module(module)
-    fn = ROWS.get(name) or ROWS.get(name.rsplit(":", 1)[0])
+    base = name.rsplit(":", 1)[0]
+    fn = ROWS.get(name) or ROWS.get(base) or ROWS.get(re.sub(r"-x\d+$", "-xN", base))
     if fn is None:
         raise GlrecError(f"No benchmark row named {name!r}. Known: {', '.join(sorted(ROWS))}.")
     return fn
@@ -119,9 +122,10 @@ def plan(config: BenchConfig, workdir: str) -> list[RowSpec]:
                 row="", scene=scene, size=size, frames=config.frames_for(size), fps=config.fps,
                 preset=config.preset, crf=config.crf, workdir=workdir, gl_clock=config.gl_clock,
             )  # fmt: skip
-            compared = [*config.baselines[:1], *(b.row for b in backends), *config.baselines[1:]]
+            together = [f"glrec-x{n}:{b.name}" for n in config.processes for b in backends]
+            compared = [*config.baselines[:1], *(b.row for b in backends), *together, *config.baselines[1:]]
             for r in range(config.repeat):
-                specs += [_spec(base, name, backends, f"_r{r}") for name in compared]
+                specs += [_with_processes(_spec(base, name, backends, f"_r{r}")) for name in compared]
             if config.profile:
                 specs += [_spec(base, f"glrec-profiled:{b.name}", backends) for b in backends]
             if config.stages:
@@ -129,6 +133,13 @@ def plan(config: BenchConfig, workdir: str) -> list[RowSpec]:
                 for b in backends:
                     seen += [s for s in b.stage_rows if s not in seen]
                 specs += [_spec(base, s, backends) for s in seen]
+    for w in config.dataset_workers:
+        specs.append(
+            RowSpec(
+                row=f"dataset:w{w}", scene="table", size=(640, 480), frames=config.dataset_samples, workdir=workdir,
+                workers=w, dataset_shard_size=config.dataset_shard_size,
+            )
+        )  # fmt: skip
     if config.memory_frames:
         mem = RowSpec(
             row="glrec:cpu", scene=config.scenes[0], size=config.memory_size, fps=config.fps,
@@ -139,6 +150,12 @@ def plan(config: BenchConfig, workdir: str) -> list[RowSpec]:
     # First: the GL driver and the memory of an idle process, for the record.
     specs.insert(0, replace(specs[0], row="probe", frames=1, tag="", backend=None, options={}))
     return specs
+
+
+def _with_processes(spec: RowSpec) -> RowSpec:
+    """A ``glrec-xN:`` row carries its N."""
+    m = re.match(r"glrec-x(\d+):", spec.row)
+    return replace(spec, processes=int(m.group(1))) if m else spec
 
 
 def _memory_frames(config: BenchConfig) -> tuple[int, int]:

@@ -53,6 +53,9 @@ class RowSpec:
     workdir: str = "."
     gl_clock: str = "auto"
     tag: str = ""  # distinguishes repeated runs of the same row in file names
+    processes: int = 1  # glrec-xN rows: recordings at once
+    workers: str = ""  # dataset rows: local workers ("auto": the default count)
+    dataset_shard_size: int = 50  # dataset rows: samples per shard
 
     @property
     def output(self) -> Path:

@@ -145,6 +145,9 @@ def _cmd_record(args: argparse.Namespace) -> int:
 
 def _interrupted_output(args: argparse.Namespace | None) -> str:
     """What became of the output when a recording was cut short (the recorder has finished it)."""
+    note = getattr(args, "interrupted_note", None)  # a command that knows what it left (glrec dataset)
+    if note:
+        return str(note)
     rec = getattr(args, "recorder", None)
     out = getattr(args, "output", None)
     if rec is None:

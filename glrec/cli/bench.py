@@ -58,6 +58,19 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "--repeat", type=int, help=f"interleaved runs of each compared row, median kept (default {d.repeat})"
     )
     m.add_argument("--no-stages", action="store_true", help="skip the stage-alone rows")
+    m.add_argument(
+        "--processes", type=_counts, metavar="N[,N...]",
+        help="also glrec-xN:BACKEND rows: N recordings at once (own processes), their total frames/s",
+    )  # fmt: skip
+    m.add_argument(
+        "--dataset-workers", metavar="LIST",
+        help="dataset:wN rows: examples/dataset.toml's spec with N local workers; counts or auto, or none "
+        f"(default {','.join(d.dataset_workers)}; none with --quick)",
+    )  # fmt: skip
+    m.add_argument("--dataset-samples", type=int, help=f"samples of each dataset row (default {d.dataset_samples})")
+    m.add_argument(
+        "--dataset-shard-size", type=int, help=f"samples per shard of the dataset rows (default {d.dataset_shard_size})"
+    )
     m.add_argument("--no-profile", action="store_true", help="skip the profiled pass (per-stage times of glrec)")
     m.add_argument(
         "--memory-frames", type=int, help=f"memory check with N and 10N frames, 0 = off (default {d.memory_frames})"
@@ -87,16 +100,28 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_cmd_bench)
 
 
+def _counts(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(t) for t in parse_list(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of counts such as 2 or 2,4,8") from None
+
+
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
     fields = {
         "scenes": args.scenes, "sizes": args.sizes, "frames": args.frames, "frames_large": args.frames_large,
         "backends": args.backends, "repeat": args.repeat, "memory_frames": args.memory_frames,
         "memory_size": args.memory_size, "preset": args.preset, "crf": args.crf, "fps": args.fps,
         "gl_clock": args.gl_clock, "timeout": args.timeout, "keep_outputs": args.keep_outputs,
+        "processes": args.processes, "dataset_samples": args.dataset_samples,
+        "dataset_shard_size": args.dataset_shard_size,
     }  # fmt: skip
     changes: dict[str, Any] = {k: v for k, v in fields.items() if v is not None}
     if args.baselines is not None:
         changes["baselines"] = () if args.baselines.strip() == "none" else parse_list(args.baselines)
+    if args.dataset_workers is not None:
+        none = args.dataset_workers.strip() == "none"
+        changes["dataset_workers"] = () if none else parse_list(args.dataset_workers)
     if args.no_stages:
         changes["stages"] = False
     if args.no_profile:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from ..errors import ConfigError
@@ -43,8 +42,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="run shards as Ray tasks: on a new local cluster, or the cluster at ADDRESS (pip install 'glrec[ray]'); "
         "write it after SPEC, or as --ray=ADDRESS",
     )
-    p.add_argument("--retries", type=int, default=3, help="Ray: retries of a failed shard task (default 3)")
-    p.add_argument("--device", type=int, help="EGL device index (single process)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="local worker processes, each with its own GL context (default: one per usable core, at most "
+        "16 and at most one per shard; 1: all in this process); the shards are the same bytes for any N",
+    )
+    p.add_argument("--retries", type=int, help="Ray: retries of a failed shard task (default 3)")
+    p.add_argument("--device", type=int, help="EGL device index every local worker renders on")
     p.set_defaults(func=_cmd_dataset)
 
     v = sub.add_parser(
@@ -78,9 +84,15 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
     from ..dataset.spec import DatasetSpec
 
     spec = DatasetSpec.load(args.spec, allow_scene_outside=args.allow_scene_outside)
+    if args.retries is not None and args.ray is None:
+        raise ConfigError("--retries applies to Ray's shard tasks; add --ray, or leave --retries out.")
+    if args.workers is not None and args.ray is not None:
+        raise ConfigError("--workers sets local worker processes; with --ray, Ray places one per GPU or CPU. Pick one.")
     if args.only is not None:
-        if args.ray is not None or args.resume:
-            raise ConfigError("--only renders single samples here; it does not combine with --ray or --resume.")
+        if args.ray is not None or args.resume or args.workers is not None:
+            raise ConfigError(
+                "--only renders single samples in this process; it does not combine with --ray, --resume or --workers."
+            )
         paths = write_samples(spec, args.only, args.output, overwrite=args.overwrite, device=args.device)
         if not args.quiet:
             for path in paths:
@@ -88,7 +100,7 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
                 print(f"{path}: seed {meta['seed']}, params {json.dumps(meta['params'])}")
         return 0
     bar = tqdm(total=spec.samples, unit="sample", disable=args.quiet or None, dynamic_ncols=True, leave=False)
-    options = {"max_retries": args.retries} if args.ray is not None else None
+    options = {"max_retries": args.retries} if args.retries is not None else None
     try:
         result = generate(
             spec,
@@ -96,13 +108,13 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
             resume=args.resume,
             overwrite=args.overwrite,
             ray=args.ray,
+            workers=args.workers,
             device=args.device,
             progress=bar.update,
             ray_options=options,
         )
     except KeyboardInterrupt:
-        bar.close()
-        print(f"glrec: stopped; complete shards in {args.output} are kept: run again with --resume.", file=sys.stderr)
+        args.interrupted_note = f"the complete shards in {args.output} are kept: run again with --resume."
         raise
     finally:
         bar.close()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigError
 from ..scenes.capabilities import classes_of
 from .folder import FORMAT, FORMAT_VERSION, DatasetFolder
 from .render import Sample, SampleRenderer, check_scene
@@ -44,6 +45,7 @@ class DatasetResult:
     shards_skipped: int  # complete before this run (resume)
     samples_rendered: int
     wall_seconds: float
+    workers: int = 1  # local worker processes that rendered (1: this process, or Ray's actors)
 
     @property
     def samples_per_second(self) -> float:
@@ -51,9 +53,10 @@ class DatasetResult:
 
     def summary(self) -> str:
         skipped = f", {self.shards_skipped} already complete" if self.shards_skipped else ""
+        on = f" on {self.workers} workers" if self.workers > 1 else ""
         return (
-            f"{self.path}: {self.samples} samples in {self.shards} shards{skipped}; rendered {self.samples_rendered} "
-            f"in {self.wall_seconds:.1f} s = {self.samples_per_second:.1f} samples/s"
+            f"{self.path}: {self.samples} samples in {self.shards} shards{skipped}; rendered {self.samples_rendered}"
+            f"{on} in {self.wall_seconds:.1f} s = {self.samples_per_second:.1f} samples/s"
         )
 
 
@@ -104,6 +107,7 @@ def generate(
     resume: bool = False,
     overwrite: bool = False,
     ray: str | None = None,
+    workers: int | None = None,
     device: int | None = None,
     progress: Progress | None = None,
     ray_options: dict[str, Any] | None = None,
@@ -112,16 +116,37 @@ def generate(
 
     Defaults: a new or empty ``out``; a folder holding a dataset is refused unless
     ``resume`` (same spec: complete shards are kept, the rest redone) or
-    ``overwrite``. ``ray``: None renders here; ``""`` starts or joins Ray as
-    ``ray.init()`` does; an address joins that cluster. ``progress(n)`` is called
-    as samples finish.
+    ``overwrite``. ``workers``: local worker processes, each with its own GL
+    context (None: one per usable core, at most 16 and at most one per pending
+    shard; 1: everything in this process); the shards are the same bytes whatever
+    the count. ``ray``: None renders on this machine; ``""`` starts or joins Ray as
+    ``ray.init()`` does; an address joins that cluster (Ray then places the
+    workers, so ``workers`` is refused with it). ``device``: the EGL device every
+    local worker renders on. ``progress(n)`` is called as samples finish.
 
     >>> glrec.dataset.generate("examples/dataset.toml", "out/")  # doctest: +SKIP
     DatasetResult(path=PosixPath('out'), samples=200, ...)
     """
     from ..scenes import load_scene
+    from .local import (
+        MAX_DEFAULT_WORKERS,
+        colour_factory,
+        colour_stays_here,
+        resolve_workers,
+        run_workers,
+        usable_cores,
+    )
 
+    if ray is not None and workers is not None:
+        raise ConfigError(
+            "workers= sets local worker processes; with ray= Ray starts one worker per GPU (or per CPU) of the "
+            "cluster. Leave one of them out."
+        )
+    resolve_workers(workers, 1)  # a bad count is refused before anything is written
     spec = _as_spec(spec)
+    colour = colour_factory(spec) if ray is None and workers != 1 else None
+    if colour is None and workers is not None and workers > 1:
+        raise colour_stays_here(spec)
     scene = load_scene(spec.scene_ref())
     check_scene(scene, spec)  # before anything is written
     info = dataset_info(spec, scene)
@@ -147,13 +172,26 @@ def generate(
         log.info("%s: %d of %d shards already complete", out, skipped, spec.shards)
         if progress is not None:
             progress(sum(len(r["samples"]) for r in records.values()))
+    used = 1
     if pending:
         if ray is not None:
             from .ray_backend import run_on_ray
 
             records.update(run_on_ray(spec, folder, pending, address=ray, progress=progress, **(ray_options or {})))
         else:
-            records.update(run_local(spec, folder, pending, device, progress))
+            used = resolve_workers(workers, len(pending))
+            if workers is None and used < min(MAX_DEFAULT_WORKERS, usable_cores()):
+                log.info("%d shard(s) to render: %d worker(s) of the %d cores; a smaller shard_size uses more",
+                         len(pending), used, usable_cores())  # fmt: skip
+            if used > 1 and colour is None:
+                log.info(
+                    "colour encoder %s cannot go to worker processes: one process renders", spec.output.rgb_encoder
+                )
+                used = 1
+            if used > 1:
+                records.update(run_workers(spec, folder, pending, used, device, progress, colour))
+            else:
+                records.update(run_local(spec, folder, pending, device, progress))
     try:
         folder.write_manifest([records[s] for s in range(spec.shards)])
         info["status"] = "complete"
@@ -164,7 +202,9 @@ def generate(
             raise full from exc
         raise
     rendered = sum(len(spec.shard_range(s)) for s in pending)
-    return DatasetResult(Path(out), spec.samples, spec.shards, skipped, rendered, time.perf_counter() - started)
+    return DatasetResult(
+        Path(out), spec.samples, spec.shards, skipped, rendered, time.perf_counter() - started, workers=used
+    )
 
 
 def render_sample(spec: DatasetSpec | str | os.PathLike[str], index: int, *, device: int | None = None) -> Sample:

@@ -123,6 +123,8 @@ class ShardWorker:
         self._colour: ColourEncoder | None = None
         self._renderer_name: str | None = None
         self._pool: ThreadPoolExecutor | None = None
+        #: The sample whose draw or encoding raised in the last failed :meth:`run` (None: no failure yet).
+        self.failed_index: int | None = None
 
     def _render_info(self, ctx: Any) -> dict[str, Any]:
         if self._renderer_name is None:  # ctx.info queries every GL limit: once per worker
@@ -195,8 +197,12 @@ class ShardWorker:
             self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="glrec-dataset-encode")
         return self._pool.submit(self._encode, sample, video)
 
-    def run(self, shard: int, progress: Progress | None = None) -> dict[str, Any]:
-        """Render ``shard`` completely and write its record; on any error nothing of it remains."""
+    def run(self, shard: int, progress: Progress | None = None, started: Progress | None = None) -> dict[str, Any]:
+        """Render ``shard`` completely and write its record; on any error nothing of it remains.
+
+        ``progress(1)`` is called as each sample is written, ``started(index)`` before each is drawn;
+        after an error :attr:`failed_index` names the sample that raised.
+        """
         spec, folder = self.spec, self.folder
         folder.clean(shard)
         writer: ShardWriter
@@ -209,9 +215,12 @@ class ShardWorker:
         lines: list[dict[str, Any]] = []
         # Samples being encoded, oldest first; bounded so memory stays flat whatever the shard size.
         pending: deque[tuple[Sample, dict[str, Any], Future[Encoded]]] = deque()
+        current: int | None = None
 
         def write_oldest() -> None:
+            nonlocal current
             sample, info, job = pending.popleft()
+            current = sample.index
             files, digests = job.result()
             writer.add(sample.key, files)
             lines.append(manifest_line(spec, sample, files, shard, where or sample.key, info, digests))
@@ -220,6 +229,9 @@ class ShardWorker:
 
         try:
             for index in spec.shard_range(shard):
+                current = index
+                if started is not None:
+                    started(index)
                 sample, video, info = self._draw(index)
                 pending.append((sample, info, self._submit(sample, video)))
                 while len(pending) > 2 * self.threads:
@@ -228,6 +240,7 @@ class ShardWorker:
                 write_oldest()
             result = writer.commit()
         except BaseException as exc:
+            self.failed_index = current
             for *_, job in pending:
                 job.cancel()
             wait([job for *_, job in pending])  # jobs already running finish; what they made is dropped

@@ -1,0 +1,136 @@
+"""Dataset samples/s by local worker count, side by side in one run, and whether the shards stay the same.
+
+    python benchmarks/dataset_workers.py --workers 1,2 --samples 200 --rounds 4 \\
+        --machine "2-core dev machine, Mesa llvmpipe" --json benchmarks/results/DATE_NAME.json
+    python benchmarks/dataset_workers.py --workers 1,2,4,8,16 --samples 800 --shard-size 25 --jpeg
+
+Every variant renders the same spec (``examples/dataset.toml`` by default: 640x480,
+all five passes) with ``generate(spec, out, workers=N)`` in a fresh process of its
+own (``1`` renders in that process, as glrec did before local workers; ``auto`` is
+the default count), timed from the call to its return: the workers' start-up,
+contexts and shader compilation included, the interpreter start and imports of the
+calling process not. Rounds run interleaved, every other one in reverse order
+(ABBA), so a neighbour's load spreads over all variants; reported per variant: the
+median samples/s, the median within-round ratio to the first variant, CPU seconds
+per sample of the process and its workers, and whether its shards are
+byte-identical to the first variant's of the same colour format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CHILD = r"""
+import dataclasses, json, resource, sys, time
+from glrec.dataset import DatasetSpec, generate
+spec_path, out, samples, shard_size, rgb, rgb_encoder, workers = sys.argv[1:8]
+spec = DatasetSpec.load(spec_path).with_(samples=int(samples), shard_size=int(shard_size))
+if rgb != "png":
+    spec = spec.with_(output=dataclasses.replace(spec.output, rgb=rgb, rgb_encoder=rgb_encoder))
+def cpu():
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+c0, t0 = cpu(), time.perf_counter()
+result = generate(spec, out, overwrite=True, workers=None if workers == "auto" else int(workers))
+seconds = time.perf_counter() - t0
+import glrec
+print("RESULT " + json.dumps({"seconds": seconds, "cpu": cpu() - c0, "workers": result.workers,
+                              "glrec": glrec.__file__}))
+"""
+
+
+def run_variant(spec: str, out: Path, args: argparse.Namespace, rgb: str, encoder: str, workers: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, "-c", CHILD, spec, str(out), str(args.samples), str(args.shard_size), rgb, encoder, workers]
+    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=args.timeout)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if proc.returncode != 0 or line is None:
+        raise SystemExit(f"workers={workers} {rgb} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(line[len("RESULT ") :])
+    if ROOT.resolve() not in Path(result["glrec"]).resolve().parents:
+        raise SystemExit(f"the benchmark meant to run glrec from {ROOT} imported {result['glrec']}")
+    return result
+
+
+def shards(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(root.glob("shard-*.tar"))}
+
+
+def commit() -> str | None:
+    proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return proc.stdout.strip() or None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--spec", default=str(ROOT / "examples" / "dataset.toml"))
+    ap.add_argument("--workers", default="1,auto", help="comma-separated counts, 'auto' = the default (1,auto)")
+    ap.add_argument("--samples", type=int, default=200, help="samples per run (default 200)")
+    ap.add_argument("--shard-size", type=int, default=50, help="samples per shard (default 50, as the example)")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds, median kept (default 3)")
+    ap.add_argument("--jpeg", action="store_true", help="also every count with JPEG colour")
+    ap.add_argument("--nvjpeg", action="store_true", help="JPEG colour through nvJPEG (GPU machine)")
+    ap.add_argument("--machine", default="", help="what the machine is, for the record")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds one run may take")
+    ap.add_argument("--json", type=Path, help="write the results here (default $OUT/dataset_workers.json)")
+    args = ap.parse_args()
+    spec = str(Path(args.spec).resolve())
+    counts = [w.strip() for w in args.workers.split(",") if w.strip()]
+    formats = [("png", "cpu")] + ([("jpg", "nvjpeg" if args.nvjpeg else "cpu")] if args.jpeg else [])
+    variants = [(f"{rgb}/{enc} workers={w}", rgb, enc, w) for rgb, enc in formats for w in counts]
+    runs: dict[str, list[dict[str, Any]]] = {v[0]: [] for v in variants}
+    identical: dict[str, bool] = {}
+    with tempfile.TemporaryDirectory(prefix="glrec-dataset-workers-") as tmp:
+        for r in range(max(1, args.rounds)):
+            for name, rgb, enc, w in variants if r % 2 == 0 else variants[::-1]:
+                out = Path(tmp) / name.replace("/", "-").replace(" ", "_").replace("=", "")
+                res = run_variant(spec, out, args, rgb, enc, w)
+                runs[name].append(res)
+                print(f"round {r + 1} {name:28} {args.samples / res['seconds']:7.1f} samples/s "
+                      f"({res['workers']} worker(s))", file=sys.stderr)  # fmt: skip
+            if r == 0:  # every variant has written its folder once
+                for name, rgb, enc, _ in variants:
+                    first = next(v[0] for v in variants if v[1:3] == (rgb, enc))
+                    path = lambda n: Path(tmp) / n.replace("/", "-").replace(" ", "_").replace("=", "")  # noqa: E731
+                    identical[name] = shards(path(name)) == shards(path(first))
+    cores = len(os.sched_getaffinity(0))
+    print(f"\n{args.samples} samples of {spec} in shards of {args.shard_size}, {cores} cores, "
+          f"{args.rounds} interleaved round(s), median:")  # fmt: skip
+    summary: dict[str, Any] = {}
+    for name, rgb, enc, _ in variants:
+        first = next(v[0] for v in variants if v[1:3] == (rgb, enc))
+        sps = statistics.median(args.samples / x["seconds"] for x in runs[name])
+        cpu = statistics.median(1e3 * x["cpu"] / args.samples for x in runs[name])
+        pairs = zip(runs[name], runs[first], strict=True)
+        ratio = statistics.median(b["seconds"] / a["seconds"] for a, b in pairs)
+        summary[name] = {"workers": runs[name][0]["workers"], "samples_per_s": sps, "x_first": ratio, "first": first,
+                         "cpu_ms_per_sample": cpu, "shards_identical_to_first": identical[name]}  # fmt: skip
+        print(f"  {name:28} {runs[name][0]['workers']:3d} worker(s) {sps:7.1f} samples/s  x{ratio:5.2f}  "
+              f"CPU {cpu:6.1f} ms/sample  shards identical: {identical[name]}")  # fmt: skip
+    doc = {
+        "benchmark": "dataset_workers", "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": args.machine, "cores": cores, "load_average_at_end": os.getloadavg(), "glrec_commit": commit(),
+        "spec": spec, "samples": args.samples, "shard_size": args.shard_size, "rounds": args.rounds,
+        "summary": summary, "runs": runs,
+    }  # fmt: skip
+    path = args.json or (Path(os.environ["OUT"]) / "dataset_workers.json" if os.environ.get("OUT") else None)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=1) + "\n")
+        print(f"results: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

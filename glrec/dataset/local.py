@@ -1,0 +1,316 @@
+"""One machine's cores: shards rendered by local worker processes, each with its own GL context.
+
+Each worker is a new interpreter (``python -m glrec.dataset.local``, started with
+``subprocess``: the ``spawn`` way, never a fork of a process that may already hold a
+GL or CUDA context, and without re-running the caller's main module as
+``multiprocessing``'s spawn would). It holds one
+:class:`~glrec.dataset.runner.ShardWorker` (context, scene, packer, encode threads)
+made once, and renders the shards the parent hands it, one at a time, lowest
+pending shard first. Workers write into ``OUT`` themselves; a shard's bytes depend
+only on the spec and the shard, so which worker renders it changes nothing.
+
+Messages go over one socket pair per worker (pickled): the parent sends the set-up,
+then shard numbers, then None; a worker answers ``("sample", index)`` before each
+draw, ``("progress", 1)`` as each sample is written, ``("done", shard, record)`` and
+``("failed", ...)``. A worker that raises, or dies (its socket closes), ends the run
+with one error naming the sample; the other workers are killed, finished shards stay
+for ``--resume``. Workers die with the parent (``PR_SET_PDEATHSIG``), so a killed run
+leaves nothing writing behind it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import traceback
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, Pipe, wait
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, DatasetError, GlrecError
+from .folder import DatasetFolder
+from .runner import Progress, ShardWorker
+from .spec import DatasetSpec
+
+__all__ = [
+    "MAX_DEFAULT_WORKERS",
+    "colour_factory",
+    "colour_stays_here",
+    "default_workers",
+    "resolve_workers",
+    "run_workers",
+    "usable_cores",
+]
+
+log = logging.getLogger("glrec")
+
+#: The default never starts more workers than this, whatever the core count: each holds a GL
+#: context, a scene and a few samples in memory, and 16 is the largest count measured
+#: (benchmarks/README.md, "Datasets on every core"). Ask for more with ``workers=N``.
+MAX_DEFAULT_WORKERS = 16
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its affinity mask, so ``taskset`` and container limits count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def default_workers(shards: int, cores: int | None = None) -> int:
+    """Workers when none are asked for: one per usable core, at most 16, at most one per pending shard."""
+    return max(1, min(MAX_DEFAULT_WORKERS, usable_cores() if cores is None else cores, shards))
+
+
+def resolve_workers(workers: int | None, shards: int) -> int:
+    """``workers`` checked (None: :func:`default_workers`); never more than the pending shards."""
+    if workers is None:
+        return default_workers(shards)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError(
+            f"workers {workers!r} must be a whole number of 1 or more (1: render in this process); leave it out "
+            f"for one per core (at most {MAX_DEFAULT_WORKERS})."
+        )
+    return max(1, min(workers, shards))
+
+
+def colour_factory(spec: DatasetSpec) -> bytes | None:
+    """The spec's colour encoder as the workers will register it (pickled), or None if it cannot travel.
+
+    An encoder registered in this process (:func:`~glrec.dataset.register_colour_encoder`) is
+    unknown to a new interpreter; a class or function importable by name goes with the set-up.
+    """
+    from .encode import COLOUR_ENCODERS
+
+    factory = COLOUR_ENCODERS.get((spec.output.rgb, spec.output.rgb_encoder))
+    if factory is None:
+        return pickle.dumps(None)  # unknown here too: the worker raises the same ConfigError as one process
+    try:
+        return pickle.dumps(factory)
+    except Exception:  # a lambda, a class defined inside a function
+        return None
+
+
+def colour_stays_here(spec: DatasetSpec) -> ConfigError:
+    """The error for workers asked for with a colour encoder that cannot reach them."""
+    return ConfigError(
+        f"Colour encoder {spec.output.rgb}/{spec.output.rgb_encoder} was registered as an object that worker "
+        "processes cannot import (a lambda or a local class); register a module-level class or function, or "
+        "use workers=1 (--workers 1)."
+    )
+
+
+@dataclass
+class _Worker:
+    number: int
+    proc: subprocess.Popen[bytes]
+    conn: Connection
+    shard: int | None = None
+    sample: int | None = None
+    done: list[int] = field(default_factory=list)
+
+
+def _child_env(cores_each: int) -> dict[str, str]:
+    env = dict(os.environ)
+    # The worker imports this very glrec (a checkout on sys.path, not another installed copy).
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    # llvmpipe starts a rasteriser thread per core in every context; the workers share the cores.
+    env.setdefault("LP_NUM_THREADS", str(cores_each))
+    return env
+
+
+def _start(number: int, setup: dict[str, Any], env: dict[str, str]) -> _Worker:
+    ours, theirs = Pipe(duplex=True)
+    fd = theirs.fileno()
+    cmd = [sys.executable, "-m", "glrec.dataset.local", str(fd), str(os.getpid())]
+    try:
+        proc = subprocess.Popen(cmd, pass_fds=(fd,), env=env, stdin=subprocess.DEVNULL)
+    finally:
+        theirs.close()  # the child holds its own copy; ours must go so its death reads as EOF
+    ours.send(setup)
+    return _Worker(number, proc, ours)
+
+
+def run_workers(
+    spec: DatasetSpec, folder: DatasetFolder, shards: list[int], workers: int, device: int | None,
+    progress: Progress | None, colour: bytes | None = None,
+) -> dict[int, dict[str, Any]]:  # fmt: skip
+    """Render ``shards`` on ``workers`` local processes and return their records by shard.
+
+    ``colour``: :func:`colour_factory` of the spec (made here when None).
+    """
+    colour = colour_factory(spec) if colour is None else colour
+    if colour is None:
+        raise colour_stays_here(spec)
+    queue = list(shards)
+    n = max(1, min(workers, len(queue)))
+    cores_each = max(1, usable_cores() // n)
+    setup = {
+        "spec": spec, "root": str(folder.root), "scratch": str(folder.scratch), "device": device,
+        "threads": min(8, cores_each), "log_level": log.getEffectiveLevel(), "colour": colour,
+    }  # fmt: skip
+    env = _child_env(cores_each)
+    log.info("%d shards on %d local workers, %d core(s) each", len(queue), n, cores_each)
+    records: dict[int, dict[str, Any]] = {}
+    pool: list[_Worker] = []
+    try:
+        for i in range(n):
+            pool.append(_start(i + 1, setup, env))
+        for w in pool:
+            _hand_out(w, queue)
+        while any(w.shard is not None for w in pool):
+            busy = [w for w in pool if w.shard is not None]
+            for conn in wait([w.conn for w in busy]):
+                w = next(x for x in busy if x.conn is conn)
+                _receive(w, records, progress)
+                if w.shard is None:
+                    _hand_out(w, queue)
+        for w in pool:
+            w.conn.send(None)  # done: the worker releases its context and exits
+        for w in pool:
+            w.proc.wait(timeout=60)
+    finally:
+        for w in pool:
+            if w.proc.poll() is None:
+                w.proc.kill()  # a failure elsewhere or an interrupt: this run ends here
+        for w in pool:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                w.proc.wait(timeout=10)
+            w.conn.close()
+            if w.shard is not None and w.proc.returncode is not None:
+                # What a stopped worker left of its shard goes, as one process removes its own on an
+                # error or Ctrl-C; complete shards stay for --resume.
+                with contextlib.suppress(OSError):
+                    folder.clean(w.shard)
+    return records
+
+
+def _hand_out(w: _Worker, queue: list[int]) -> None:
+    if queue:
+        w.shard = queue.pop(0)
+        w.sample = None
+        w.conn.send(w.shard)
+
+
+def _receive(w: _Worker, records: dict[int, dict[str, Any]], progress: Progress | None) -> None:
+    try:
+        msg = w.conn.recv()
+    except EOFError:
+        raise _died(w) from None
+    kind = msg[0]
+    if kind == "sample":
+        w.sample = msg[1]
+    elif kind == "progress":
+        if progress is not None:
+            progress(msg[1])
+    elif kind == "done":
+        records[msg[1]] = msg[2]
+        w.done.append(msg[1])
+        w.shard = None
+    elif kind == "failed":
+        raise _failed(w, *msg[1:])
+    else:  # pragma: no cover - a message this version does not send
+        raise DatasetError(f"Dataset worker {w.number} sent an unknown message {kind!r}.")
+
+
+def _died(w: _Worker) -> DatasetError:
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        w.proc.wait(timeout=10)
+    code = w.proc.returncode
+    if code is not None and code < 0 and -code in signal.valid_signals():
+        how = f"was killed by {signal.Signals(-code).name}"
+    else:
+        how = f"exited with status {code}" if code is not None else "stopped answering"
+    where = f"sample {w.sample} of shard {w.shard}" if w.sample is not None else f"shard {w.shard}"
+    return DatasetError(
+        f"Dataset worker {w.number} (pid {w.proc.pid}) {how} while rendering {where}; the finished shards are "
+        "kept: run again with --resume (resume=True), with --workers 1 to see the error in this process."
+    )
+
+
+def _failed(w: _Worker, shard: int, index: int | None, blob: bytes | None, name: str, text: str, tb: str) -> GlrecError:
+    """The worker's error as one error of this process, naming the sample; a glrec error keeps its class."""
+    log.debug("dataset worker %d failed:\n%s", w.number, tb)
+    original: BaseException | None = None
+    if blob is not None:
+        with contextlib.suppress(Exception):
+            original = pickle.loads(blob)
+    where = f"Sample {index} (shard {shard})" if index is not None else f"Shard {shard}"
+    if isinstance(original, GlrecError):
+        errno = getattr(original, "errno", None)
+        message = f"{where}: {original.strerror if errno is not None else text}"  # type: ignore[attr-defined]
+        with contextlib.suppress(Exception):
+            return type(original)(errno, message) if errno is not None else type(original)(message)
+        return DatasetError(message)
+    return DatasetError(
+        f"{where} failed in dataset worker {w.number}: {name}: {text}. The finished shards are kept; fix the "
+        "cause and run again with --resume (resume=True); --workers 1 shows the traceback in this process."
+    )
+
+
+# -- the worker side ------------------------------------------------------------------------------
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (a kill -9 of the run stops every worker)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+
+def _serve(conn: Connection) -> None:
+    setup = conn.recv()
+    logging.basicConfig(format="glrec worker %(process)d: %(message)s", level=setup["log_level"])
+    spec: DatasetSpec = setup["spec"]
+    factory = pickle.loads(setup["colour"])
+    if factory is not None:
+        from .encode import register_colour_encoder
+
+        register_colour_encoder(spec.output.rgb, spec.output.rgb_encoder, factory)
+    folder = DatasetFolder(setup["root"], spec)
+    folder.scratch = Path(setup["scratch"])
+    with ShardWorker(spec, folder, setup["device"], threads=setup["threads"]) as worker:
+        while (shard := conn.recv()) is not None:
+            try:
+                record = worker.run(
+                    shard, progress=lambda n: conn.send(("progress", n)), started=lambda i: conn.send(("sample", i))
+                )
+            except BaseException as exc:
+                blob: bytes | None = None
+                with contextlib.suppress(Exception):
+                    data = pickle.dumps(exc)
+                    pickle.loads(data)  # only what the parent can read back
+                    blob = data
+                tb = "".join(traceback.format_exception(exc))
+                conn.send(("failed", shard, worker.failed_index, blob, type(exc).__name__, str(exc), tb))
+                return
+            conn.send(("done", shard, record))
+
+
+def main(argv: list[str]) -> int:
+    fd, parent = int(argv[0]), int(argv[1])
+    _die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
+    conn = Connection(fd)
+    try:
+        _serve(conn)
+    except (EOFError, BrokenPipeError):
+        return 1  # the parent went away
+    finally:
+        conn.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
