@@ -8,6 +8,7 @@ HTTP servers run on 127.0.0.1 in a thread and stop by themselves.
 from __future__ import annotations
 
 import http.server
+import os
 import shutil
 import subprocess
 import threading
@@ -223,3 +224,48 @@ def test_a_server_that_always_stalls_ends_with_what_came(tmp_path: Path) -> None
     assert shown == sorted(shown), shown
     assert any("kept the" in note and "nothing arrived" in note for note in result.notes), result.notes
     assert took < 60, took
+
+
+def test_a_pipe_without_a_writer_times_out(tmp_path: Path) -> None:
+    from glrec.errors import InputTimeoutError
+
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    with pytest.raises(InputTimeoutError, match="Nothing was written to the pipe"):
+        transcode(fifo, tmp_path / "out.mkv", input_timeout=1.0)
+    assert time.monotonic() - started < 20
+    assert not (tmp_path / "out.mkv").exists()
+
+
+def test_a_pipe_with_a_writer_is_read_whole(tmp_path: Path) -> None:
+    clip(tmp_path / "in.mkv", 30)
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        time.sleep(0.5)
+        with open(fifo, "wb") as w:
+            w.write((tmp_path / "in.mkv").read_bytes())
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    result = transcode(fifo, tmp_path / "out.mkv", input_timeout=10.0, fps=30)
+    writer.join(10)
+    assert result.frames == 30
+    assert_same_pictures(frames_of(tmp_path / "out.mkv"), frames_of(tmp_path / "in.mkv"))
+
+
+def test_sigterm_while_waiting_for_a_pipe_finishes_with_130(tmp_path: Path) -> None:
+    import signal
+    import sys
+
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([sys.executable, "-m", "glrec", "record", str(fifo), "-o", str(tmp_path / "out.mkv"),
+                             "--input-timeout", "30"], stderr=subprocess.PIPE, text=True)  # fmt: skip
+    time.sleep(3.0)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "Interrupted system call" not in err

@@ -39,7 +39,7 @@ import av
 
 from ..errors import InputError
 from .formats import FORMATS, cpu_fallback
-from .media import InputSpec, open_container, open_error, video_stream
+from .media import InputSpec, close_container, open_container, open_error, video_stream
 
 log = logging.getLogger("glrec")
 
@@ -183,7 +183,7 @@ class DecodeWorker:
             return
         container, self._container = self._container, None
         if container is not None:
-            container.close()
+            close_container(container)
         self._closed()
 
     def _discard(self, pic: Picture) -> None:
@@ -374,7 +374,7 @@ class DecodeWorker:
         log.warning("%s broke (%s); reconnecting in %.2g s (attempt %d of %d)", self.spec.label, exc, wait,
                     attempt, self.retries)  # fmt: skip
         if self._container is not None:
-            self._container.close()
+            close_container(self._container)
             self._container = None
         gone = time.monotonic()
         if self._broke_at is None:  # the break began when the last picture came (a stalled read waited too)

@@ -21,7 +21,9 @@ import glob
 import logging
 import os
 import re
+import select
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,7 +89,15 @@ def looks_like_input(text: str) -> bool:
     if is_url(text) or _CAMERA.match(text):
         return True
     suffix = Path(text.partition("?")[0]).suffix.lower()
-    return suffix in VIDEO_SUFFIXES or suffix in IMAGE_SUFFIXES
+    return suffix in VIDEO_SUFFIXES or suffix in IMAGE_SUFFIXES or _is_pipe(text)
+
+
+def _is_pipe(text: str) -> bool:
+    """A named pipe (``mkfifo``): another program's output, whatever its name says."""
+    try:
+        return stat.S_ISFIFO(os.stat(text).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def classify(
@@ -158,8 +168,16 @@ def open_container(spec: InputSpec) -> av.container.InputContainer:
     """Open ``spec`` with PyAV, turning FFmpeg's failures into glrec errors that say what to do."""
     # Files get a generous bound too: a file on a stalled network mount must not hang forever.
     bound = spec.timeout if spec.live else max(spec.timeout, 30.0)
+    pipe = _wait_for_writer(spec) if spec.kind in ("file", "image") else None
     try:
-        return av.open(spec.source, "r", format=spec.format, options=dict(spec.options), timeout=(bound, bound))
+        # A named pipe is read through the descriptor that waited for its writer: opening the path again
+        # would block once the writer has finished (a pipe without a writer cannot be opened).
+        source = spec.source if pipe is None else f"pipe:{pipe}"
+        container = av.open(source, "r", format=spec.format, options=dict(spec.options), timeout=(bound, bound))
+        if pipe is not None:
+            _PIPES[id(container)] = pipe  # FFmpeg's pipe: protocol leaves the descriptor open: close_container
+            pipe = None
+        return container
     except av.ExitError as exc:  # the interrupt callback fired: nothing came within the bound
         raise InputTimeoutError(
             f"No answer from {spec.label!r} within {bound:g} s; check that the sender or camera is running "
@@ -167,6 +185,48 @@ def open_container(spec: InputSpec) -> av.container.InputContainer:
         ) from exc
     except av.FFmpegError as exc:
         raise open_error(spec, exc) from exc
+    finally:
+        if pipe is not None:  # opening failed
+            os.close(pipe)
+
+
+#: Descriptors of named pipes, by the id of the container reading them (closed by close_container).
+_PIPES: dict[int, int] = {}
+
+
+def close_container(container: av.container.InputContainer) -> None:
+    """Close an input opened by :func:`open_container`, and the pipe descriptor it reads, if any."""
+    try:
+        container.close()
+    finally:
+        fd = _PIPES.pop(id(container), None)
+        if fd is not None:
+            os.close(fd)
+
+
+def _wait_for_writer(spec: InputSpec) -> int | None:
+    """A named pipe: wait (``spec.timeout`` at most) until its writer has written, holding it open meanwhile.
+
+    FFmpeg's own open of a pipe blocks until a writer comes, for ever and beyond its timeout; opening
+    it here without blocking and polling bounds that wait. The descriptor returned stays open until
+    FFmpeg has the pipe too, so the writer never finds it without a reader. None for other files.
+    """
+    if not _is_pipe(spec.source):
+        return None
+    fd = os.open(spec.source, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        if not poller.poll(spec.timeout * 1000):
+            raise InputTimeoutError(
+                f"Nothing was written to the pipe {spec.label!r} within {spec.timeout:g} s; start the program "
+                "that writes it first, or allow longer with --input-timeout."
+            )
+        os.set_blocking(fd, True)  # FFmpeg reads it as it reads a pipe: waiting for the writer's data
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def open_error(spec: InputSpec, exc: BaseException) -> InputError:

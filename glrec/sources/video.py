@@ -27,7 +27,7 @@ from ..gl import glsl
 from .audio import AudioPassthrough
 from .decode import DecodeWorker, Picture
 from .formats import FORMATS, ColourChoice
-from .media import InputSpec, classify, open_container, video_stream
+from .media import InputSpec, classify, close_container, open_container, video_stream
 from .timeline import Timeline, stamp_tolerance
 
 log = logging.getLogger("glrec")
@@ -130,7 +130,7 @@ class VideoSource:
             others = [s for s in container.streams if s.type not in ("video", "audio")]
             self.other_streams = [f"{s.type} #{s.index}" for s in others]
         except BaseException:
-            container.close()
+            close_container(container)
             raise
         worker = self._start(container)
         timeline = Timeline(lambda: self._worker, self._reopen, label=self.spec.label, live=self.live,
