@@ -139,11 +139,14 @@ def _shown(value: object) -> str:
 
 def reference(tables: Iterable[type], intro: str) -> str:
     """The reference of ``tables`` in Markdown: a heading, ``intro``, then one table of options each."""
+    tables = tuple(tables)
     lines = ["# glrec options", "", intro, ""]
     for table in tables:
+        # a table composed of others listed here (VideoOptions of the encoders' tables) shows its own options only
+        inherited = {n for t in tables if t is not table and issubclass(table, t) for n in t.names()}  # type: ignore[attr-defined]
         lines += [f"## {table.__name__}", "", (table.__doc__ or "").strip(), ""]
         lines += ["| keyword | CLI | default | meaning |", "|---|---|---|---|"]
-        for f, spec in declared(table):
+        for f, spec in ((f, s) for f, s in declared(table) if f.name not in inherited):
             flags = ", ".join(f"`{s}`" for s in spec.flags) or "(Python only)"
             default = "—" if f.default in (None, MISSING) else f"`{_shown(f.default)}`"
             lines.append(f"| `{f.name}` | {flags} | {default} | {spec.help.replace('%%', '%')} |")

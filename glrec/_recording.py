@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from ._lifecycle import deferred_signals, frame_gate, track, untrack
 from .errors import ContextThreadError, GlrecError, SceneError
 from .gl.context import GLContext
-from .options import PipelineOptions, VideoOptions, split_options
+from .options import PipelineOptions, VideoOptions, split_options, with_output_codec
 from .pipeline import StageTimers
 from .pipeline.session import Session
 from .result import RecordResult
@@ -53,6 +53,7 @@ class Recording:
         **options: object,
     ) -> None:
         video, pipeline = split_options(options)
+        video = with_output_codec(video, path if sink is None else None)  # -o x.hevc: hevc, the only one it takes
         self.options = VideoOptions.create(**video)
         self.pipeline_options = PipelineOptions.parse(pipeline)
         # A given sink (a network stream, say) replaces the file; path then only names it.

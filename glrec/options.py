@@ -18,6 +18,7 @@ through the pipeline's plan, still before any GL object exists.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -37,20 +38,23 @@ from ._values import (
     parse_size,
 )
 from .colour import ColourSpec, Matrix, Range
+from .encoders.cpu_options import CpuOptions
+from .encoders.jpeg_options import JpegOptions
+from .encoders.nvenc_options import NvencOptions
+from .encoders.registry import ENCODERS
 from .errors import ConfigError
+from .sinks.registry import sole_codec
 
 __all__ = [
     "DEFAULT_SECONDS", "InputOptions", "LengthOptions", "PipelineOptions", "VideoOptions", "add_flags", "check_choice",
     "check_number", "declared", "frame_count", "option", "parse_bitrate", "parse_fps", "parse_size", "reference",
-    "split_options", "values_from_args",
+    "split_options", "values_from_args", "with_output_codec",
 ]  # fmt: skip
 
 Codec = Literal["h264", "hevc", "av1", "mjpeg"]
 EncoderName = Literal["auto", "cpu", "nvenc", "nvjpeg"]
 PixelFormat = Literal["yuv420p", "nv12", "yuv444p", "rgba"]  # rgba: NVENC's ABGR input
 HandoffName = Literal["auto", "host", "register", "shared"]
-Tuning = Literal["hq", "ll", "ull", "lossless"]
-RateControl = Literal["vbr", "cbr", "constqp"]
 OddSize = Literal["error", "pad"]
 ContextMode = Literal["own", "current"]  # glrec's own EGL context, or the one current on the calling thread
 ArrayConvert = Literal["auto", "gl", "cpu"]
@@ -67,8 +71,11 @@ def _process(value: object) -> Any:
 
 
 @dataclass(frozen=True)
-class VideoOptions(OptionTable):
-    """How frames become a stream. Build with :meth:`create`; every field is one option."""
+class VideoOptions(NvencOptions, JpegOptions, CpuOptions, OptionTable):
+    """How frames become a stream, with every encoder's own options. Build with :meth:`create`."""
+
+    # The encoders' own tables (CpuOptions, JpegOptions, NvencOptions) are declared beside the encoders
+    # in glrec/encoders/ and composed here; the plan refuses an option of an encoder other than the chosen one.
 
     size: tuple[int, int] = option(
         (1280, 720), "picture size WIDTHxHEIGHT", parse_size, flags=_flag("size"), metavar="WxH"
@@ -115,26 +122,12 @@ class VideoOptions(OptionTable):
         None, "B-frames between references", _number("bframes", 0, 16, integer=True, example="0 or 2"),
         flags=_flag("bframes"),
     )  # fmt: skip
-    quality: int = option(
-        90, "JPEG quality 1-100 (mjpeg, nvjpeg)", _number("JPEG quality", 1, 100, integer=True, example="90"),
-        flags=_flag("quality"),
-    )  # fmt: skip
     pad: bool = option(
         False,
         "pad odd sizes to even for 4:2:0 by repeating the edge",
         _boolean("pad"),
         flags=_flag("pad"),
         boolean=True,
-    )
-    threads: int | None = option(
-        None, "CPU encoder threads (default: the encoder picks, x264 1.5 per core)",
-        _number("threads", 1, 256, integer=True, example="4"), flags=_flag("threads"),
-    )  # fmt: skip
-    tuning: Tuning | None = option(
-        None, "NVENC tuning: hq, ll, ull or lossless", _choice("NVENC tuning", Tuning), flags=_flag("tuning")
-    )
-    rc: RateControl | None = option(
-        None, "NVENC rate control: vbr, cbr or constqp", _choice("NVENC rate control", RateControl), flags=_flag("rc")
     )
     encoder_options: tuple[tuple[str, str], ...] = option(
         (), "passed to the encoder as is, after glrec's own settings (PyAV codec options, NVENC keywords)",
@@ -165,7 +158,8 @@ class VideoOptions(OptionTable):
         colour_range = colour_range or ("full" if codec == "mjpeg" else "limited")
         if sum(x is not None for x in (self.crf, self.qp, self.bitrate)) > 1:
             raise ConfigError("Give at most one of crf, qp and bitrate: they are alternative rate controls.")
-        if self.pix_fmt == "rgba" and (codec == "mjpeg" or self.encoder in ("cpu", "nvjpeg")):
+        takers = [r.name for r in ENCODERS.values() if self.pix_fmt in r.pix_fmts and codec in r.codecs]
+        if self.pix_fmt == "rgba" and (not takers or self.encoder not in ("auto", *takers)):
             raise ConfigError("pix_fmt rgba is NVENC's ABGR input; use yuv420p, nv12 or yuv444p here.")
         if codec == "av1" and self.pix_fmt == "yuv444p":
             raise ConfigError("AV1 here is 4:2:0: SVT-AV1 takes yuv420p only, NVENC yuv420p, nv12 or rgba.")
@@ -326,6 +320,18 @@ def frame_count(fps: float, seconds: object = None, frames: object = None) -> in
     return n
 
 
+def with_output_codec(video: Mapping[str, object], target: str | os.PathLike[str] | None) -> dict[str, object]:
+    """``video`` with the codec the output implies when none is given and only one fits (``-o x.hevc``: hevc).
+
+    >>> with_output_codec({}, "clip.ivf")["codec"]
+    'av1'
+    """
+    if video.get("codec") is not None or target is None:
+        return dict(video)
+    codec = sole_codec(target)
+    return dict(video) if codec is None else {**video, "codec": codec}
+
+
 def split_options(values: Mapping[str, object]) -> tuple[dict[str, object], dict[str, object]]:
     """Split ``Recorder``-style keywords into video and pipeline options; unknown names raise."""
     video, pipeline = {}, {}
@@ -342,8 +348,10 @@ def split_options(values: Mapping[str, object]) -> tuple[dict[str, object], dict
 
 def reference() -> str:
     """The option reference in Markdown (``python -m glrec.options > docs/options.md``)."""
-    tables = (VideoOptions, PipelineOptions, LengthOptions, InputOptions)
-    return _reference(tables, "Generated from `glrec/options.py` (`python -m glrec.options`).")
+    tables = (VideoOptions, CpuOptions, JpegOptions, NvencOptions, PipelineOptions, LengthOptions, InputOptions)
+    intro = ("Generated from the declarations (`python -m glrec.options`): `glrec/options.py`, and each encoder's "
+             "own table beside it in `glrec/encoders/*_options.py`.")  # fmt: skip
+    return _reference(tables, intro)
 
 
 if __name__ == "__main__":  # pragma: no cover

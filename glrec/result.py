@@ -17,6 +17,8 @@ class RecordResult:
     bytes: int
     encoder: str
     codec: str = ""  # h264, hevc, av1, mjpeg ("" where not known)
+    #: Why ``encoder="auto"`` passed over the encoders it tried before this one ("" when it did not).
+    fallback: str = ""
 
     @property
     def fps_achieved(self) -> float:
@@ -37,5 +39,5 @@ class RecordResult:
         return (
             f"{self.path}: {self.frames} frames ({self.seconds:.2f} s of video) in {self.wall_seconds:.2f} s "
             f"= {self.fps_achieved:.1f} fps, {self.bytes / 1e6:.2f} MB, {self.bitrate / 1e6:.2f} Mbit/s, "
-            f"encoder {self.encoder}"
+            f"encoder {self.encoder}" + (f" (auto: {self.fallback})" if self.fallback else "")
         )

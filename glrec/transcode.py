@@ -32,7 +32,7 @@ from .recorder import Recorder
 from .result import RecordResult
 from .scenes import Scene, load_scene
 from .scenes.shadertoy import ShadertoyScene
-from .sinks.registry import is_url, output_kind
+from .sinks.registry import is_url, output_kind, sole_codec
 from .sources import VideoSource, looks_like_input
 from .sources.audio import muxer_takes
 
@@ -192,7 +192,7 @@ def transcode(
     inputs = InputOptions.parse({k: v for k, v in options.items() if k in input_names})
     rec_options = {k: v for k, v in options.items() if k not in input_names}
     split_options(rec_options)  # an unknown keyword fails here, before the input is opened
-    codec = str(rec_options.get("codec", "h264"))
+    codec = str(rec_options.get("codec") or sole_codec(output) or "h264")  # the Recorder infers it the same way
     output_kind(output, codec)  # as should a bad output name
     channels = {**inputs.channels(), **(channels or {})}
     # Follow the input's own timestamps (every picture in order), also for a network stream or camera.

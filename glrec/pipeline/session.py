@@ -115,4 +115,5 @@ class Session:
         frames = worker.frames_written if own_file else worker.frames_encoded
         size = path.stat().st_size if own_file and path.exists() else worker.sink.bytes_written
         wall = time.perf_counter() - started
-        return RecordResult(path, frames, frames / video.fps, wall, size, self.encoder_name, video.codec)
+        fallback = "; ".join(self.plan.fallbacks)
+        return RecordResult(path, frames, frames / video.fps, wall, size, self.encoder_name, video.codec, fallback)

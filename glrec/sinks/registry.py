@@ -114,6 +114,13 @@ def output_kind(target: str | os.PathLike[str], codec: str) -> OutputKind:
     return kind
 
 
+def sole_codec(target: str | os.PathLike[str]) -> str | None:
+    """The one codec ``target`` can carry (``.hevc``: hevc, ``.ivf``: av1, ``.avi``/``.jpg``: mjpeg), else None."""
+    url = is_url(target)
+    kind = STREAMS.get(urlsplit(str(target)).scheme) if url else OUTPUTS.get(Path(target).suffix.lower())
+    return kind.codecs[0] if kind is not None and len(kind.codecs) == 1 else None
+
+
 def custom_output(codec: str) -> OutputKind:
     """The output kind of a sink the caller made (a network stream, a viewer): a container, not raw."""
     return OutputKind("custom", (codec,), "")
