@@ -18,7 +18,7 @@ import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._lifecycle import deferred_signals, frame_gate, track, untrack
 from .errors import ContextThreadError, GlrecError, SceneError
@@ -31,6 +31,11 @@ from .sinks import Sink, open_sink
 from .sinks.paths import check_output_path
 from .sinks.registry import OutputKind, custom_output, output_kind
 from .sources.frames import CudaFrameIn, FrameIn
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ._options_typed import RecorderOptions
 
 log = logging.getLogger("glrec")
 
@@ -50,7 +55,7 @@ class Recording:
         overwrite: bool = False,
         sink: Sink | None = None,
         sink_options: dict[str, Any] | None = None,
-        **options: object,
+        **options: Unpack[RecorderOptions],
     ) -> None:
         video, pipeline = split_options(options)
         video = with_output_codec(video, path if sink is None else None)  # -o x.hevc: hevc, the only one it takes

@@ -78,9 +78,16 @@ class VideoOptions(NvencOptions, JpegOptions, CpuOptions, OptionTable):
     # in glrec/encoders/ and composed here; the plan refuses an option of an encoder other than the chosen one.
 
     size: tuple[int, int] = option(
-        (1280, 720), "picture size WIDTHxHEIGHT", parse_size, flags=_flag("size"), metavar="WxH"
+        (1280, 720),
+        "picture size WIDTHxHEIGHT",
+        parse_size,
+        flags=_flag("size"),
+        metavar="WxH",
+        accepts="tuple[int, int] | str",
     )
-    fps: float = option(30.0, "frames per second (time of frame i is i / fps)", parse_fps, flags=_flag("fps"))
+    fps: float = option(
+        30.0, "frames per second (time of frame i is i / fps)", parse_fps, flags=_flag("fps"), accepts="float | str"
+    )
     codec: Codec = option(
         "h264", "h264, hevc, av1 (.ivf) or mjpeg (.mkv/.mov/.avi, frames_%%06d.jpg)", _choice("codec", Codec),
         flags=_flag("codec"),
@@ -110,7 +117,9 @@ class VideoOptions(NvencOptions, JpegOptions, CpuOptions, OptionTable):
         None, "constant quantiser (0 is lossless for h264)",
         _number("qp", 0, 255, integer=True, example="0 for lossless h264, 20-30 typical"), flags=_flag("qp"),
     )  # fmt: skip
-    bitrate: int | None = option(None, "target bitrate, e.g. 8M or 2500k", parse_bitrate, flags=_flag("bitrate"))
+    bitrate: int | None = option(
+        None, "target bitrate, e.g. 8M or 2500k", parse_bitrate, flags=_flag("bitrate"), accepts="int | str | None"
+    )
     preset: str | None = option(
         None, "encoder preset (x264/x265 ultrafast..veryslow, default veryfast; SVT-AV1 0-13; NVENC p1-p7)", str,
         flags=_flag("preset"),
@@ -132,6 +141,7 @@ class VideoOptions(NvencOptions, JpegOptions, CpuOptions, OptionTable):
     encoder_options: tuple[tuple[str, str], ...] = option(
         (), "passed to the encoder as is, after glrec's own settings (PyAV codec options, NVENC keywords)",
         parse_encoder_options, flags=("-x", "--encoder-option"), metavar="KEY=VALUE", repeat=True,
+        accepts="Mapping[str, str] | Sequence[str | tuple[str, str]]",
     )  # fmt: skip
     live: bool = option(False, "tune the encoder for latency (glrec stream / serve set it)", _boolean("live"))
 
@@ -292,6 +302,7 @@ class InputOptions(OptionTable):
     input_options: tuple[tuple[str, str], ...] = option(
         (), "FFmpeg options for the input, e.g. input_format=mjpeg video_size=1280x720 (camera), rtsp_transport=udp",
         parse_encoder_options, flags=("--input-option",), metavar="KEY=VALUE", repeat=True,
+        accepts="Mapping[str, str] | Sequence[str | tuple[str, str]]",
     )  # fmt: skip
     input_format: str | None = option(
         None, "FFmpeg demuxer to force for the input (v4l2, mpegts, image2, ...)", str, flags=_flag("input-format")

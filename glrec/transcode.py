@@ -22,7 +22,7 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import moderngl
 
@@ -35,6 +35,11 @@ from .scenes.shadertoy import ShadertoyScene
 from .sinks.registry import is_url, output_kind, sole_codec
 from .sources import VideoSource, looks_like_input
 from .sources.audio import muxer_takes
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ._options_typed import TranscodeOptions
 
 log = logging.getLogger("glrec")
 
@@ -171,7 +176,7 @@ def transcode(
     overwrite: bool = False,
     progress: Callable[[int], None] | None = None,
     on_start: Callable[[Recorder], None] | None = None,
-    **options: Any,
+    **options: Unpack[TranscodeOptions],
 ) -> RecordResult:
     """Re-encode ``source`` into ``output``, drawing ``overlay`` over each frame.
 
@@ -190,7 +195,7 @@ def transcode(
     """
     input_names = set(InputOptions.names())
     inputs = InputOptions.parse({k: v for k, v in options.items() if k in input_names})
-    rec_options = {k: v for k, v in options.items() if k not in input_names}
+    rec_options: dict[str, Any] = {k: v for k, v in options.items() if k not in input_names}
     split_options(rec_options)  # an unknown keyword fails here, before the input is opened
     codec = str(rec_options.get("codec") or sole_codec(output) or "h264")  # the Recorder infers it the same way
     output_kind(output, codec)  # as should a bad output name
