@@ -41,7 +41,7 @@ from .colour import ColourSpec, Matrix, Range
 from .encoders.cpu_options import CpuOptions
 from .encoders.jpeg_options import JpegOptions
 from .encoders.nvenc_options import NvencOptions
-from .encoders.registry import ENCODERS
+from .encoders.registry import ENCODERS, EncoderName
 from .errors import ConfigError
 from .sinks.registry import sole_codec
 
@@ -52,7 +52,6 @@ __all__ = [
 ]  # fmt: skip
 
 Codec = Literal["h264", "hevc", "av1", "mjpeg"]
-EncoderName = Literal["auto", "cpu", "nvenc", "nvjpeg"]
 PixelFormat = Literal["yuv420p", "nv12", "yuv444p", "rgba"]  # rgba: NVENC's ABGR input
 HandoffName = Literal["auto", "host", "register", "shared"]
 OddSize = Literal["error", "pad"]
@@ -93,7 +92,8 @@ class VideoOptions(NvencOptions, JpegOptions, CpuOptions, OptionTable):
         flags=_flag("codec"),
     )  # fmt: skip
     encoder: EncoderName = option(
-        "auto", "auto (NVENC, nvJPEG or CPU; see glrec info), cpu, nvenc or nvjpeg", _choice("encoder", EncoderName),
+        "auto", f"auto (the first that fits of {', '.join(ENCODERS)}; see glrec info), or one of them",
+        _choice("encoder", EncoderName),
         flags=_flag("encoder"),
     )  # fmt: skip
     pix_fmt: PixelFormat = option(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ..errors import ConfigError
 from .cpu_options import CpuOptions
@@ -188,6 +188,9 @@ NVJPEG = EncoderRow(
     convert=_rgb24, held=NVJPEG_BATCH, refuse=_nvjpeg_refuse, problem=_nvjpeg_problem,
     absent="no {label} ({why})", chosen="MJPEG output, nvJPEG available", note="nvJPEG through nvImageCodec",
 )  # fmt: skip
+
+#: What ``encoder=`` takes, for the typed front door (tests keep it equal to ``auto`` and the rows' names).
+EncoderName = Literal["auto", "cpu", "nvenc", "nvjpeg"]
 
 #: Every encoder by name.
 ENCODERS: dict[str, EncoderRow] = {row.name: row for row in (NVENC, NVJPEG, CPU)}
