@@ -189,14 +189,11 @@ NVJPEG = EncoderRow(
     absent="no {label} ({why})", chosen="MJPEG output, nvJPEG available", note="nvJPEG through nvImageCodec",
 )  # fmt: skip
 
-NULL = EncoderRow("null", "the null encoder", ("mjpeg",), ("yuv420p", "yuv444p"), ("host",), "null:NullEncoder",
-                  note="throwaway")  # fmt: skip
-
 #: What ``encoder=`` takes, for the typed front door (tests keep it equal to ``auto`` and the rows' names).
-EncoderName = Literal["auto", "cpu", "nvenc", "nvjpeg", "null"]
+EncoderName = Literal["auto", "cpu", "nvenc", "nvjpeg"]
 
 #: Every encoder by name.
-ENCODERS: dict[str, EncoderRow] = {row.name: row for row in (NVENC, NVJPEG, CPU, NULL)}
+ENCODERS: dict[str, EncoderRow] = {row.name: row for row in (NVENC, NVJPEG, CPU)}
 #: What ``encoder="auto"`` tries, first to last: the first row that fits the options and runs here is taken.
 AUTO_ORDER: tuple[str, ...] = ("nvenc", "nvjpeg", "cpu")
 
