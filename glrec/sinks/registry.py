@@ -18,8 +18,8 @@ from ..errors import ConfigError
 from .paths import has_frame_pattern
 
 if TYPE_CHECKING:
-    from ..options import VideoOptions
     from . import Sink
+    from .stream import DescribesStream
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class OutputKind:
     fragmented: bool = False  # written fragmented while recording, rewritten normal on a clean close
     note: str = ""
 
-    def open(self, target: str | Path, options: VideoOptions, **kwargs: Any) -> Sink:
+    def open(self, target: str | Path, options: DescribesStream, **kwargs: Any) -> Sink:
         module, _, cls = self.sink.partition(":")
         sink_cls = getattr(importlib.import_module(f"glrec.sinks.{module}"), cls)
         return sink_cls(target, options, **kwargs)  # type: ignore[no-any-return]
