@@ -22,12 +22,12 @@ from ..convert.swscale import PACKED_FORMATS, SwsConverter
 from ..errors import EncoderError, EncoderUnavailableError
 from ..frame import HostFrame, Packet
 from ..interop import Frame
-from ..options import VideoOptions
 from ..timebase import frame_rate
 from .cpu_limits import CPU_ENCODERS
 from .latency import LIVE_PRESET, cpu_live_options, live_gop, one_frame_vbv
 
 if TYPE_CHECKING:
+    from ..options import VideoOptions
     from .registry import EncodeRequest
 
 log = logging.getLogger("glrec")

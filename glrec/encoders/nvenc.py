@@ -42,7 +42,6 @@ from ..cuda.pool import DeviceFrame
 from ..errors import ConfigError, EncoderError, EncoderUnavailableError
 from ..frame import Packet
 from ..interop import Frame
-from ..options import VideoOptions
 from . import device_frame
 from .latency import nvenc_live_options
 from .nvenc_options import nvenc_keywords
@@ -56,6 +55,7 @@ from .nvenc_probe import (
 from .vui import VuiWriter
 
 if TYPE_CHECKING:
+    from ..options import VideoOptions
     from .registry import EncodeRequest
 
 log = logging.getLogger("glrec")

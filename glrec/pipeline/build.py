@@ -27,13 +27,13 @@ from ..gl.context import GLContext, create_context, create_cuda_context
 from ..gl.target import RenderTarget
 from ..interop import Handoff
 from ..interop.handoff import cuda_handoff_kind, open_handoff
-from ..options import PipelineOptions, VideoOptions
 from ..sinks.registry import OutputKind
 from ..sources.direct import DirectFrames, direct_route
 from ..sources.writer import FrameWriter
 from .plan import Plan, make_plan, next_plan
 
 if TYPE_CHECKING:
+    from ..options import PipelineOptions, VideoOptions
     from ..process.stage import ProcessStage
 
 log = logging.getLogger("glrec")

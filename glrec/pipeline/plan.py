@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING
 
 from ..encoders.registry import AUTO_ORDER, EncodeRequest, EncoderRow, encoder_row
 from ..errors import ConfigError, EncoderUnavailableError
-from ..options import PipelineOptions, VideoOptions
 from ..sinks.registry import OutputKind
 
 if TYPE_CHECKING:
     from ..cuda.driver import CudaDevice
+    from ..options import PipelineOptions, VideoOptions
 
 log = logging.getLogger("glrec")
 
