@@ -130,7 +130,7 @@ def make_plan(
                     raise ConfigError(why)
                 unfit.append((row, why))
                 if video.codec in row.codecs:
-                    reasons.append(f"{row.label} cannot take these options ({why})")
+                    reasons.append(f"{row.label} cannot take these options ({why.rstrip('.')})")
                 continue
             if handoff == "host" and not row.reads_host:
                 if chosen:
@@ -153,8 +153,7 @@ def make_plan(
                         raise EncoderUnavailableError(
                             f"encoder {name} needs CUDA, which is unusable here: {cuda.problem}. Use --encoder cpu."
                         )
-                    reasons.append(f"{row.label} needs CUDA")
-                    continue
+                    continue  # "no CUDA: ..." is the reason, given once
             if dev is None and pipeline.cuda_device != 0 and cuda.problem is not None:
                 raise EncoderUnavailableError(
                     f"cuda_device {pipeline.cuda_device} was asked for, and CUDA is unusable here: {cuda.problem}. "
@@ -184,7 +183,7 @@ def _fit(
     if why is not None:
         if chosen:
             raise ConfigError(why)
-        reasons.append(f"{row.label} cannot take these options ({why})")
+        reasons.append(f"{row.label} cannot take these options ({why.rstrip('.')})")
         return None
     device = request.device
     via = "cuda" if device is not None else "host"
@@ -196,7 +195,7 @@ def _fit(
         reason = "host handoff asked for"
     else:
         if no_cuda is not None:
-            reasons.insert(0, f"no CUDA: {no_cuda}")
+            reasons.insert(0, f"no CUDA: {no_cuda.rstrip('.')}")
         said = "; ".join(reasons) if reasons else row.chosen
         reason = (said or "the first encoder that fits") + (f"; {row.label} fed from CUDA device frames" if fed else "")
     return Plan(row.name, plan_handoff, reason, device, convert=row.convert(request.video), fallbacks=tuple(reasons))
@@ -209,6 +208,7 @@ def _nothing_fits(
     listed = reasons + [f"{row.label}: {why}" for row, why in unfit if video.codec not in row.codecs]
     if no_cuda is not None:
         listed.insert(0, f"no CUDA: {no_cuda}")
+    listed = [r.rstrip(".") for r in listed]  # clauses of one sentence
     takers = [row for row, _ in unfit] + [encoder_row(n) for n in AUTO_ORDER]
     takers = [r for r in dict.fromkeys(takers) if video.pix_fmt in r.pix_fmts and video.codec in r.codecs]
     lead = "No encoder can record these options here"
