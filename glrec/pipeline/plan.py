@@ -99,6 +99,11 @@ class _Cuda:
         return self.device
 
 
+def _clause(text: str | None) -> str:
+    """``text`` to go inside a sentence (no full stop of its own)."""
+    return (text or "").rstrip(".")
+
+
 def make_plan(
     video: VideoOptions,
     pipeline: PipelineOptions,
@@ -146,17 +151,19 @@ def make_plan(
             if wants_cuda and dev is None:
                 if handoff in _CUDA_HANDOFFS:  # an explicit handoff is honoured or refused, never dropped
                     raise EncoderUnavailableError(
-                        f"handoff {handoff!r} needs CUDA: {cuda.problem}. Use handoff 'host' (or 'auto')."
+                        f"handoff {handoff!r} needs CUDA: {_clause(cuda.problem)}. Use handoff 'host' (or 'auto')."
                     )
                 if row.needs_cuda:
                     if chosen:
                         raise EncoderUnavailableError(
-                            f"encoder {name} needs CUDA, which is unusable here: {cuda.problem}. Use --encoder cpu."
+                            f"encoder {name} needs CUDA, which is unusable here: {_clause(cuda.problem)}. "
+                            "Use --encoder cpu."
                         )
                     continue  # "no CUDA: ..." is the reason, given once
             if dev is None and pipeline.cuda_device != 0 and cuda.problem is not None:
                 raise EncoderUnavailableError(
-                    f"cuda_device {pipeline.cuda_device} was asked for, and CUDA is unusable here: {cuda.problem}. "
+                    f"cuda_device {pipeline.cuda_device} was asked for, and CUDA is unusable here: "
+                    f"{_clause(cuda.problem)}. "
                     "Leave cuda_device unset for the host path."
                 )
             plan = _fit(row, replace(request, device=dev), chosen, handoff, reasons, cuda.problem)
