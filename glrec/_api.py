@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .options import VideoOptions, frame_count
 from .recorder import Recorder
@@ -12,6 +12,9 @@ from .result import RecordResult
 from .scenes import load_scene
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ._options_typed import RecordOptions, WriteVideoOptions
     from .scenes import Scene
 
 
@@ -22,7 +25,7 @@ def record(
     seconds: float | None = None,
     frames: int | None = None,
     progress: Callable[[int], None] | None = None,
-    **options: Any,
+    **options: Unpack[RecordOptions],
 ) -> RecordResult:
     """Render ``scene`` for ``seconds`` or ``frames`` (default 5 s, as the CLI) and write it to ``path``.
 
@@ -50,7 +53,7 @@ def write_video(
     *,
     fps: float | None = None,
     progress: Callable[[int], None] | None = None,
-    **options: Any,
+    **options: Unpack[WriteVideoOptions],
 ) -> RecordResult:
     """Write every picture of ``frames`` to ``path`` in one call; the size is the first frame's.
 

@@ -32,6 +32,7 @@ class OptionSpec:
     metavar: str | None
     boolean: bool
     repeat: bool  # the flag may be given several times (a list)
+    accepts: str | None = None  # what a caller may pass, as a type (for the typed front door); None: the field's type
 
 
 def option(
@@ -44,9 +45,14 @@ def option(
     boolean: bool = False,
     repeat: bool = False,
     default_factory: Callable[[], Any] | None = None,
+    accepts: str | None = None,
 ) -> Any:
-    """Declare one option: a dataclass field with its help text, CLI flag(s) and parser."""
-    spec = OptionSpec(help, parse, flags if flags is not None else (), metavar, boolean, repeat)
+    """Declare one option: a dataclass field with its help text, CLI flag(s) and parser.
+
+    ``accepts`` is the type a caller may pass where the parser takes more than the field's type
+    (``size``: a ``"640x360"`` string too); the typed front door (:mod:`glrec._options_typed`) uses it.
+    """
+    spec = OptionSpec(help, parse, flags if flags is not None else (), metavar, boolean, repeat, accepts)
     if default_factory is not None:
         return field(default_factory=default_factory, metadata={"glrec": spec})
     return field(default=default, metadata={"glrec": spec})
@@ -139,11 +145,14 @@ def _shown(value: object) -> str:
 
 def reference(tables: Iterable[type], intro: str) -> str:
     """The reference of ``tables`` in Markdown: a heading, ``intro``, then one table of options each."""
+    tables = tuple(tables)
     lines = ["# glrec options", "", intro, ""]
     for table in tables:
+        # a table composed of others listed here (VideoOptions of the encoders' tables) shows its own options only
+        inherited = {n for t in tables if t is not table and issubclass(table, t) for n in t.names()}  # type: ignore[attr-defined]
         lines += [f"## {table.__name__}", "", (table.__doc__ or "").strip(), ""]
         lines += ["| keyword | CLI | default | meaning |", "|---|---|---|---|"]
-        for f, spec in declared(table):
+        for f, spec in ((f, s) for f, s in declared(table) if f.name not in inherited):
             flags = ", ".join(f"`{s}`" for s in spec.flags) or "(Python only)"
             default = "—" if f.default in (None, MISSING) else f"`{_shown(f.default)}`"
             lines.append(f"| `{f.name}` | {flags} | {default} | {spec.help.replace('%%', '%')} |")

@@ -18,12 +18,12 @@ import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._lifecycle import deferred_signals, frame_gate, track, untrack
 from .errors import ContextThreadError, GlrecError, SceneError
 from .gl.context import GLContext
-from .options import PipelineOptions, VideoOptions, split_options
+from .options import PipelineOptions, VideoOptions, split_options, with_output_codec
 from .pipeline import StageTimers
 from .pipeline.session import Session
 from .result import RecordResult
@@ -31,6 +31,11 @@ from .sinks import Sink, open_sink
 from .sinks.paths import check_output_path
 from .sinks.registry import OutputKind, custom_output, output_kind
 from .sources.frames import CudaFrameIn, FrameIn
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ._options_typed import RecorderOptions
 
 log = logging.getLogger("glrec")
 
@@ -50,9 +55,10 @@ class Recording:
         overwrite: bool = False,
         sink: Sink | None = None,
         sink_options: dict[str, Any] | None = None,
-        **options: object,
+        **options: Unpack[RecorderOptions],
     ) -> None:
         video, pipeline = split_options(options)
+        video = with_output_codec(video, path if sink is None else None)  # -o x.hevc: hevc, the only one it takes
         self.options = VideoOptions.create(**video)
         self.pipeline_options = PipelineOptions.parse(pipeline)
         # A given sink (a network stream, say) replaces the file; path then only names it.

@@ -18,6 +18,7 @@ through the pipeline's plan, still before any GL object exists.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -37,20 +38,22 @@ from ._values import (
     parse_size,
 )
 from .colour import ColourSpec, Matrix, Range
+from .encoders.cpu_options import CpuOptions
+from .encoders.jpeg_options import JpegOptions
+from .encoders.nvenc_options import NvencOptions
+from .encoders.registry import ENCODERS, EncoderName
 from .errors import ConfigError
+from .sinks.registry import sole_codec
 
 __all__ = [
     "DEFAULT_SECONDS", "InputOptions", "LengthOptions", "PipelineOptions", "VideoOptions", "add_flags", "check_choice",
     "check_number", "declared", "frame_count", "option", "parse_bitrate", "parse_fps", "parse_size", "reference",
-    "split_options", "values_from_args",
+    "split_options", "values_from_args", "with_output_codec",
 ]  # fmt: skip
 
 Codec = Literal["h264", "hevc", "av1", "mjpeg"]
-EncoderName = Literal["auto", "cpu", "nvenc", "nvjpeg"]
 PixelFormat = Literal["yuv420p", "nv12", "yuv444p", "rgba"]  # rgba: NVENC's ABGR input
 HandoffName = Literal["auto", "host", "register", "shared"]
-Tuning = Literal["hq", "ll", "ull", "lossless"]
-RateControl = Literal["vbr", "cbr", "constqp"]
 OddSize = Literal["error", "pad"]
 ContextMode = Literal["own", "current"]  # glrec's own EGL context, or the one current on the calling thread
 ArrayConvert = Literal["auto", "gl", "cpu"]
@@ -67,19 +70,30 @@ def _process(value: object) -> Any:
 
 
 @dataclass(frozen=True)
-class VideoOptions(OptionTable):
-    """How frames become a stream. Build with :meth:`create`; every field is one option."""
+class VideoOptions(NvencOptions, JpegOptions, CpuOptions, OptionTable):
+    """How frames become a stream, with every encoder's own options. Build with :meth:`create`."""
+
+    # The encoders' own tables (CpuOptions, JpegOptions, NvencOptions) are declared beside the encoders
+    # in glrec/encoders/ and composed here; the plan refuses an option of an encoder other than the chosen one.
 
     size: tuple[int, int] = option(
-        (1280, 720), "picture size WIDTHxHEIGHT", parse_size, flags=_flag("size"), metavar="WxH"
+        (1280, 720),
+        "picture size WIDTHxHEIGHT",
+        parse_size,
+        flags=_flag("size"),
+        metavar="WxH",
+        accepts="tuple[int, int] | str",
     )
-    fps: float = option(30.0, "frames per second (time of frame i is i / fps)", parse_fps, flags=_flag("fps"))
+    fps: float = option(
+        30.0, "frames per second (time of frame i is i / fps)", parse_fps, flags=_flag("fps"), accepts="float | str"
+    )
     codec: Codec = option(
         "h264", "h264, hevc, av1 (.ivf) or mjpeg (.mkv/.mov/.avi, frames_%%06d.jpg)", _choice("codec", Codec),
         flags=_flag("codec"),
     )  # fmt: skip
     encoder: EncoderName = option(
-        "auto", "auto (NVENC, nvJPEG or CPU; see glrec info), cpu, nvenc or nvjpeg", _choice("encoder", EncoderName),
+        "auto", f"auto (the first that fits of {', '.join(ENCODERS)}; see glrec info), or one of them",
+        _choice("encoder", EncoderName),
         flags=_flag("encoder"),
     )  # fmt: skip
     pix_fmt: PixelFormat = option(
@@ -103,7 +117,9 @@ class VideoOptions(OptionTable):
         None, "constant quantiser (0 is lossless for h264)",
         _number("qp", 0, 255, integer=True, example="0 for lossless h264, 20-30 typical"), flags=_flag("qp"),
     )  # fmt: skip
-    bitrate: int | None = option(None, "target bitrate, e.g. 8M or 2500k", parse_bitrate, flags=_flag("bitrate"))
+    bitrate: int | None = option(
+        None, "target bitrate, e.g. 8M or 2500k", parse_bitrate, flags=_flag("bitrate"), accepts="int | str | None"
+    )
     preset: str | None = option(
         None, "encoder preset (x264/x265 ultrafast..veryslow, default veryfast; SVT-AV1 0-13; NVENC p1-p7)", str,
         flags=_flag("preset"),
@@ -115,10 +131,6 @@ class VideoOptions(OptionTable):
         None, "B-frames between references", _number("bframes", 0, 16, integer=True, example="0 or 2"),
         flags=_flag("bframes"),
     )  # fmt: skip
-    quality: int = option(
-        90, "JPEG quality 1-100 (mjpeg, nvjpeg)", _number("JPEG quality", 1, 100, integer=True, example="90"),
-        flags=_flag("quality"),
-    )  # fmt: skip
     pad: bool = option(
         False,
         "pad odd sizes to even for 4:2:0 by repeating the edge",
@@ -126,19 +138,10 @@ class VideoOptions(OptionTable):
         flags=_flag("pad"),
         boolean=True,
     )
-    threads: int | None = option(
-        None, "CPU encoder threads (default: the encoder picks, x264 1.5 per core)",
-        _number("threads", 1, 256, integer=True, example="4"), flags=_flag("threads"),
-    )  # fmt: skip
-    tuning: Tuning | None = option(
-        None, "NVENC tuning: hq, ll, ull or lossless", _choice("NVENC tuning", Tuning), flags=_flag("tuning")
-    )
-    rc: RateControl | None = option(
-        None, "NVENC rate control: vbr, cbr or constqp", _choice("NVENC rate control", RateControl), flags=_flag("rc")
-    )
     encoder_options: tuple[tuple[str, str], ...] = option(
         (), "passed to the encoder as is, after glrec's own settings (PyAV codec options, NVENC keywords)",
         parse_encoder_options, flags=("-x", "--encoder-option"), metavar="KEY=VALUE", repeat=True,
+        accepts="Mapping[str, str] | Sequence[str | tuple[str, str]]",
     )  # fmt: skip
     live: bool = option(False, "tune the encoder for latency (glrec stream / serve set it)", _boolean("live"))
 
@@ -165,7 +168,8 @@ class VideoOptions(OptionTable):
         colour_range = colour_range or ("full" if codec == "mjpeg" else "limited")
         if sum(x is not None for x in (self.crf, self.qp, self.bitrate)) > 1:
             raise ConfigError("Give at most one of crf, qp and bitrate: they are alternative rate controls.")
-        if self.pix_fmt == "rgba" and (codec == "mjpeg" or self.encoder in ("cpu", "nvjpeg")):
+        takers = [r.name for r in ENCODERS.values() if self.pix_fmt in r.pix_fmts and codec in r.codecs]
+        if self.pix_fmt == "rgba" and (not takers or self.encoder not in ("auto", *takers)):
             raise ConfigError("pix_fmt rgba is NVENC's ABGR input; use yuv420p, nv12 or yuv444p here.")
         if codec == "av1" and self.pix_fmt == "yuv444p":
             raise ConfigError("AV1 here is 4:2:0: SVT-AV1 takes yuv420p only, NVENC yuv420p, nv12 or rgba.")
@@ -298,6 +302,7 @@ class InputOptions(OptionTable):
     input_options: tuple[tuple[str, str], ...] = option(
         (), "FFmpeg options for the input, e.g. input_format=mjpeg video_size=1280x720 (camera), rtsp_transport=udp",
         parse_encoder_options, flags=("--input-option",), metavar="KEY=VALUE", repeat=True,
+        accepts="Mapping[str, str] | Sequence[str | tuple[str, str]]",
     )  # fmt: skip
     input_format: str | None = option(
         None, "FFmpeg demuxer to force for the input (v4l2, mpegts, image2, ...)", str, flags=_flag("input-format")
@@ -326,6 +331,18 @@ def frame_count(fps: float, seconds: object = None, frames: object = None) -> in
     return n
 
 
+def with_output_codec(video: Mapping[str, object], target: str | os.PathLike[str] | None) -> dict[str, object]:
+    """``video`` with the codec the output implies when none is given and only one fits (``-o x.hevc``: hevc).
+
+    >>> with_output_codec({}, "clip.ivf")["codec"]
+    'av1'
+    """
+    if video.get("codec") is not None or target is None:
+        return dict(video)
+    codec = sole_codec(target)
+    return dict(video) if codec is None else {**video, "codec": codec}
+
+
 def split_options(values: Mapping[str, object]) -> tuple[dict[str, object], dict[str, object]]:
     """Split ``Recorder``-style keywords into video and pipeline options; unknown names raise."""
     video, pipeline = {}, {}
@@ -342,8 +359,10 @@ def split_options(values: Mapping[str, object]) -> tuple[dict[str, object], dict
 
 def reference() -> str:
     """The option reference in Markdown (``python -m glrec.options > docs/options.md``)."""
-    tables = (VideoOptions, PipelineOptions, LengthOptions, InputOptions)
-    return _reference(tables, "Generated from `glrec/options.py` (`python -m glrec.options`).")
+    tables = (VideoOptions, CpuOptions, JpegOptions, NvencOptions, PipelineOptions, LengthOptions, InputOptions)
+    intro = ("Generated from the declarations (`python -m glrec.options`): `glrec/options.py`, and each encoder's "
+             "own table beside it in `glrec/encoders/*_options.py`.")  # fmt: skip
+    return _reference(tables, intro)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,8 +17,10 @@ class RecordResult:
     bytes: int
     encoder: str
     codec: str = ""  # h264, hevc, av1, mjpeg ("" where not known)
-    #: What the summary should say beyond the numbers (damaged input skipped, a fallback taken), one phrase each.
+    #: What the summary should say beyond the numbers (damaged input skipped), one phrase each.
     notes: tuple[str, ...] = ()
+    #: Why ``encoder="auto"`` passed over the encoders it tried before this one ("" when it did not).
+    fallback: str = ""
 
     @property
     def fps_achieved(self) -> float:
@@ -39,5 +41,7 @@ class RecordResult:
         return (
             f"{self.path}: {self.frames} frames ({self.seconds:.2f} s of video) in {self.wall_seconds:.2f} s "
             f"= {self.fps_achieved:.1f} fps, {self.bytes / 1e6:.2f} MB, {self.bitrate / 1e6:.2f} Mbit/s, "
-            f"encoder {self.encoder}" + "".join(f"; {note}" for note in self.notes)
+            f"encoder {self.encoder}"
+            + (f" (auto: {self.fallback})" if self.fallback else "")
+            + "".join(f"; {note}" for note in self.notes)
         )

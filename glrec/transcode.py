@@ -22,7 +22,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import moderngl
 
@@ -33,9 +33,14 @@ from .result import RecordResult
 from .scenes import BUILTINS, Scene, load_scene
 from .scenes.resolve import resolve_source
 from .scenes.shadertoy import ShadertoyScene
-from .sinks.registry import is_stream_url, output_kind
+from .sinks.registry import is_stream_url, output_kind, sole_codec
 from .sources import VideoSource
 from .sources.audio import muxer_takes
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ._options_typed import TranscodeOptions
 
 log = logging.getLogger("glrec")
 
@@ -164,7 +169,7 @@ def transcode(
     overwrite: bool = False,
     progress: Callable[[int], None] | None = None,
     on_start: Callable[[Recorder], None] | None = None,
-    **options: Any,
+    **options: Unpack[TranscodeOptions],
 ) -> RecordResult:
     """Re-encode ``source`` into ``output``, drawing ``overlay`` over each frame.
 
@@ -183,9 +188,9 @@ def transcode(
     """
     input_names = set(InputOptions.names())
     inputs = InputOptions.parse({k: v for k, v in options.items() if k in input_names})
-    rec_options = {k: v for k, v in options.items() if k not in input_names}
+    rec_options: dict[str, Any] = {k: v for k, v in options.items() if k not in input_names}
     split_options(rec_options)  # an unknown keyword fails here, before the input is opened
-    codec = str(rec_options.get("codec", "h264"))
+    codec = str(rec_options.get("codec") or sole_codec(output) or "h264")  # the Recorder infers it the same way
     output_kind(output, codec)  # as should a bad output name
     channels = {**inputs.channels(), **(channels or {})}
     # Follow the input's own timestamps (every picture in order), also for a network stream or camera.

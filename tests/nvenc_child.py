@@ -127,6 +127,37 @@ def plan(job: dict, work: Path) -> dict:
     return {"encoder": p.encoder, "handoff": p.handoff, "describe": p.describe()}
 
 
+def open_encoder(job: dict, work: Path) -> dict:
+    """Plan (the probe opens a session and is cached), then set ``open_env`` and open the planned encoder."""
+    from glrec.options import PipelineOptions, VideoOptions
+    from glrec.pipeline.build import _open_encoder
+    from glrec.pipeline.plan import make_plan
+    from glrec.sinks.registry import output_kind
+
+    video = VideoOptions.create(**job["options"])
+    pipeline, output = PipelineOptions(), output_kind("out.mp4", video.codec)
+    p = make_plan(video, pipeline, output)
+    first = p.encoder
+    before = {k: os.environ.get(k) for k in job.get("open_env", {})}
+    os.environ.update(job.get("open_env", {}))
+    try:
+        encoder, p = _open_encoder(p, video, pipeline, output)
+    except Exception as exc:
+        return {"planned": first, "error": error_json(exc)}
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        if p.device is not None:
+            p.device.release()
+    name = encoder.name
+    encoder.close()
+    return {"planned": first, "encoder": p.encoder, "name": name, "fallbacks": list(p.fallbacks),
+            "describe": p.describe()}  # fmt: skip
+
+
 def introspect(job: dict, work: Path) -> dict:
     """How the real module takes the GPU keyword: ``gpu_id`` is checked against the device count, ``gpuid`` is not."""
     import PyNvVideoCodec as nvc
@@ -182,7 +213,7 @@ def info(job: dict, work: Path) -> dict:
 
 
 KINDS = {"encode": encode, "probe": probe, "plan": plan, "info": info, "introspect": introspect,
-         "gl_encode": gl_encode, "doctor_rgb": doctor_rgb}  # fmt: skip
+         "gl_encode": gl_encode, "doctor_rgb": doctor_rgb, "open": open_encoder}  # fmt: skip
 
 
 def run_one(job: dict, work: Path, env: dict[str, str | None]) -> dict:

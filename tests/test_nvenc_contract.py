@@ -197,6 +197,11 @@ CASES = {
                               "frameIntervalP": 1, "gopLength": 30, "codec_config.idrPeriod": 30}),
     "live bitrate": ({"live": True, "bitrate": 3_000_000, "preset": "p1"},
                      {"preset": 1, "rc.averageBitRate": 3_000_000, "rc.vbvBufferSize": 100_000}),
+    # -x KEY=VALUE reaches CreateEncoder, after (and over) glrec's own settings (issue 21: it was dropped)
+    "-x temporalaq gop": ({"encoder_options": ["temporalaq=1", "gop=7"]},
+                          {"rc.enableTemporalAQ": 1, "gopLength": 7}),
+    "-x aq lookahead": ({"encoder_options": {"aq": "1", "lookahead": "8"}},
+                        {"rc.enableAQ": 1, "rc.enableLookahead": 1, "rc.lookaheadDepth": 8}),
 }  # fmt: skip
 
 
@@ -229,6 +234,24 @@ def test_every_option_reaches_the_nvenc_configuration(contract, case):
 COLOUR_CASES = ({"pix_fmt": "rgba"}, {"pix_fmt": "nv12"}, {"codec": "hevc", "pix_fmt": "yuv420p"})
 for _options in COLOUR_CASES:
     job(f"colour-{_options['pix_fmt']}", _options, frames=[0])
+
+
+job("x-unknown", {"encoder_options": {"temporal_aq": "1"}}, frames=[0])
+job("x-unknown-plan", kind="plan", options={"size": SIZE, "encoder": "nvenc", "encoder_options": {"nosuch": "1"}})
+job("x-unknown-auto", kind="plan", options={"size": SIZE, "encoder_options": {"tune": "film"}})
+
+
+def test_an_unknown_x_key_is_refused_for_nvenc_not_ignored(contract):
+    """PyNvVideoCodec ignores a keyword it does not know: glrec refuses it, naming the valid ones."""
+    result, nvenc, _, _ = contract("x-unknown")
+    err = result["error"]
+    assert err["type"] == "ConfigError" and "NVENC has no keyword 'temporal_aq'" in err["message"], err
+    assert "temporalaq" in err["message"] and not [r for r in nvenc if r["event"] == "initialize"]
+    err = contract("x-unknown-plan")[0]["error"]
+    assert err["type"] == "ConfigError" and "'nosuch'" in err["message"], err
+    # auto: an x264 option is NVENC's refusal and the CPU encoder's to apply, and the plan says so
+    auto = contract("x-unknown-auto")[0]
+    assert auto["encoder"] == "cpu" and "NVENC has no keyword 'tune'" in auto["describe"], auto
 
 
 def test_colour_is_not_left_to_pynvvideocodec(contract):
@@ -439,6 +462,24 @@ def test_the_minimum_size_comes_from_the_encoders_caps(contract):
     assert contract("min-size-128")[0]["encoder"] == "nvenc"
     auto = contract("min-size-auto")[0]  # auto takes the CPU encoder instead, and says why
     assert auto["encoder"] == "cpu" and "minimum of 128x96" in auto["describe"], auto
+
+
+for _enc in ("auto", "nvenc"):
+    job(f"open-limit-{_enc}", kind="open", options={"size": SIZE, "encoder": _enc},
+        open_env={"GLREC_FAKE_NVENC_OPEN_STATUS": "10"})  # fmt: skip
+
+
+def test_auto_falls_back_when_the_encoder_it_chose_cannot_open(contract):
+    """Issue 24 item 1: the probe succeeded (cached), then the session limit is reached before CreateEncoder."""
+    auto = contract("open-limit-auto")[0]
+    assert "error" not in auto, auto
+    assert auto["planned"] == "nvenc" and auto["encoder"] == "cpu" and auto["name"] == "libx264", auto
+    (reason,) = [r for r in auto["fallbacks"] if "could not open" in r]
+    assert reason.startswith("NVENC could not open") and "NV_ENC_ERR_OUT_OF_MEMORY" in reason, auto
+    assert "NV_ENC_ERR_OUT_OF_MEMORY" in auto["describe"], auto
+    explicit = contract("open-limit-nvenc")[0]  # an explicit choice keeps its clear error
+    assert explicit["planned"] == "nvenc" and explicit["error"]["type"] == "EncoderUnavailableError", explicit
+    assert "NV_ENC_ERR_OUT_OF_MEMORY" in explicit["error"]["message"]
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import SceneError
 from ..gl.context import GLContext, create_context
@@ -147,7 +147,7 @@ class ShardWorker:
         tmp.unlink(missing_ok=True)
         try:
             with Recorder(
-                tmp, size=spec.size, fps=spec.fps, codec=spec.output.video_codec, crf=spec.output.video_crf,
+                tmp, size=spec.size, fps=spec.fps, codec=cast(Any, spec.output.video_codec), crf=spec.output.video_crf,
                 egl_device=self.device,
             ) as rec, rec.ctx:  # fmt: skip
                 renderer = SampleRenderer(spec, rec.ctx, None, keep_rgb=False, packed=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import av
 import numpy as np
@@ -21,10 +21,13 @@ import numpy as np
 from ..convert.swscale import PACKED_FORMATS, SwsConverter
 from ..errors import EncoderError, EncoderUnavailableError
 from ..frame import Frame, HostFrame, Packet
-from ..options import VideoOptions
 from ..timebase import frame_rate
 from .cpu_limits import CPU_ENCODERS
 from .latency import LIVE_PRESET, cpu_live_options, live_gop, one_frame_vbv
+
+if TYPE_CHECKING:
+    from ..options import VideoOptions
+    from .registry import EncodeRequest
 
 log = logging.getLogger("glrec")
 
@@ -89,7 +92,7 @@ class CpuEncoder:
             opts["crf"] = str(options.crf if options.crf is not None else _DEFAULT_CRF[name])
         if name == "mjpeg":
             # JPEG quantiser 2..31 from a 1..100 quality
-            cc.qmin = cc.qmax = max(2, min(31, round(31 - (options.quality - 1) * 29 / 99)))
+            cc.qmin = cc.qmax = max(2, min(31, round(31 - (options.jpeg_quality - 1) * 29 / 99)))
             opts["strict"] = "-1"
         if options.gop is not None:
             cc.gop_size = options.gop
@@ -120,6 +123,11 @@ class CpuEncoder:
         self._keyframe_requested = False
         self._last_dts: int | None = None
         log.info("encoder: %s %dx%d %s @ %s fps, %s", name, w, h, pix_fmt, rate, opts)
+
+    @classmethod
+    def from_request(cls, request: EncodeRequest) -> CpuEncoder:
+        """The encoder the plan chose (:mod:`glrec.encoders.registry`)."""
+        return cls(request.video)
 
     def encode(self, frame: Frame) -> list[Packet]:
         if not isinstance(frame, HostFrame):  # a CUDA device frame: one device-to-host copy, on this thread

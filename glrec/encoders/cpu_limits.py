@@ -6,8 +6,13 @@ libavcodec would refuse (or crash on) fails with a message instead.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from .._values import check_choice
 from ..errors import ConfigError
-from ..options import VideoOptions, check_choice
+
+if TYPE_CHECKING:
+    from ..options import VideoOptions
 
 #: The libavcodec encoder behind each codec on the CPU path.
 CPU_ENCODERS: dict[str, str] = {"h264": "libx264", "hevc": "libx265", "av1": "libsvtav1", "mjpeg": "mjpeg"}
@@ -73,27 +78,43 @@ def cpu_size_problem(codec: str, width: int, height: int) -> str | None:
     return None
 
 
-def check_cpu_options(options: VideoOptions) -> None:
-    """Refuse what the CPU encoder would reject when it opens: format, preset, frame rate, picture size."""
+def cpu_encoder_problem(codec: str) -> str | None:
+    """Why this PyAV build cannot encode ``codec`` on the CPU (None if it can)."""
+    import av
+
+    name = CPU_ENCODERS[codec]
+    if name not in av.codecs_available:
+        return (f"this PyAV/FFmpeg build has no {name} encoder for {codec}; install PyAV from PyPI "
+                "(pip install av), whose wheels include it, or pick another codec")  # fmt: skip
+    return None
+
+
+def cpu_options_problem(options: VideoOptions) -> str | None:
+    """What the CPU encoder would reject when it opens (format, preset, frame rate, picture size), or None."""
     name = CPU_ENCODERS[options.codec]
     if options.pix_fmt not in CPU_PIX_FMTS[name]:
-        raise ConfigError(
-            f"The {options.codec} CPU encoder ({name}) takes {' or '.join(CPU_PIX_FMTS[name])}, not {options.pix_fmt}."
-        )
+        formats = " or ".join(CPU_PIX_FMTS[name])
+        return f"The {options.codec} CPU encoder ({name}) takes {formats}, not {options.pix_fmt}."
     if options.preset is not None:
         valid = CPU_PRESETS[name]
         if not valid:
-            raise ConfigError(f"{name} ({options.codec}) has no presets; leave preset unset (quality sets JPEG size).")
-        check_choice(f"preset for {name}", str(options.preset), valid)
+            return f"{name} ({options.codec}) has no presets; leave preset unset (quality sets JPEG size)."
+        try:
+            check_choice(f"preset for {name}", str(options.preset), valid)
+        except ConfigError as exc:
+            return str(exc)
     if options.codec == "av1" and options.fps > MAX_SVTAV1_FPS:
-        raise ConfigError(
-            f"fps {options.fps:g} is above what SVT-AV1 (av1) takes, {MAX_SVTAV1_FPS:g}; use a lower fps or codec h264."
-        )
-    if options.tuning is not None or options.rc is not None:
-        raise ConfigError(
-            "tuning and rc are NVENC settings; the CPU encoder takes crf, qp or bitrate (and preset) instead."
-        )
+        return (f"fps {options.fps:g} is above what SVT-AV1 (av1) takes, {MAX_SVTAV1_FPS:g}; "
+                "use a lower fps or codec h264.")  # fmt: skip
     w, h = options.encoded_size
     problem = cpu_size_problem(options.codec, w, h)
     if problem is not None:
-        raise ConfigError(f"Size {w}x{h} cannot be encoded as {options.codec}: {problem}. Use e.g. 64x64.")
+        return f"Size {w}x{h} cannot be encoded as {options.codec}: {problem}. Use e.g. 64x64."
+    return None
+
+
+def check_cpu_options(options: VideoOptions) -> None:
+    """Raise ConfigError for what the CPU encoder would reject (see :func:`cpu_options_problem`)."""
+    problem = cpu_options_problem(options)
+    if problem is not None:
+        raise ConfigError(problem)

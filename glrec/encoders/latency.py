@@ -15,9 +15,13 @@ encoder, in one place, so the CPU encoder and the NVENC encoder agree.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import ConfigError
-from ..options import VideoOptions
 from ..timebase import frame_rate
+
+if TYPE_CHECKING:
+    from ..options import VideoOptions
 
 #: x264/x265 preset for live mode when none is given: fast enough that 720p30 on two
 #: shared cores (llvmpipe renders on the same cores) encodes well inside one frame time.

@@ -36,15 +36,15 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..colour import ColourSpec
 from ..cuda.pool import DeviceFrame
 from ..errors import ConfigError, EncoderError, EncoderUnavailableError
 from ..frame import Frame, Packet
-from ..options import VideoOptions
 from . import device_frame
 from .latency import nvenc_fps, nvenc_live_options
+from .nvenc_options import nvenc_keywords
 from .nvenc_probe import (
     INSTALL_HINT,
     UNAVAILABLE_CODES,
@@ -54,10 +54,14 @@ from .nvenc_probe import (
 )
 from .vui import VuiWriter
 
+if TYPE_CHECKING:
+    from ..options import VideoOptions
+    from .registry import EncodeRequest
+
 log = logging.getLogger("glrec")
 
 __all__ = ["INSTALL_HINT", "NVENC_FORMATS", "NvencEncoder", "check_nvenc_options", "explain_nvenc_error",
-           "load_pynvvideocodec", "nvenc_config"]  # fmt: skip
+           "load_pynvvideocodec", "nvenc_caps_problem", "nvenc_config", "nvenc_options_problem"]  # fmt: skip
 
 #: glrec pixel format -> PyNvVideoCodec surface format.
 NVENC_FORMATS: dict[str, str] = {"yuv420p": "YUV420", "nv12": "NV12", "yuv444p": "YUV444", "rgba": "ABGR"}
@@ -142,6 +146,11 @@ def nvenc_config(options: VideoOptions, *, gpu: int, context: int = 0, stream: i
         config["repeatspspps"] = 1  # parameter sets before every IDR: raw files play from any keyframe
     if options.codec == "av1":
         config["use_ivf_container"] = 0  # raw OBUs: the .ivf sink writes the IVF framing itself
+    # The escape hatch (-x KEY=VALUE): PyNvVideoCodec keywords, after (and over) glrec's own settings.
+    try:
+        config.update(nvenc_keywords(options.encoder_options))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     if context:
         config["cudacontext"] = context
     if stream:
@@ -149,42 +158,66 @@ def nvenc_config(options: VideoOptions, *, gpu: int, context: int = 0, stream: i
     return config
 
 
-def check_nvenc_options(options: VideoOptions, *, raw_output: bool, caps: NvencCaps | None = None) -> None:
-    """Refuse options NVENC cannot honour, before any GPU work; ``caps`` adds the GPU's own size limits."""
+def nvenc_options_problem(options: VideoOptions, *, raw_output: bool) -> str | None:
+    """What NVENC cannot honour in ``options``, known before any GPU work (None if nothing)."""
     if options.codec not in MAX_SIZE:
-        raise ConfigError(f"NVENC encodes h264, hevc and av1, not {options.codec}; use --encoder nvjpeg for mjpeg.")
+        return f"NVENC encodes h264, hevc and av1, not {options.codec}; use --encoder nvjpeg for mjpeg."
     if options.pix_fmt not in NVENC_FORMATS:
-        raise ConfigError(f"NVENC takes {', '.join(NVENC_FORMATS)}, not {options.pix_fmt}.")
+        return f"NVENC takes {', '.join(NVENC_FORMATS)}, not {options.pix_fmt}."
     if options.codec == "av1" and options.pix_fmt == "yuv444p":
-        raise ConfigError("NVENC's AV1 encoder takes 4:2:0 input: use pix_fmt nv12, yuv420p or rgba.")
+        return "NVENC's AV1 encoder takes 4:2:0 input: use pix_fmt nv12, yuv420p or rgba."
+    try:
+        nvenc_keywords(options.encoder_options)
+    except ValueError as exc:
+        return str(exc)
     w, h = options.encoded_size
-    lo = caps.min_size if caps is not None else (1, 1)
-    hi = caps.max_size if caps is not None else (MAX_SIZE[options.codec],) * 2
-    if w > hi[0] or h > hi[1]:
-        raise ConfigError(f"Size {w}x{h} exceeds NVENC's {options.codec} maximum of {hi[0]}x{hi[1]}.")
-    if w < lo[0] or h < lo[1]:
-        raise ConfigError(f"Size {w}x{h} is below this GPU's NVENC {options.codec} minimum of {lo[0]}x{lo[1]}; "
-                          "use a larger size or --encoder cpu.")  # fmt: skip
-    if caps is not None and options.pix_fmt == "yuv444p" and not caps.yuv444:
-        raise ConfigError(f"This GPU's NVENC has no 4:4:4 {options.codec} encoding; use pix_fmt yuv420p or nv12.")
+    hi = MAX_SIZE[options.codec]
+    if w > hi or h > hi:
+        return f"Size {w}x{h} exceeds NVENC's {options.codec} maximum of {hi}x{hi}."
     if options.tuning == "lossless" and options.codec == "h264":
-        raise ConfigError(H264_LOSSLESS_REFUSED)
-    if caps is not None and options.tuning == "lossless" and not caps.lossless:
-        raise ConfigError(f"This GPU's NVENC has no lossless {options.codec} encoding; use qp or crf instead.")
+        return H264_LOSSLESS_REFUSED
     if options.pix_fmt == "rgba" and options.colour != RGB_INPUT_COLOUR:
-        raise ConfigError(
+        return (
             f"NVENC converts rgba input to YUV itself, which glrec tags as {RGB_INPUT_COLOUR.matrix} "
             f"{RGB_INPUT_COLOUR.range} (NVENC has no setting for it), not {options.colour.matrix} "
             f"{options.colour.range}; for that colour use pix_fmt yuv420p or nv12 (glrec converts)."
         )
-    bframes = options.bframes or 0
-    if caps is not None and bframes > caps.max_bframes:
-        raise ConfigError(f"bframes {bframes} exceeds this GPU's NVENC {options.codec} maximum of {caps.max_bframes}.")
-    if bframes > 0 and not raw_output:
-        raise ConfigError(
+    if (options.bframes or 0) > 0 and not raw_output:
+        return (
             "NVENC B-frames are supported for raw .h264/.hevc outputs only: glrec does not yet recover their "
             "presentation order for containers. Use bframes 0 or a raw bitstream output."
         )
+    return None
+
+
+def nvenc_caps_problem(options: VideoOptions, caps: NvencCaps | None, *, raw_output: bool) -> str | None:
+    """What this GPU's NVENC (its probed ``caps``) cannot take in ``options``: sizes, 4:4:4, lossless, B-frames."""
+    if caps is None:
+        return None
+    w, h = options.encoded_size
+    lo, hi = caps.min_size, caps.max_size
+    if w > hi[0] or h > hi[1]:
+        return f"Size {w}x{h} exceeds NVENC's {options.codec} maximum of {hi[0]}x{hi[1]}."
+    if w < lo[0] or h < lo[1]:
+        return (f"Size {w}x{h} is below this GPU's NVENC {options.codec} minimum of {lo[0]}x{lo[1]}; "
+                "use a larger size or --encoder cpu.")  # fmt: skip
+    if options.pix_fmt == "yuv444p" and not caps.yuv444:
+        return f"This GPU's NVENC has no 4:4:4 {options.codec} encoding; use pix_fmt yuv420p or nv12."
+    if options.tuning == "lossless" and not caps.lossless:
+        return f"This GPU's NVENC has no lossless {options.codec} encoding; use qp or crf instead."
+    bframes = options.bframes or 0
+    if bframes > caps.max_bframes:
+        return f"bframes {bframes} exceeds this GPU's NVENC {options.codec} maximum of {caps.max_bframes}."
+    return None
+
+
+def check_nvenc_options(options: VideoOptions, *, raw_output: bool, caps: NvencCaps | None = None) -> None:
+    """Refuse options NVENC cannot honour, before any GPU work; ``caps`` adds the GPU's own limits."""
+    problem = nvenc_options_problem(options, raw_output=raw_output) or nvenc_caps_problem(
+        options, caps, raw_output=raw_output
+    )
+    if problem is not None:
+        raise ConfigError(problem)
 
 
 class _NvencInput:
@@ -208,8 +241,9 @@ class NvencEncoder:
     _open = 0  # sessions this process holds, for the session-limit message
     _open_lock = threading.Lock()
 
-    def __init__(self, options: VideoOptions, device: Any, *, raw_output: bool = False) -> None:
-        check_nvenc_options(options, raw_output=raw_output)
+    def __init__(self, options: VideoOptions, device: Any, *, raw_output: bool = False, checked: bool = False) -> None:
+        if not checked:  # the plan has checked them once already (with the GPU's caps) when it opens this
+            check_nvenc_options(options, raw_output=raw_output)
         nvc = load_pynvvideocodec()
         self.options = options
         self.codec = options.codec
@@ -235,6 +269,11 @@ class NvencEncoder:
         self._pending: collections.deque[int] = collections.deque()
         self._vui = VuiWriter(options.codec, options.colour)
         log.info("encoder: NVENC %s %dx%d %s %s", options.codec, w, h, NVENC_FORMATS[options.pix_fmt], config)
+
+    @classmethod
+    def from_request(cls, request: EncodeRequest) -> NvencEncoder:
+        """The encoder the plan chose (:mod:`glrec.encoders.registry`), with options it already checked."""
+        return cls(request.video, request.device, raw_output=request.raw_output, checked=True)
 
     def encode(self, frame: Frame) -> list[Packet]:
         frame = device_frame(frame, "NVENC")

@@ -15,13 +15,16 @@ Needs ``pip install glrec[nvjpeg]`` (nvImageCodec) and the nvJPEG library
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cuda.pool import DeviceFrame
 from ..errors import EncoderError, EncoderUnavailableError
 from ..frame import Frame, Packet
-from ..options import VideoOptions
 from . import device_frame
+
+if TYPE_CHECKING:
+    from ..options import VideoOptions
+    from .registry import EncodeRequest
 
 log = logging.getLogger("glrec")
 
@@ -54,7 +57,7 @@ def _params(nvimgcodec: Any, quality: int, subsampling: str) -> Any:
 class NvJpegEncoder:
     """Encode ``rgb24`` device frames to JPEG with nvJPEG; every packet is a keyframe.
 
-    ``options.quality`` (1-100, default 90) is the JPEG quality;
+    ``options.jpeg_quality`` (1-100, default 90) is the JPEG quality;
     ``options.pix_fmt`` picks 4:2:0 (``yuv420p``) or 4:4:4 (``yuv444p``) chroma.
 
     >>> enc = NvJpegEncoder(options, device_ordinal=0)  # doctest: +SKIP
@@ -76,8 +79,14 @@ class NvJpegEncoder:
         self._nvimgcodec = nvimgcodec
         self._batch: list[DeviceFrame] = []
         self.batch = max(1, batch)
-        self._params = _params(nvimgcodec, options.quality, "444" if options.pix_fmt == "yuv444p" else "420")
-        log.info("encoder: nvJPEG (nvImageCodec) quality %d, %s chroma", options.quality, options.pix_fmt)
+        self._params = _params(nvimgcodec, options.jpeg_quality, "444" if options.pix_fmt == "yuv444p" else "420")
+        log.info("encoder: nvJPEG (nvImageCodec) quality %d, %s chroma", options.jpeg_quality, options.pix_fmt)
+
+    @classmethod
+    def from_request(cls, request: EncodeRequest) -> NvJpegEncoder:
+        """The encoder the plan chose (:mod:`glrec.encoders.registry`), on the plan's CUDA device."""
+        assert request.device is not None
+        return cls(request.video, request.device.ordinal)
 
     def encode(self, frame: Frame) -> list[Packet]:
         """Queue ``frame``; every ``batch`` frames (default :data:`BATCH`), encode them in one call."""

@@ -20,20 +20,20 @@ from typing import TYPE_CHECKING
 
 from ..convert import Converter, ConvertStage, RgbPacker
 from ..encoders import Encoder
-from ..encoders.nvjpeg import BATCH as NVJPEG_BATCH
-from ..errors import ConfigError, DeviceError
+from ..encoders.registry import EncodeRequest
+from ..errors import ConfigError, DeviceError, EncoderUnavailableError
 from ..gl.borrowed import borrow_current_context
 from ..gl.context import GLContext, create_context, create_cuda_context
 from ..gl.target import RenderTarget
 from ..interop import Handoff
 from ..interop.handoff import cuda_handoff_kind, open_handoff
-from ..options import PipelineOptions, VideoOptions
 from ..sinks.registry import OutputKind
 from ..sources.direct import DirectFrames, direct_route
 from ..sources.writer import FrameWriter
-from .plan import Plan, make_plan
+from .plan import Plan, make_plan, next_plan
 
 if TYPE_CHECKING:
+    from ..options import PipelineOptions, VideoOptions
     from ..process.stage import ProcessStage
 
 log = logging.getLogger("glrec")
@@ -56,8 +56,8 @@ class Pipeline:
 
     @property
     def name(self) -> str:
-        """The encoder as the summary names it (with the handoff where the CPU encoder reads CUDA frames)."""
-        if self.plan.encoder == "cpu" and self.plan.uses_cuda:
+        """The encoder as the summary names it (with the handoff where a host-reading encoder reads CUDA frames)."""
+        if self.plan.row.reads_host and self.plan.uses_cuda:
             return f"{self.encoder.name} (from CUDA {self.handoff.kind} handoff)"
         return self.encoder.name
 
@@ -75,11 +75,15 @@ def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOpti
     plan = make_plan(stream, pipeline, output)
     if plan.device is not None:
         stack.callback(plan.device.release)  # registered first: released after every GL/CUDA object
-    gl, plan = _open_context(stack, plan, pipeline, video)
+    gl, plan = _open_context(stack, plan, pipeline, stream, output)
     # -- glrec-context: build under gl.active(); a stage that fails is released right here,
     # with the context still current; on success the stages' teardown joins ``stack``.
     with gl.active(), ExitStack() as build:
         ctx = gl.mgl
+        # The encoder first: if the one auto chose cannot open, the next row is planned before
+        # any stage is built for the first.
+        encoder, plan = _open_encoder(plan, stream, pipeline, output)
+        build.callback(encoder.close)
         target = RenderTarget(ctx, video.size)
         build.callback(target.release)
         process = None
@@ -94,7 +98,7 @@ def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOpti
         kind = cuda_handoff_kind(plan.handoff, ctx) if plan.uses_cuda else "host"
         plan = plan.with_(handoff=kind)
         # Frames the consumer may hold: the queue, the one being encoded, and nvJPEG's batch.
-        held = pipeline.queue_size + 2 + (NVJPEG_BATCH if plan.encoder == "nvjpeg" else 0)
+        held = pipeline.queue_size + 2 + plan.row.held
         handoff = open_handoff(kind, ctx, convert, plan.device, depth=pipeline.ring, consumer_slots=held,
                                live=video.live)  # fmt: skip
         build.callback(handoff.release)
@@ -103,8 +107,6 @@ def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOpti
         frames = FrameWriter(ctx, target.colour, video.size, device=plan.device if plan.uses_cuda else None,
                              cuda_input=kind, ring=pipeline.ring, direct=direct)  # fmt: skip
         build.callback(frames.release)
-        encoder = _open_encoder(plan, stream, output)
-        build.callback(encoder.close)
         stack.push(build.pop_all())
     # -- end glrec-context
     log.info("plan: %s", plan.describe())
@@ -112,11 +114,11 @@ def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOpti
 
 
 def _open_context(
-    stack: ExitStack, plan: Plan, pipeline: PipelineOptions, video: VideoOptions
+    stack: ExitStack, plan: Plan, pipeline: PipelineOptions, video: VideoOptions, output: OutputKind
 ) -> tuple[GLContext, Plan]:
     # -- glrec-context: the context is released last (made current for it), never left current.
     if pipeline.context == "current":
-        return _borrow_context(stack, plan, pipeline, video)
+        return _borrow_context(stack, plan, pipeline, video, output)
     if not plan.uses_cuda or plan.device is None:
         gl = create_context(pipeline.egl_device)
         stack.callback(gl.release)
@@ -125,17 +127,17 @@ def _open_context(
     try:
         gl = create_cuda_context(info.ordinal, info.pci_bus_id, pipeline.egl_device)
     except DeviceError as exc:
-        if video.encoder != "auto" or video.pix_fmt == "rgba":
+        if plan.explicit:
             raise
         # auto: a GL that cannot share memory with this CUDA device still records, on the host path.
-        plan = plan.with_(encoder="cpu", handoff="host", reason=f"no EGL device for CUDA: {exc}", convert="yuv")
+        plan = next_plan(plan, video, pipeline, output, f"no EGL device for CUDA: {exc}", keep_cuda=False)
         gl = create_context(pipeline.egl_device)
     stack.callback(gl.release)
     return gl, plan
 
 
 def _borrow_context(
-    stack: ExitStack, plan: Plan, pipeline: PipelineOptions, video: VideoOptions
+    stack: ExitStack, plan: Plan, pipeline: PipelineOptions, video: VideoOptions, output: OutputKind
 ) -> tuple[GLContext, Plan]:
     """The caller's current context; for a CUDA plan it must run on the plan's CUDA device."""
     if pipeline.egl_device is not None:
@@ -148,13 +150,15 @@ def _borrow_context(
         with gl.active():
             on_device = verify_gl_device(plan.device.ordinal)
         if on_device is False:
-            if video.encoder != "auto" or video.pix_fmt == "rgba":
-                raise DeviceError(
-                    f"The current GL context ({gl.info.renderer}) does not run on CUDA device "
-                    f"{plan.device.ordinal}; pass that device's cuda_device, or encoder='cpu'."
-                )
-            reason = "the current GL context is not on the CUDA device"
-            plan = plan.with_(encoder="cpu", handoff="host", reason=reason, convert="yuv")
+            message = (f"The current GL context ({gl.info.renderer}) does not run on CUDA device "
+                       f"{plan.device.ordinal}; pass that device's cuda_device, or encoder='cpu'.")  # fmt: skip
+            if plan.explicit:
+                raise DeviceError(message)
+            try:
+                reason = "the current GL context is not on the CUDA device"
+                plan = next_plan(plan, video, pipeline, output, reason, keep_cuda=False)
+            except ConfigError:
+                raise DeviceError(message) from None
     return gl, plan
     # -- end glrec-context
 
@@ -168,7 +172,7 @@ def _direct_frames(pipeline: PipelineOptions, plan: Plan, gl: GLContext, video: 
         if pipeline.array_convert == "cpu":
             raise ConfigError("array_convert 'cpu' skips GL, and with it the processing stage; use 'auto' or 'gl'.")
         return None
-    cpu = plan.encoder == "cpu"
+    cpu = plan.row.reads_host  # the CPU encoder: it takes what swscale makes
     if not direct_route(pipeline.array_convert, cpu_encoder=cpu, host_frames=not plan.uses_cuda,
                         software_gl=gl.info.is_software):  # fmt: skip
         return None
@@ -183,16 +187,16 @@ def _open_convert(gl: GLContext, plan: Plan, video: VideoOptions) -> ConvertStag
     return Converter(gl.mgl, video.size, video.encoded_size, video.pix_fmt, video.colour)
 
 
-def _open_encoder(plan: Plan, video: VideoOptions, output: OutputKind) -> Encoder:
-    if plan.encoder == "nvjpeg":
-        from ..encoders.nvjpeg import NvJpegEncoder
-
-        assert plan.device is not None
-        return NvJpegEncoder(video, plan.device.ordinal)
-    if plan.encoder == "nvenc":
-        from ..encoders.nvenc import NvencEncoder
-
-        return NvencEncoder(video, plan.device, raw_output=output.raw)
-    from ..encoders.cpu import CpuEncoder
-
-    return CpuEncoder(video)
+def _open_encoder(
+    plan: Plan, video: VideoOptions, pipeline: PipelineOptions, output: OutputKind
+) -> tuple[Encoder, Plan]:
+    """The plan's encoder; under auto, one that fails to open (a session limit) gives way to the next row."""
+    while True:
+        request = EncodeRequest(video, output.raw, plan.device if plan.uses_cuda else None)
+        try:
+            return plan.row.open(request), plan
+        except EncoderUnavailableError as exc:
+            if plan.explicit:
+                raise
+            plan = next_plan(plan, video, pipeline, output, f"{plan.row.label} could not open ({exc})",
+                             keep_cuda=True)  # fmt: skip

@@ -1,19 +1,22 @@
 """The plan: which encoder, fed by which handoff, on which device, and why.
 
-``encoder="auto"`` prefers, in order:
+The encoders are rows of :mod:`glrec.encoders.registry`; the plan knows them
+only through what the rows declare. ``encoder="auto"`` walks
+:data:`~glrec.encoders.registry.AUTO_ORDER` and takes the first row whose
+options fit (:meth:`~glrec.encoders.registry.EncoderRow.unfit`), whose memory
+the handoff can deliver, that runs on this machine (``problem``) and whose
+device limits the options meet (``limits``); a row reading both host and CUDA
+memory is fed from CUDA device frames where a CUDA device is open (GPU convert,
+one device-to-host copy per frame), else by the PBO host readback. Each row's
+checks run once per plan.
 
-1. NVENC, when the output is H.264/HEVC/AV1 and an NVENC session opens;
-2. nvJPEG, when the output is JPEG/MJPEG and nvImageCodec works;
-3. the CPU encoder fed from CUDA device frames (GPU convert -> CUDA handoff ->
-   one device-to-host copy per frame), on NVIDIA machines with cuda-python;
-4. the CPU encoder fed by the PBO host readback (any GL, Mesa included).
-
-One log line states the choice and the reason; an explicit encoder that cannot
-work raises an error naming the reason and the alternatives instead of falling
-back silently. The chosen encoder's own limits are checked here, before any GL
-object exists. A plan is frozen: building may only *refine* it into a new one
-(``auto`` handoff resolved, or the fallback to the host path when GL cannot
-share memory with the CUDA device), see :mod:`glrec.pipeline.build`.
+One log line states the choice and the reason, with the reasons auto passed
+over the rows before it (also in the summary). An explicit encoder, handoff or
+CUDA device that cannot work raises an error naming the reason instead of
+falling back; when no row fits, the error lists every row's reason. A plan is
+frozen: building may only *refine* it (``auto`` handoff resolved), or, under
+``auto``, move on to the next row (:func:`next_plan`) when the GL cannot share
+memory with the CUDA device or the chosen encoder fails to open.
 """
 
 from __future__ import annotations
@@ -22,33 +25,42 @@ import logging
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..encoders import available
-from ..encoders.cpu_limits import check_cpu_options
+from ..encoders.registry import AUTO_ORDER, EncodeRequest, EncoderRow, encoder_row
 from ..errors import ConfigError, EncoderUnavailableError
-from ..options import PipelineOptions, VideoOptions
 from ..sinks.registry import OutputKind
 
 if TYPE_CHECKING:
     from ..cuda.driver import CudaDevice
+    from ..options import PipelineOptions, VideoOptions
 
 log = logging.getLogger("glrec")
+
+_CUDA_HANDOFFS = ("register", "shared")
 
 
 @dataclass(frozen=True)
 class Plan:
     """The chosen chain. ``handoff`` is ``host``, or a CUDA handoff (``auto`` until built, ``register``, ``shared``)."""
 
-    encoder: str  # cpu, nvenc or nvjpeg
+    encoder: str  # a row of glrec.encoders.registry
     handoff: str
     reason: str
     device: CudaDevice | None = None  # the opened CUDA device for CUDA plans (released with the pipeline)
     #: What the convert stage makes: ``yuv`` planes, or packed ``rgb24`` (nvJPEG) / ``rgba`` (NVENC's
-    #: ABGR) for encoders that convert RGB themselves.
+    #: ABGR) for encoders that convert RGB themselves (the row's ``convert``).
     convert: str = "yuv"
+    #: The user chose the encoder, handoff or CUDA device: never dropped for a fallback.
+    explicit: bool = False
+    #: Why auto passed over the rows before this one (also at build time), for the log and the summary.
+    fallbacks: tuple[str, ...] = ()
 
     @property
     def uses_cuda(self) -> bool:
         return self.handoff != "host"
+
+    @property
+    def row(self) -> EncoderRow:
+        return encoder_row(self.encoder)
 
     def describe(self) -> str:
         via = "PBO host readback" if self.handoff == "host" else f"CUDA {self.handoff} handoff"
@@ -67,76 +79,167 @@ def _open_cuda(cuda_device: int) -> tuple[CudaDevice | None, str | None]:
     return CudaDevice.open(cuda_device), None
 
 
-def _cpu(options: VideoOptions, handoff: str, reason: str, device: CudaDevice | None = None) -> Plan:
-    check_cpu_options(options)  # what libavcodec would refuse, refused before any GL object exists
-    return Plan("cpu", handoff, reason, device)
+class _Cuda:
+    """The CUDA device, opened once, when the first row that could use it is tried."""
+
+    def __init__(self, ordinal: int, device: CudaDevice | None = None) -> None:
+        self.ordinal, self.device, self._tried = ordinal, device, device is not None
+        self.problem: str | None = None
+        self.owned = False  # opened here (released here on failure), not handed in
+
+    def release(self) -> None:
+        if self.owned and self.device is not None:
+            self.device.release()
+
+    def get(self) -> CudaDevice | None:
+        if not self._tried:
+            self._tried = True
+            self.device, self.problem = _open_cuda(self.ordinal)
+            self.owned = True
+        return self.device
 
 
-def _nvenc(options: VideoOptions, output: OutputKind, handoff: str, reason: str, device: CudaDevice) -> Plan:
-    from ..encoders.nvenc import check_nvenc_options
-
-    try:  # the probe's caps add this GPU's own limits (minimum size, 4:4:4, B-frames, lossless)
-        check_nvenc_options(options, raw_output=output.raw, caps=available.nvenc_caps(options.codec, device.ordinal))
-    except ConfigError as exc:
-        if options.encoder == "nvenc" or options.pix_fmt == "rgba":
-            raise
-        return _cpu(options, handoff, f"NVENC cannot take these options ({exc}); CPU encoder fed from CUDA device "
-                    "frames", device)  # fmt: skip
-    return Plan("nvenc", handoff, reason, device, convert="rgba" if options.pix_fmt == "rgba" else "yuv")
+def _clause(text: str | None) -> str:
+    """``text`` to go inside a sentence (no full stop of its own)."""
+    return (text or "").rstrip(".")
 
 
-def make_plan(video: VideoOptions, pipeline: PipelineOptions, output: OutputKind) -> Plan:
-    """Pick encoder and handoff for ``video`` into ``output`` on this machine (see the module docstring)."""
-    enc, codec, handoff = video.encoder, video.codec, pipeline.handoff
-    if video.pix_fmt == "rgba" and enc not in ("nvenc", "auto"):
-        raise ConfigError("pix_fmt rgba is NVENC's ABGR input; use encoder nvenc, or yuv420p/nv12/yuv444p.")
-    if enc == "cpu" or (enc == "auto" and handoff == "host"):
-        if video.pix_fmt == "rgba":
-            raise ConfigError("pix_fmt rgba needs NVENC; the CPU encoders take yuv420p, nv12 or yuv444p.")
-        if handoff == "host" or (handoff == "auto" and enc == "cpu"):
-            return _cpu(video, "host", "asked for" if enc == "cpu" else "host handoff asked for")
-        check_cpu_options(video)
-        device, problem = _open_cuda(pipeline.cuda_device)
-        if device is None:
-            raise EncoderUnavailableError(f"handoff {handoff!r} needs CUDA: {problem}. Use handoff 'host'.")
-        return Plan("cpu", handoff, "CPU encoder fed from CUDA device frames, as asked", device)
+def make_plan(
+    video: VideoOptions,
+    pipeline: PipelineOptions,
+    output: OutputKind,
+    *,
+    skip: tuple[str, ...] = (),
+    device: CudaDevice | None = None,
+    fallbacks: tuple[str, ...] = (),
+) -> Plan:
+    """Pick encoder and handoff for ``video`` into ``output`` on this machine (see the module docstring).
 
-    if enc == "nvjpeg" and codec != "mjpeg":
-        raise ConfigError(f"nvjpeg makes JPEG; use codec mjpeg with a .mkv/.mov/.avi or .jpg output, not {codec}.")
-    if enc == "nvenc":
-        from ..encoders.nvenc import check_nvenc_options
-
-        check_nvenc_options(video, raw_output=output.raw)
-    if enc in ("nvenc", "nvjpeg") and handoff == "host":
-        raise ConfigError(f"encoder {enc} reads CUDA memory; use handoff auto, register or shared, not host.")
-
-    device, problem = _open_cuda(pipeline.cuda_device)
-    if device is None:
-        if enc != "auto":
-            raise EncoderUnavailableError(
-                f"encoder {enc} needs CUDA, which is unusable here: {problem}. Use --encoder cpu."
-            )
-        if video.pix_fmt == "rgba":
-            raise ConfigError(f"pix_fmt rgba needs NVENC, and CUDA is unusable here: {problem}.")
-        return _cpu(video, "host", f"no CUDA: {problem}")
-
+    ``skip`` leaves rows out (those already tried), ``device`` is a CUDA device already open and
+    ``fallbacks`` the reasons so far: :func:`next_plan` passes them.
+    """
+    chosen = video.encoder != "auto"
+    handoff = pipeline.handoff
+    explicit = chosen or handoff != "auto" or pipeline.cuda_device != 0
+    names = (video.encoder,) if chosen else tuple(n for n in AUTO_ORDER if n not in skip)
+    request = EncodeRequest(video, output.raw)
+    cuda = _Cuda(pipeline.cuda_device, device)
+    reasons = list(fallbacks)
+    unfit: list[tuple[EncoderRow, str]] = []  # rows the options do not fit, whatever the machine
     try:
-        if codec == "mjpeg":
-            why = available.nvjpeg_problem()
-            if why is None:
-                reason = "asked for" if enc == "nvjpeg" else "MJPEG output, nvJPEG available"
-                return Plan("nvjpeg", handoff, reason, device, convert="rgb24")
-            if enc == "nvjpeg":
-                raise EncoderUnavailableError(f"nvJPEG is unavailable: {why}. Use --encoder cpu.")
-            return _cpu(video, handoff, f"no nvJPEG ({why}); CPU mjpeg fed from CUDA device frames", device)
-        why = available.nvenc_problem(codec, device)
-        if why is None:
-            return _nvenc(video, output, handoff, "asked for" if enc == "nvenc" else "an NVENC session opens", device)
-        if enc == "nvenc" or video.pix_fmt == "rgba":
-            raise EncoderUnavailableError(
-                f"NVENC is unavailable: {why}. Use --encoder cpu (or nvjpeg with codec mjpeg)."
+        for name in names:
+            row = encoder_row(name)
+            why = row.unfit(request)
+            if why is not None:
+                if chosen:
+                    raise ConfigError(why)
+                unfit.append((row, why))
+                if video.codec in row.codecs:
+                    reasons.append(f"{row.label} cannot take these options ({why.rstrip('.')})")
+                continue
+            if handoff == "host" and not row.reads_host:
+                if chosen:
+                    raise ConfigError(f"encoder {name} reads CUDA memory; use handoff auto, register or shared, "
+                                      "not host.")  # fmt: skip
+                continue  # not a fallback: the host handoff asked for leaves the host-reading rows
+            # CUDA when the row reads nothing else, when a CUDA handoff was asked for, or under auto
+            # (fed from CUDA device frames, the GPU converting) where a CUDA device opens.
+            wants_cuda = "cuda" in row.reads and (
+                row.needs_cuda or handoff in _CUDA_HANDOFFS or (handoff == "auto" and not chosen)
             )
-        return _cpu(video, handoff, f"no NVENC: {why}; CPU encoder fed from CUDA device frames", device)
+            dev = cuda.get() if wants_cuda else None
+            if wants_cuda and dev is None:
+                if handoff in _CUDA_HANDOFFS:  # an explicit handoff is honoured or refused, never dropped
+                    raise EncoderUnavailableError(
+                        f"handoff {handoff!r} needs CUDA: {_clause(cuda.problem)}. Use handoff 'host' (or 'auto')."
+                    )
+                if row.needs_cuda:
+                    if chosen:
+                        raise EncoderUnavailableError(
+                            f"encoder {name} needs CUDA, which is unusable here: {_clause(cuda.problem)}. "
+                            "Use --encoder cpu."
+                        )
+                    continue  # "no CUDA: ..." is the reason, given once
+            if dev is None and pipeline.cuda_device != 0 and cuda.problem is not None:
+                raise EncoderUnavailableError(
+                    f"cuda_device {pipeline.cuda_device} was asked for, and CUDA is unusable here: "
+                    f"{_clause(cuda.problem)}. "
+                    "Leave cuda_device unset for the host path."
+                )
+            plan = _fit(row, replace(request, device=dev), chosen, handoff, reasons, cuda.problem)
+            if plan is not None:
+                return plan.with_(explicit=explicit)
+        raise _nothing_fits(video, handoff, reasons, unfit, cuda.problem)
     except BaseException:
-        device.release()
+        cuda.release()
         raise
+
+
+def _fit(
+    row: EncoderRow, request: EncodeRequest, chosen: bool, handoff: str, reasons: list[str], no_cuda: str | None
+) -> Plan | None:
+    """The plan with ``row`` if it runs here and meets this device's limits; else None (auto) or raise (chosen)."""
+    why = row.problem(request)
+    if why is not None:
+        if chosen:
+            other = " (or nvjpeg with codec mjpeg)" if "mjpeg" not in row.codecs else ""
+            raise EncoderUnavailableError(f"{row.label} is unavailable: {why}. Use --encoder cpu{other}.")
+        reasons.append(row.absent.format(label=row.label, why=why))
+        return None
+    why = row.limits(request)
+    if why is not None:
+        if chosen:
+            raise ConfigError(why)
+        reasons.append(f"{row.label} cannot take these options ({why.rstrip('.')})")
+        return None
+    device = request.device
+    via = "cuda" if device is not None else "host"
+    plan_handoff = handoff if via == "cuda" else "host"
+    fed = via == "cuda" and row.reads_host  # a host-reading encoder fed from CUDA device frames
+    if chosen:
+        reason = f"{row.label} fed from CUDA device frames, as asked" if fed else "asked for"
+    elif handoff == "host" and not reasons:
+        reason = "host handoff asked for"
+    else:
+        if no_cuda is not None:
+            reasons.insert(0, f"no CUDA: {no_cuda.rstrip('.')}")
+        said = "; ".join(reasons) if reasons else row.chosen
+        reason = (said or "the first encoder that fits") + (f"; {row.label} fed from CUDA device frames" if fed else "")
+    return Plan(row.name, plan_handoff, reason, device, convert=row.convert(request.video), fallbacks=tuple(reasons))
+
+
+def _nothing_fits(
+    video: VideoOptions, handoff: str, reasons: list[str], unfit: list[tuple[EncoderRow, str]], no_cuda: str | None
+) -> ConfigError:
+    """The error when no row fits under auto: every row's reason, led by the one that decided it."""
+    listed = reasons + [f"{row.label}: {why}" for row, why in unfit if video.codec not in row.codecs]
+    if no_cuda is not None:
+        listed.insert(0, f"no CUDA: {no_cuda}")
+    listed = [r.rstrip(".") for r in listed]  # clauses of one sentence
+    takers = [row for row, _ in unfit] + [encoder_row(n) for n in AUTO_ORDER]
+    takers = [r for r in dict.fromkeys(takers) if video.pix_fmt in r.pix_fmts and video.codec in r.codecs]
+    lead = "No encoder can record these options here"
+    if len(takers) == 1:
+        lead = f"{video.codec} in pix_fmt {video.pix_fmt} needs {takers[0].label}, which cannot record it here"
+    return ConfigError(f"{lead}: {'; '.join(listed)}.")
+
+
+def next_plan(
+    plan: Plan, video: VideoOptions, pipeline: PipelineOptions, output: OutputKind, reason: str, *, keep_cuda: bool
+) -> Plan:
+    """Under auto, the plan with the next row that fits, after ``plan`` failed for ``reason``.
+
+    ``keep_cuda`` False: the CUDA device cannot be used (a GL without it), so the host path only; the
+    device stays open either way (the pipeline's stack owns it). An explicit choice raises instead
+    (callers re-raise their own error before asking).
+    """
+    if plan.explicit:
+        raise ConfigError(f"{reason}, and encoder {plan.encoder} was asked for")
+    log.warning("glrec: %s; auto tries the next encoder", reason)
+    fallbacks = (*plan.fallbacks, reason)
+    device = plan.device if keep_cuda else None
+    skip = tuple(AUTO_ORDER[: AUTO_ORDER.index(plan.encoder) + 1]) if plan.encoder in AUTO_ORDER else ()
+    if not keep_cuda:
+        pipeline = pipeline.with_(handoff="host")
+    new = make_plan(video, pipeline, output, skip=skip, device=device, fallbacks=fallbacks)
+    return new.with_(explicit=False, fallbacks=fallbacks + new.fallbacks[len(fallbacks) :])

@@ -14,17 +14,20 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import moderngl
 
 from ..frame import HostFrame
-from ..options import PipelineOptions, VideoOptions
 from ..result import RecordResult
 from ..sinks import Sink
 from ..sinks.registry import OutputKind
 from .build import build_pipeline
 from .timing import StageTimers, timed
 from .worker import EncodeWorker
+
+if TYPE_CHECKING:
+    from ..options import PipelineOptions, VideoOptions
 
 log = logging.getLogger("glrec")
 
@@ -115,4 +118,7 @@ class Session:
         frames = worker.frames_written if own_file else worker.frames_encoded
         size = path.stat().st_size if own_file and path.exists() else worker.sink.bytes_written
         wall = time.perf_counter() - started
-        return RecordResult(path, frames, frames / video.fps, wall, size, self.encoder_name, video.codec)
+        fallback = "; ".join(self.plan.fallbacks)
+        return RecordResult(
+            path, frames, frames / video.fps, wall, size, self.encoder_name, video.codec, fallback=fallback
+        )

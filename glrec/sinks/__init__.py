@@ -16,7 +16,7 @@ from ..frame import Packet
 from .registry import OUTPUTS, STREAMS, OutputKind, is_stream_url, output_kind
 
 if TYPE_CHECKING:
-    from ..options import VideoOptions
+    from .stream import DescribesStream
 
 
 class Sink(Protocol):
@@ -40,10 +40,16 @@ class Sink(Protocol):
     def close(self) -> None: ...
 
 
-def open_sink(target: str | os.PathLike[str], options: VideoOptions, **kwargs: Any) -> Sink:
-    """Open the sink for a path's extension or a URL's scheme (see :mod:`glrec.sinks.registry`)."""
-    kind = output_kind(target, options.codec)
-    return kind.open(str(target) if is_stream_url(target) else Path(target), options, **kwargs)
+def open_sink(target: str | os.PathLike[str], options: DescribesStream, **kwargs: Any) -> Sink:
+    """Open the sink for a path's extension or a URL's scheme (see :mod:`glrec.sinks.registry`).
+
+    The sink is given the stream's description (:class:`~glrec.sinks.stream.StreamInfo`), not ``options``.
+    """
+    from .stream import StreamInfo
+
+    stream = StreamInfo.of(options)
+    kind = output_kind(target, stream.codec)
+    return kind.open(str(target) if is_stream_url(target) else Path(target), stream, **kwargs)
 
 
 __all__ = ["OUTPUTS", "STREAMS", "OutputKind", "Sink", "open_sink", "output_kind"]

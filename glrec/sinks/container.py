@@ -38,13 +38,13 @@ import av
 
 from ..errors import DiskFullError, GlrecError, OutputError
 from ..frame import Packet
-from ..options import VideoOptions
 from ..timebase import frame_rate
 from . import mpegts
 from .mux import Muxer
 from .paths import OutputFile
 from .raw import DISK_FULL, write_error
 from .registry import OUTPUTS, OutputKind
+from .stream import DescribesStream, StreamInfo
 from .trim import trim_to_complete_fragments
 
 log = logging.getLogger("glrec")
@@ -152,10 +152,10 @@ class ContainerSink:
     """
 
     def __init__(
-        self, path: Path, options: VideoOptions, *, finalize: bool = True, overwrite: bool = False, audio: Any = None
+        self, path: Path, options: DescribesStream, *, finalize: bool = True, overwrite: bool = False, audio: Any = None
     ) -> None:
         self.path = path
-        self.options = options
+        self.options = options = StreamInfo.of(options)  # what the file says of its stream; no encoder knobs
         self._audio = audio
         self._kind = kind = OUTPUTS[path.suffix.lower()]
         self._finalize = finalize and kind.fragmented

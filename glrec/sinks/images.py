@@ -19,9 +19,9 @@ from pathlib import Path
 
 from ..errors import OutputExistsError
 from ..frame import Packet
-from ..options import VideoOptions
 from .paths import check_output_path, frame_path, sequence_frames
 from .raw import write_error
+from .stream import DescribesStream
 
 log = logging.getLogger("glrec")
 
@@ -29,7 +29,7 @@ log = logging.getLogger("glrec")
 class ImageSequenceSink:
     """Write each packet to ``pattern % pts``."""
 
-    def __init__(self, path: Path, options: VideoOptions, *, overwrite: bool = False) -> None:
+    def __init__(self, path: Path, options: DescribesStream, *, overwrite: bool = False) -> None:
         check_output_path(path, overwrite)  # links, and an existing sequence without overwrite
         self.path = path
         self.packets = 0

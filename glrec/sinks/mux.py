@@ -14,8 +14,7 @@ from collections.abc import Callable
 import av
 
 from ..frame import Packet
-from ..options import VideoOptions
-from ..timebase import frame_rate
+from .stream import DescribesStream, StreamInfo
 
 # FFmpeg demuxer that parses one raw packet of each codec.
 _PROBE_FORMAT = {"h264": "h264", "hevc": "hevc", "mjpeg": "mjpeg"}
@@ -25,12 +24,12 @@ class Muxer:
     """One video stream in an opened PyAV output container; counts what it muxed."""
 
     def __init__(
-        self, container: av.container.OutputContainer, options: VideoOptions, *, codec_tag: str | None = None
+        self, container: av.container.OutputContainer, options: DescribesStream, *, codec_tag: str | None = None
     ) -> None:
         self.container = container
-        self.options = options
+        self.options = options = StreamInfo.of(options)
         self.codec_tag = codec_tag  # the sample entry to write ('hvc1'), where the container's default is wrong
-        self.time_base = 1 / frame_rate(options.fps)
+        self.time_base = 1 / options.rate
         self.packets = 0
         self.bytes_written = 0
         self._stream: av.video.stream.VideoStream | None = None

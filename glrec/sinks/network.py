@@ -18,9 +18,9 @@ import av
 
 from ..errors import ConfigError, OutputError
 from ..frame import Packet
-from ..options import VideoOptions
 from .mux import Muxer
 from .registry import STREAMS, output_kind
+from .stream import DescribesStream, StreamInfo
 from .timing import FrameTimes, LatencyStats
 
 log = logging.getLogger("glrec")
@@ -52,11 +52,12 @@ class NetworkSink:
     def __init__(
         self,
         url: str,
-        options: VideoOptions,
+        options: DescribesStream,
         *,
         times: FrameTimes | None = None,
         latency: LatencyStats | None = None,
     ) -> None:
+        options = StreamInfo.of(options)
         muxer = check_url(url, options.codec)
         scheme = urlsplit(url).scheme
         if scheme == "udp" and "pkt_size" not in url:

@@ -21,8 +21,8 @@ from typing import BinaryIO
 
 from ..errors import DiskFullError, OutputError
 from ..frame import Packet
-from ..options import VideoOptions
 from .paths import OutputFile
+from .stream import DescribesStream
 
 log = logging.getLogger("glrec")
 
@@ -33,7 +33,7 @@ DISK_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
 class AnnexBSink:
     """Write Annex-B packets straight to a file."""
 
-    def __init__(self, path: Path, options: VideoOptions, *, overwrite: bool = False) -> None:
+    def __init__(self, path: Path, options: DescribesStream, *, overwrite: bool = False) -> None:
         self.path = path
         self.packets = 0
         self.bytes_written = 0
@@ -121,7 +121,7 @@ class IvfSink(AnnexBSink):
     read to the end of the file either way, so a killed recording still plays.
     """
 
-    def __init__(self, path: Path, options: VideoOptions, *, overwrite: bool = False) -> None:
+    def __init__(self, path: Path, options: DescribesStream, *, overwrite: bool = False) -> None:
         super().__init__(path, options, overwrite=overwrite)
         from ..timebase import frame_rate
 

@@ -18,8 +18,8 @@ from ..errors import ConfigError
 from .paths import has_frame_pattern
 
 if TYPE_CHECKING:
-    from ..options import VideoOptions
     from . import Sink
+    from .stream import DescribesStream
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class OutputKind:
     fragmented: bool = False  # written fragmented while recording, rewritten normal on a clean close
     note: str = ""
 
-    def open(self, target: str | Path, options: VideoOptions, **kwargs: Any) -> Sink:
+    def open(self, target: str | Path, options: DescribesStream, **kwargs: Any) -> Sink:
         module, _, cls = self.sink.partition(":")
         sink_cls = getattr(importlib.import_module(f"glrec.sinks.{module}"), cls)
         return sink_cls(target, options, **kwargs)  # type: ignore[no-any-return]
@@ -116,6 +116,13 @@ def output_kind(target: str | os.PathLike[str], codec: str) -> OutputKind:
             f"{', '.join(e for e, k in OUTPUTS.items() if codec in k.codecs)}."
         )
     return kind
+
+
+def sole_codec(target: str | os.PathLike[str]) -> str | None:
+    """The one codec ``target`` can carry (``.hevc``: hevc, ``.ivf``: av1, ``.avi``/``.jpg``: mjpeg), else None."""
+    url = is_stream_url(target)
+    kind = STREAMS.get(urlsplit(str(target)).scheme) if url else OUTPUTS.get(Path(target).suffix.lower())
+    return kind.codecs[0] if kind is not None and len(kind.codecs) == 1 else None
 
 
 def custom_output(codec: str) -> OutputKind:

@@ -24,15 +24,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..convert.swscale import PACKED_FORMATS, SwsConverter, readable_in_place
 from ..errors import ConfigError
 from ..frame import HostFrame
-from ..options import VideoOptions
 from .frames import HostFrameIn
 from .pack import Packer
+
+if TYPE_CHECKING:
+    from ..options import VideoOptions
 
 log = logging.getLogger("glrec")
 
