@@ -47,7 +47,7 @@ class Recording:
         self,
         path: str | os.PathLike[str],
         *,
-        overwrite: bool = False,
+        overwrite: bool = True,
         sink: Sink | None = None,
         sink_options: dict[str, Any] | None = None,
         **options: object,
