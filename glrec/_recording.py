@@ -67,10 +67,11 @@ class Recording:
         self._stack = ExitStack()
         self._thread = threading.get_ident()
         self._session: Session | None = None  # the built chain
-        # Without a size, the first frame gives it: the chain is built then (_ensure_built). Not in the
-        # caller's context (it is the one current now) nor with a processing stage (it may set the size).
+        # Without a size, the first frame gives it: the chain is built then (_ensure_built), a processing
+        # stage too (its input is that size; a size it declares is its output's). Not in the caller's
+        # context: it is the one current now.
         self._deferred: tuple[OutputKind, dict[str, object], bool] | None = None
-        own = self.pipeline_options.context == "own" and self.pipeline_options.process is None
+        own = self.pipeline_options.context == "own"
         if video.get("size") is None and own:
             self._deferred = (output, video, pipeline.get("cuda_device") is not None)
         else:

@@ -277,7 +277,7 @@ def test_odd_sizes_pad_or_444(tmp_path, route):
 
 def test_a_given_size_is_checked_against_every_frame(tmp_path):
     with glrec.Recorder(tmp_path / "given.mp4", size=(64, 48)) as rec:
-        with pytest.raises(ConfigError, match="this recording is 64x48"):
+        with pytest.raises(ConfigError, match=r"this recording is 64x48, set before any frame.*pass size=\(32, 32\)"):
             rec.write(np.zeros((32, 32, 3), np.uint8))
         rec.write(pictures(1)[0])
 
