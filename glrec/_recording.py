@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ._lifecycle import deferred_signals, frame_gate, track, untrack
-from .errors import ContextThreadError, GlrecError, SceneError
+from .errors import ContextThreadError, GlrecError, RecorderClosedError
 from .gl.context import GLContext
 from .options import PipelineOptions, VideoOptions, split_options
 from .pipeline import StageTimers
@@ -173,7 +173,9 @@ class Recording:
     def _check_open(self) -> Session:
         """The built chain of an open recorder, on its own thread (a sizeless one is built here)."""
         if self._closed:
-            raise SceneError("This recorder is closed; create a new Recorder to record again.")
+            raise RecorderClosedError(
+                f"The recorder for {str(self.path)!r} is closed; make a new Recorder to record again."
+            )
         self._ensure_built()
         self._gl.check_thread()
         assert self._session is not None

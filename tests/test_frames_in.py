@@ -330,3 +330,12 @@ def test_route_choice():
         direct_route("cpu", cpu_encoder=False, host_frames=False, software_gl=False)  # nvJPEG / NVENC
     with pytest.raises(ConfigError, match="Unknown array_convert 'cuda'"):
         glrec.Recorder("unused.mp4", array_convert="cuda")
+
+
+def test_a_write_after_close_says_the_recorder_is_closed(tmp_path):
+    rec = glrec.Recorder(tmp_path / "c.mp4", fps=10)
+    rec.write(pictures(1)[0])
+    rec.close()
+    with pytest.raises(glrec.RecorderClosedError, match=r"c\.mp4' is closed; make a new Recorder") as info:
+        rec.write(pictures(1)[0])
+    assert isinstance(info.value, ValueError) and not isinstance(info.value, glrec.SceneError)
