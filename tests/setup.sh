@@ -31,12 +31,12 @@ python3 -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 # The processing stage's tests use real PyTorch (the CPU build 2.13.0+cpu where the package index offers it)
 # and pyopencl (its wheel bundles the ICD loader).
 python3 -m pip install -q "torch==2.13.0" "pyopencl>=2022.1" >/dev/null
+python3 -m pip install -q ".[test,ray,nvenc]"
 # Other GL libraries in the same process (tests/test_with_*.py): MuJoCo (+ Gymnasium's HalfCheetah),
 # pyrender + trimesh, raw PyOpenGL (the interop extra). pyrender pins PyOpenGL 3.1.0, whose EGL module
 # lacks what MuJoCo's EGL backend needs (EGLDeviceEXT); pyrender itself works with the newer one. So
-# pyrender's other requirements and the newer PyOpenGL go in first and pyrender without its pins: pip's
-# resolver never meets the pin, and prints no conflict.
+# pyrender's other requirements and the newer PyOpenGL go in first, and pyrender last, without its pins:
+# no pip run meets the pin, so none prints a resolver conflict (an ERROR: line) after installing.
 python3 -m pip install -q "mujoco>=3.1" "gymnasium[mujoco]>=1.0" "trimesh>=4" "PyOpenGL>=3.1.7" \
   freetype-py imageio networkx pillow "pyglet>=1.4.10" scipy six
 python3 -m pip install -q --no-deps "pyrender>=0.1.45"
-python3 -m pip install -q ".[test,ray,nvenc]"
