@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._lifecycle import deferred_signals, frame_gate, track, untrack
-from .errors import ContextThreadError, GlrecError, SceneError
+from .errors import ContextThreadError, GlrecError, RecorderClosedError
 from .gl.context import GLContext
 from .options import PipelineOptions, VideoOptions, split_options, with_output_codec
 from .pipeline import StageTimers
@@ -52,7 +52,7 @@ class Recording:
         self,
         path: str | os.PathLike[str],
         *,
-        overwrite: bool = False,
+        overwrite: bool = True,
         sink: Sink | None = None,
         sink_options: dict[str, Any] | None = None,
         **options: Unpack[RecorderOptions],
@@ -73,10 +73,11 @@ class Recording:
         self._stack = ExitStack()
         self._thread = threading.get_ident()
         self._session: Session | None = None  # the built chain
-        # Without a size, the first frame gives it: the chain is built then (_ensure_built). Not in the
-        # caller's context (it is the one current now) nor with a processing stage (it may set the size).
+        # Without a size, the first frame gives it: the chain is built then (_ensure_built), a processing
+        # stage too (its input is that size; a size it declares is its output's). Not in the caller's
+        # context: it is the one current now.
         self._deferred: tuple[OutputKind, dict[str, object], bool] | None = None
-        own = self.pipeline_options.context == "own" and self.pipeline_options.process is None
+        own = self.pipeline_options.context == "own"
         if video.get("size") is None and own:
             self._deferred = (output, video, pipeline.get("cuda_device") is not None)
         else:
@@ -178,7 +179,9 @@ class Recording:
     def _check_open(self) -> Session:
         """The built chain of an open recorder, on its own thread (a sizeless one is built here)."""
         if self._closed:
-            raise SceneError("This recorder is closed; create a new Recorder to record again.")
+            raise RecorderClosedError(
+                f"The recorder for {str(self.path)!r} is closed; make a new Recorder to record again."
+            )
         self._ensure_built()
         self._gl.check_thread()
         assert self._session is not None

@@ -28,6 +28,7 @@ __all__ = [
     "ProcessError",
     "ProcessOutputError",
     "ProcessUnavailableError",
+    "RecorderClosedError",
     "SceneError",
     "ShaderError",
     "UnsupportedInputError",
@@ -60,6 +61,10 @@ class ShaderError(GlrecError, RuntimeError):
 
 class SceneError(GlrecError, RuntimeError):
     """A scene could not be found, loaded, set up, or raised while rendering."""
+
+
+class RecorderClosedError(GlrecError, ValueError):
+    """A frame was given to a recorder after ``close()`` (a ``ValueError``, as writing to a closed file is)."""
 
 
 class EncoderError(GlrecError, RuntimeError):

@@ -286,8 +286,10 @@ class InputOptions(OptionTable):
         None, "scene or Shadertoy shader drawn over each frame of a video input (its iChannel0 is the frame)", str,
         flags=_flag("overlay"), metavar="SCENE",
     )  # fmt: skip
-    channel0: str | None = option(None, "what a Shadertoy shader's iChannel0 samples: image, video, camera, URL or "
-                                  "buffer_a..buffer_d", str, flags=_flag("channel0"), metavar="SRC")  # fmt: skip
+    channel0: str | None = option(None, "what a Shadertoy shader's iChannel0 samples: image, video, camera, URL, "
+                                  "buffer_a..buffer_d or a built-in texture (noise, noise_small, grey_noise, black); "
+                                  "an empty channel reads black", str, flags=_flag("channel0"),
+                                  metavar="SRC")  # fmt: skip
     channel1: str | None = option(None, "iChannel1 (as --channel0)", str, flags=_flag("channel1"), metavar="SRC")
     channel2: str | None = option(None, "iChannel2 (as --channel0)", str, flags=_flag("channel2"), metavar="SRC")
     channel3: str | None = option(None, "iChannel3 (as --channel0)", str, flags=_flag("channel3"), metavar="SRC")

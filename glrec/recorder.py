@@ -34,7 +34,10 @@ class Recorder(Recording):
 
     Defaults: 1280x720, 30 fps, H.264 (libx264, preset veryfast, crf 20),
     yuv420p, BT.709 limited range. ``pad=True`` pads odd sizes to even for
-    4:2:0 by repeating the last row/column. The keywords but ``overwrite``,
+    4:2:0 by repeating the last row/column. An existing file at ``path`` is
+    replaced (``overwrite=True``, as imageio and PyAV do; the CLI asks for ``-y``),
+    only once the new one is complete and never through a link;
+    ``overwrite=False`` refuses instead. The keywords but ``overwrite``,
     ``sink`` and ``sink_options`` are the options of :mod:`glrec.options`
     (every one with its default and meaning: ``docs/options.md``).
 

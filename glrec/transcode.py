@@ -166,7 +166,7 @@ def transcode(
     channels: dict[Any, Any] | None = None,
     seconds: float | None = None,
     frames: int | None = None,
-    overwrite: bool = False,
+    overwrite: bool = True,
     progress: Callable[[int], None] | None = None,
     on_start: Callable[[Recorder], None] | None = None,
     **options: Unpack[TranscodeOptions],

@@ -278,7 +278,7 @@ def test_image_sequence_output(gl, tmp_path):
             frame = next(c.decode(video=0))
             assert (frame.width, frame.height) == (64, 48)
     with pytest.raises(glrec.OutputExistsError, match="existing frame"):
-        glrec.record("bars", pattern, size=(64, 48), fps=30, frames=1, codec="mjpeg")
+        glrec.record("bars", pattern, size=(64, 48), fps=30, frames=1, codec="mjpeg", overwrite=False)
 
 
 def test_image_sequence_needs_a_pattern(tmp_path):

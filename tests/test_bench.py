@@ -257,18 +257,15 @@ def test_help_explains_the_options(capsys):
     assert "naive-imageio" in text and "ratio" in text
 
 
-def test_default_results_folder_is_the_checkouts_or_a_temporary_one(tmp_path):
+def test_default_results_folder_is_the_users_data_folder_wherever_glrec_runs(tmp_path):
     from glrec.cli.bench import default_out
 
-    checkout = tmp_path / "repo"
-    (checkout / "glrec").mkdir(parents=True)
-    (checkout / "benchmarks").mkdir()
-    (checkout / "pyproject.toml").write_text("")
-    assert default_out(checkout / "glrec")[0] == checkout / "benchmarks" / "results"
-    installed = tmp_path / "site-packages" / "glrec"
-    installed.mkdir(parents=True)
-    out, why = default_out(installed)
-    assert out.is_dir() and "temporary" in why and tmp_path not in out.parents
+    out, why = default_out({"XDG_DATA_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path / "home")})
+    assert out == tmp_path / "xdg" / "glrec" / "bench" and out.is_dir() and "XDG_DATA_HOME" in why
+    # a relative XDG_DATA_HOME is to be ignored (XDG base directory rule): ~/.local/share
+    out, _ = default_out({"XDG_DATA_HOME": "rel", "HOME": str(tmp_path / "home")})
+    assert out == tmp_path / "home" / ".local" / "share" / "glrec" / "bench" and out.is_dir()
+    assert ROOT not in out.parents  # not the source tree this glrec was imported from
 
 
 @pytest.mark.slow
@@ -285,7 +282,7 @@ def test_an_installed_glrec_never_writes_into_the_current_directory(tmp_path):
     (work / "benchmarks" / "results").mkdir(parents=True)
     args = ["bench", "--quick", "--baselines", "none", "--no-stages", "--no-profile", "--memory-frames", "0",
             "--no-plot"]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(site)}
+    env = {**os.environ, "PYTHONPATH": str(site), "XDG_DATA_HOME": str(tmp_path / "data")}
     p = subprocess.run([sys.executable, "-m", "glrec", *args], cwd=work, env=env, capture_output=True, text=True,
                        timeout=300)  # fmt: skip
     assert p.returncode == 0, p.stderr[-2000:]
@@ -293,6 +290,5 @@ def test_an_installed_glrec_never_writes_into_the_current_directory(tmp_path):
     assert not [x for x in work.rglob("*.json")]
     line = next(x for x in p.stdout.splitlines() if x.startswith("results: "))
     saved = Path(line.split(": ", 1)[1])
-    assert saved.is_file() and "glrec-bench-results-" in str(saved.parent)
-    assert "results folder:" in p.stderr and "temporary" in p.stderr
-    shutil.rmtree(saved.parent)
+    assert saved.is_file() and saved.parent == tmp_path / "data" / "glrec" / "bench"
+    assert f"results folder: {saved.parent}" in p.stderr

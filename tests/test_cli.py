@@ -31,6 +31,17 @@ def test_refuses_to_overwrite(gl, tmp_path, capsys):
     assert out.read_bytes() != b"precious"
 
 
+def test_y_is_the_overwrite_flag_as_in_ffmpeg(gl, tmp_path, capsys):
+    out = tmp_path / "a.mp4"
+    assert main(["record", "plasma", "-o", str(out), "--frames", "2", "--size", "64x64", "-q"]) == 0
+    assert main(["record", "plasma", "-o", str(out), "--frames", "3", "--size", "64x64", "-q"]) == 1
+    err = capsys.readouterr().err
+    assert "-y" in err and "Traceback" not in err
+    assert main(["record", "plasma", "-o", str(out), "--frames", "5", "--size", "64x64", "-y", "-q"]) == 0
+    with av.open(str(out)) as c:
+        assert sum(1 for _ in c.decode(video=0)) == 5
+
+
 @pytest.mark.parametrize(
     "args, words",
     [

@@ -59,6 +59,14 @@ def test_same_spec_same_bytes_and_one_sample_alone_equals_its_copy(tmp_path):
 
     tar = members(tmp_path / "a" / "shard-000001.tar")
     [folder] = write_samples(spec, [5], tmp_path / "alone")
+    toml = tmp_path / "spec.toml"  # a path, as generate() and render_sample() take
+    toml.write_text(
+        '[dataset]\nscene = "table"\nsamples = 6\nsize = "64x48"\nseed = 11\nshard_size = 4\n'
+        "[params]\nobjects = { int = [2, 5] }\ncamera_azimuth = { uniform = [0, 360] }\n"
+    )
+    [by_path] = write_samples(toml, [5], tmp_path / "by-path")
+    assert by_path.name == folder.name and sorted(by_path.iterdir()) != []
+    assert all((by_path / f.name).read_bytes() == f.read_bytes() for f in folder.iterdir())
     for name in ("rgb.png", "depth.npy", "instance.png", "semantic.png", "normal.png", "meta.json"):
         data = (folder / name).read_bytes()
         assert data == tar[f"000005.{name}"], name

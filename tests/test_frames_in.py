@@ -277,7 +277,7 @@ def test_odd_sizes_pad_or_444(tmp_path, route):
 
 def test_a_given_size_is_checked_against_every_frame(tmp_path):
     with glrec.Recorder(tmp_path / "given.mp4", size=(64, 48)) as rec:
-        with pytest.raises(ConfigError, match="this recording is 64x48"):
+        with pytest.raises(ConfigError, match=r"this recording is 64x48, set before any frame.*pass size=\(32, 32\)"):
             rec.write(np.zeros((32, 32, 3), np.uint8))
         rec.write(pictures(1)[0])
 
@@ -330,3 +330,12 @@ def test_route_choice():
         direct_route("cpu", cpu_encoder=False, host_frames=False, software_gl=False)  # nvJPEG / NVENC
     with pytest.raises(ConfigError, match="Unknown array_convert 'cuda'"):
         glrec.Recorder("unused.mp4", array_convert="cuda")
+
+
+def test_a_write_after_close_says_the_recorder_is_closed(tmp_path):
+    rec = glrec.Recorder(tmp_path / "c.mp4", fps=10)
+    rec.write(pictures(1)[0])
+    rec.close()
+    with pytest.raises(glrec.RecorderClosedError, match=r"c\.mp4' is closed; make a new Recorder") as info:
+        rec.write(pictures(1)[0])
+    assert isinstance(info.value, ValueError) and not isinstance(info.value, glrec.SceneError)

@@ -1,8 +1,9 @@
 """Output paths (glrec.sinks.paths): nothing the user did not name is written, nothing already there is lost.
 
 One rule for every output kind: links are refused; an existing file (or any
-frame of an existing image sequence) is replaced only with overwrite, and
-only once the new recording is complete; a file appears with its first packet.
+frame of an existing image sequence) is replaced only with overwrite (the
+Python API's default; the CLI's --overwrite/-y), and only once the new
+recording is complete; a file appears with its first packet.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import logging
 import signal
 
 import av
+import numpy as np
 import pytest
 from crash_helpers import decode_indices, start_child
 
@@ -40,7 +42,7 @@ def test_an_existing_sequence_is_refused_even_without_its_frame_zero(gl, tmp_pat
     for i in (1, 2, 3):
         (tmp_path / f"f_{i:06d}.jpg").write_bytes(b"old")
     with pytest.raises(glrec.OutputExistsError, match="3 existing frame"):
-        _record(tmp_path / "f_%06d.jpg", codec="mjpeg")
+        _record(tmp_path / "f_%06d.jpg", codec="mjpeg", overwrite=False)
     assert all((tmp_path / f"f_{i:06d}.jpg").read_bytes() == b"old" for i in (1, 2, 3))
     assert not (tmp_path / "f_000000.jpg").exists()
 
@@ -120,6 +122,24 @@ def test_overwrite_replaces_the_file_once_the_new_one_is_complete(gl, tmp_path, 
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]
 
 
+def test_the_python_api_replaces_an_existing_output_by_default_and_refuses_with_overwrite_false(gl, tmp_path):
+    """As imageio, mediapy, PyAV and OpenCV do, so that a notebook cell can run again."""
+    path = tmp_path / "cell.mp4"
+    _record(path, frames=5)
+    _record(path, frames=9)
+    assert _frames_in(path) == 9
+    glrec.write_video(path, [np.full((48, 64, 3), 40 * i, np.uint8) for i in range(4)], fps=FPS)
+    assert _frames_in(path) == 4
+    with glrec.Recorder(path, fps=FPS, codec="h264") as rec:
+        for _ in range(2):
+            rec.write(np.zeros((48, 64, 3), np.uint8))
+    assert _frames_in(path) == 2
+    with pytest.raises(glrec.OutputExistsError, match="overwrite=True"):
+        _record(path, frames=3, overwrite=False)
+    assert _frames_in(path) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cell.mp4"]
+
+
 @pytest.mark.parametrize("name, codec", KINDS)
 def test_a_failed_overwrite_keeps_the_old_file_and_says_what_happened(gl, tmp_path, caplog, name, codec):
     path = tmp_path / name
@@ -181,5 +201,5 @@ def test_a_raw_stream_killed_before_its_first_packet_leaves_nothing_to_block_a_r
             break
     child.wait(timeout=60)
     assert not path.exists()
-    _record(path)  # no --overwrite needed
+    _record(path, overwrite=False)  # no overwrite needed
     assert _frames_in(path) == 3

@@ -68,6 +68,20 @@ def test_colour_inversion_in_place_is_exact(gl, tmp_path):
     assert_planes_equal(tmp_path / "inv.mkv", converted(expected))
 
 
+def test_without_a_size_the_first_written_frame_gives_it_also_with_a_stage(gl, tmp_path):
+    def invert(frame):
+        frame[..., :3] = 255 - frame[..., :3]
+
+    frames = [f.copy() for f in bars_rgba(3)]
+    with glrec.Recorder(tmp_path / "w.mkv", fps=FPS, process=invert, **LOSSLESS) as rec:
+        for f in frames:
+            rec.write(f[..., :3].copy())
+    assert rec.close().frames == 3
+    for f in frames:
+        f[..., :3] = 255 - f[..., :3]
+    assert_planes_equal(tmp_path / "w.mkv", converted(frames))  # 64x48, as written, inverted
+
+
 def torch_sobel(frame):
     """The Sobel of process_helpers.sobel in torch ops (float32 holds these integer sums exactly)."""
     import torch
@@ -268,7 +282,8 @@ def test_bad_process_values_are_config_errors(tmp_path):
     with pytest.raises(ConfigError, match="defines no 'fn'. Candidates it defines: other"):
         glrec.Recorder(tmp_path / "x.mkv", process=f"{tmp_path / 'f.py'}:fn")
     with pytest.raises(ConfigError, match="memory 'cuda' needs frames in CUDA memory"):
-        glrec.Recorder(tmp_path / "x.mkv", handoff="host", process=Process(lambda f: None, memory="cuda"))
+        # the plan's check: when the chain is built (with a size, now; without, at the first frame)
+        glrec.Recorder(tmp_path / "x.mkv", size=SIZE, handoff="host", process=Process(lambda f: None, memory="cuda"))
     assert not (tmp_path / "x.mkv").exists()
 
 

@@ -238,8 +238,6 @@ def test_unsupported_inputs_and_unbound_channels_name_what(gl, tmp_path):
         ShadertoyScene(sound)
     unbound = tmp_path / "unbound.glsl"
     unbound.write_text(code + "\n")
-    with pytest.raises(glrec.UnsupportedInputError, match="samples iChannel1, but nothing is bound.*--channel1"):
-        _frames(gl, ShadertoyScene(unbound), [0.0])
     missing = _export(tmp_path / "missing.json", [
         {"name": "Image", "type": "image", "outputs": [], "code": code,
          "inputs": [{"id": "y", "kind": "texture", "channel": 1, "path": "/media/a/nothere.jpg"}]}])  # fmt: skip
@@ -290,3 +288,54 @@ def test_viewer_pointer_reaches_a_shadertoy_overlay_through_the_input_queue(gl, 
     finally:
         scene.close()
         target.release()
+
+
+def test_an_empty_channel_reads_black_and_the_log_names_the_flag(gl, tmp_path, caplog):
+    """As on shadertoy.com; the shader is pasted as is (4 of 13 public ones tried sample iChannel0)."""
+    shader = tmp_path / "pasted.glsl"
+    shader.write_text(
+        "void mainImage(out vec4 c, in vec2 p) { c = vec4(0.5) + texture(iChannel0, p / iResolution.xy); }\n"
+    )
+    with caplog.at_level("WARNING", logger="glrec"):
+        [frame] = _frames(gl, ShadertoyScene(shader), [0.0])
+    assert (frame[..., :3] == 128).all()  # 0.5 + black
+    [warning] = [r for r in caplog.records if "iChannel0" in r.getMessage()]
+    assert warning.levelname == "WARNING" and "\n" not in warning.getMessage()
+    assert "reads black" in warning.getMessage() and "--channel0" in warning.getMessage()
+
+
+@pytest.mark.parametrize("name", ["noise", "noise_small", "grey_noise", "black"])
+def test_built_in_textures_by_name_are_their_generated_texels(gl, tmp_path, name):
+    from glrec.scenes.shadertoy_channels import GENERATED, generated_pixels
+
+    shader = tmp_path / "fetch.glsl"
+    shader.write_text(
+        "void mainImage(out vec4 c, in vec2 p) { ivec2 s = textureSize(iChannel0, 0);"
+        " c = texelFetch(iChannel0, ivec2(p) % s, 0); }\n"
+    )
+    size = (80, 70)  # larger than noise_small: the texels repeat
+    scene = ShadertoyScene(shader, channels={0: name})
+    [frame] = _frames(gl, scene, [0.0], size=size)
+    texels = generated_pixels(name)
+    w, h, _ = GENERATED[name]
+    assert texels.shape == (h, w, 4)
+    want = np.tile(texels, (size[1] // h + 1, size[0] // w + 1, 1))[: size[1], : size[0]]
+    assert np.array_equal(frame[..., :3], want[..., :3])  # the Image pass is shown opaque
+    assert np.array_equal(generated_pixels(name), texels)  # the same bytes every time
+    if name != "black":
+        assert 120 < texels.mean() < 135 and len(np.unique(texels)) == 256
+
+
+def test_noise_records_from_the_command_line_without_a_file(gl, tmp_path):
+    from glrec.cli import main
+
+    shader = tmp_path / "n.glsl"
+    shader.write_text("void mainImage(out vec4 c, in vec2 p) { c = texture(iChannel0, p / 256.0); }\n")
+    out = tmp_path / "n.mp4"
+    assert main(["record", str(shader), "--channel0", "noise", "-o", str(out), "--frames", "2", "--size", "64x48",
+                 "-q"]) == 0  # fmt: skip
+    import av
+
+    with av.open(str(out)) as c:
+        frames = [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
+    assert len(frames) == 2 and frames[0].std() > 20  # noise, not black

@@ -276,3 +276,24 @@ def test_serve_without_the_stream_extra_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "websockets" else real(name, *a))
     with pytest.raises(StreamExtraMissingError, match=r"pip install 'glrec\[stream\]'"):
         StreamServer(size=(64, 64), fps=30)
+
+
+def test_stats_before_any_frame_are_json_that_a_browser_parses():
+    """/stats with no latency sample yet held NaN, which JSON.parse rejects; strict JSON has null there."""
+    from types import SimpleNamespace
+
+    from websockets.datastructures import Headers
+
+    from glrec.sinks.viewer.gate import RequestGate
+
+    gate = RequestGate("127.0.0.1", None)
+    request = SimpleNamespace(path="/stats", headers=Headers([("Host", "127.0.0.1:8000")]))
+    stats = {"render_to_socket": LatencyStats().summary(), "viewers": 0}
+    response = gate.answer(None, request, url="http://127.0.0.1:8000/", full=None, stats=lambda: stats)
+    assert response.status_code == 200
+
+    def strict(name):
+        raise ValueError(f"{name} is not JSON")
+
+    got = json.loads(response.body, parse_constant=strict)
+    assert got["render_to_socket"] == {"count": 0, "median_ms": None, "p99_ms": None, "max_ms": None}

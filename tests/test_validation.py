@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 
 import av
 import pytest
@@ -165,7 +166,8 @@ def test_every_combination_records_a_decodable_file_or_raises_glrec_error(gl, tm
         ({"codec": "av1", "size": (2, 2)}, "4 to 16384"),
         ({"codec": "av1", "size": (96, 16)}, "SVT-AV1 hangs"),
         ({"codec": "av1", "size": (24, 64)}, "at least 26 pixels wide"),
-        ({"size": (16386, 64)}, "at most 16384 pixels"),
+        ({"size": (16386, 64)}, "at most 16384 pixels a side. Use a smaller size, at most 16384 a side."),
+        ({"codec": "av1", "size": (2, 2)}, "4 to 16384 pixels a side. Use a larger size, e.g. 64x64."),
         ({"codec": "av1", "fps": 1000}, "SVT-AV1 (av1) takes, 240"),
         ({"gop": 2.5}, "gop 2.5 is not a whole number"),
         ({"qp": True}, "qp True is not a whole number"),
@@ -218,3 +220,30 @@ def test_very_short_hevc_gets_sane_timestamps(gl, tmp_path, frames):
             assert [float(f.time) for f in c.decode(video=0)] == pytest.approx([i / 30 for i in range(frames)])
         with av.open(str(path)) as c:
             assert all(p.dts is not None and p.dts <= p.pts for p in c.demux(video=0) if p.size)
+
+
+def test_no_doubled_full_stop_when_the_driver_library_is_missing(tmp_path, monkeypatch):
+    """cuda-python's own message ends with a full stop; glrec's sentence around it added another."""
+    import types
+
+    from glrec.cuda import driver as drv
+
+    def cu_init(flags):
+        raise RuntimeError('"cuda" is an NVIDIA driver library. Ensure the NVIDIA display driver is installed.')
+
+    fake = types.ModuleType("cuda.bindings.driver")
+    fake.cuInit = cu_init  # type: ignore[attr-defined]
+    bindings = types.ModuleType("cuda.bindings")
+    bindings.driver = fake  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cuda.bindings", bindings)
+    monkeypatch.setitem(sys.modules, "cuda.bindings.driver", fake)
+    drv.driver.cache_clear()
+    try:
+        problem = drv.cuda_problem()
+        assert problem is not None and problem.endswith("installed") and ".." not in problem
+        with pytest.raises(glrec.GlrecError) as info:
+            glrec.Recorder(tmp_path / "x.mp4", size=(64, 48), pix_fmt="rgba")
+        assert "installed. " in str(info.value) or str(info.value).endswith("installed.")
+        assert ".." not in str(info.value), str(info.value)
+    finally:
+        drv.driver.cache_clear()

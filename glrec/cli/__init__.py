@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ..sinks.registry import describe as describe_outputs  # here: it imports numpy, inside main()'s guard
 
     rec.add_argument("-o", "--output", required=True, help=f"output file ({describe_outputs()})")
-    rec.add_argument("--overwrite", action="store_true", help="replace the output if it exists")
+    rec.add_argument("-y", "--overwrite", action="store_true", help="replace the output if it exists (as ffmpeg -y)")
     add_recording_flags(rec)
     add_flags(rec, InputOptions, title="video input and Shadertoy channels")
     rec.set_defaults(func=_cmd_record)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,8 @@ and reports frames/s, every glrec figure as a ratio to naive-imageio, CPU use, p
 stage, pipeline efficiency (end-to-end fps / slowest stage fps), and a memory check (N and 10N frames).
 All encoders use libx264 with the same --preset and --crf (glrec's defaults: veryfast, 20).
 
-Results: a table on stdout, JSON and a PNG plot in --out named DATE_CPU-CORES_RENDERER.
+Results: a table on stdout, JSON and a PNG plot in --out (default: the per-user data folder,
+~/.local/share/glrec/bench) named DATE_CPU-CORES_RENDERER.
 """
 
 EPILOG = """\
@@ -84,8 +86,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     o.add_argument(
         "--out",
         type=Path,
-        help="folder for JSON and PNG (default: benchmarks/results of the glrec checkout running, "
-        "or a new temporary folder for an installed glrec; the path is printed)",
+        help="folder for JSON and PNG (default: $XDG_DATA_HOME/glrec/bench, else ~/.local/share/glrec/bench; "
+        "the path is printed)",
     )
     o.add_argument("--json", type=Path, help="write the JSON here instead of OUT/NAME.json")
     o.add_argument("--no-plot", action="store_true", help="no PNG (the plot needs matplotlib: glrec[bench] extra)")
@@ -131,19 +133,21 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
     return BenchConfig(**changes).checked()
 
 
-def default_out(package_dir: Path | None = None) -> tuple[Path, str]:
-    """Where results go without ``--out``, and why.
+def default_out(environ: Mapping[str, str] | None = None) -> tuple[Path, str]:
+    """Where results go without ``--out``, and why: the user's data folder, never the source tree or ``.``.
 
-    glrec run from a source checkout (the package beside ``pyproject.toml`` and
-    ``benchmarks/``) writes into that checkout's ``benchmarks/results``, whatever the
-    current directory; an installed glrec writes into a new temporary folder, never
-    into the current directory.
+    ``$XDG_DATA_HOME/glrec/bench`` where that variable holds an absolute path (the
+    XDG base directory rule), else ``~/.local/share/glrec/bench``; made if missing.
     """
-    package = package_dir or Path(__file__).resolve().parents[1]
-    root = package.parent
-    if (root / "pyproject.toml").is_file() and (root / "benchmarks").is_dir():
-        return root / "benchmarks" / "results", "this glrec checkout's benchmarks/results"
-    return Path(tempfile.mkdtemp(prefix="glrec-bench-results-")), "a new temporary folder; name one with --out"
+    env = os.environ if environ is None else environ
+    xdg = env.get("XDG_DATA_HOME", "")
+    if xdg and Path(xdg).is_absolute():
+        out, why = Path(xdg) / "glrec" / "bench", "$XDG_DATA_HOME/glrec/bench; name another with --out"
+    else:
+        home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+        out, why = home / ".local" / "share" / "glrec" / "bench", "the per-user data folder; name another with --out"
+    out.mkdir(parents=True, exist_ok=True)
+    return out, why
 
 
 def _unique(path: Path) -> Path:

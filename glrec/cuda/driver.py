@@ -39,7 +39,8 @@ def driver() -> Any:
     try:
         err = cu.cuInit(0)[0]
     except Exception as exc:  # the bindings raise when libcuda.so itself is missing
-        raise CudaError(f"The NVIDIA driver library (libcuda.so) could not be loaded: {exc}") from None
+        reason = str(exc).rstrip(".")  # a clause: callers go on after it ("...: {problem}. Use --encoder cpu.")
+        raise CudaError(f"The NVIDIA driver library (libcuda.so) could not be loaded: {reason}") from None
     if int(err) != 0:
         raise CudaError(f"cuInit failed: {_error_text(cu, err)}. Is an NVIDIA GPU visible (nvidia-smi)?")
     return cu
@@ -83,7 +84,7 @@ def cuda_problem() -> str | None:
         if call("cuDeviceGetCount") < 1:
             return "the NVIDIA driver reports no CUDA device (check CUDA_VISIBLE_DEVICES)"
     except CudaError as exc:
-        return str(exc)
+        return str(exc).rstrip(".")  # a clause callers end (no doubled full stop)
     return None
 
 

@@ -294,20 +294,23 @@ def run_local(
 
 
 def write_samples(
-    spec: DatasetSpec,
+    spec: DatasetSpec | str | os.PathLike[str],
     indices: list[int],
     out: str | os.PathLike[str],
     *,
     overwrite: bool = False,
     device: int | None = None,
 ) -> list[Path]:
-    """Render only ``indices`` into per-sample folders ``OUT/KEY/`` (the same files the full run makes).
+    """Render only ``indices`` of ``spec`` (a DatasetSpec or a TOML path) into per-sample folders ``OUT/KEY/``.
+
+    The same files the full run makes.
 
     >>> write_samples(spec, [17], "sample17/")  # doctest: +SKIP
     [PosixPath('sample17/000017')]
     """
     from ..errors import ConfigError, OutputExistsError
 
+    spec = spec if isinstance(spec, DatasetSpec) else DatasetSpec.load(spec)  # a TOML path, as generate() takes
     bad = [i for i in indices if not 0 <= i < spec.samples]
     if bad:
         raise ConfigError(f"Sample index {bad[0]} is outside the spec's samples 0..{spec.samples - 1}.")

@@ -109,7 +109,9 @@ def cpu_options_problem(options: VideoOptions) -> str | None:
     w, h = options.encoded_size
     problem = cpu_size_problem(options.codec, w, h)
     if problem is not None:
-        return f"Size {w}x{h} cannot be encoded as {options.codec}: {problem}. Use e.g. 64x64."
+        # The fix depends on the side that is out of range: a size within 16384 a side, or a larger one.
+        fix = "Use a smaller size, at most 16384 a side." if max(w, h) > 16384 else "Use a larger size, e.g. 64x64."
+        return f"Size {w}x{h} cannot be encoded as {options.codec}: {problem}. {fix}"
     return None
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["GL_TO_CV", "as_list", "intrinsics", "mask_boxes", "pixel_box", "project"]
+__all__ = ["GL_TO_CV", "as_list", "intrinsics", "look_at", "mask_boxes", "matmul", "pixel_box", "project"]
 
 #: OpenGL eye space (y up, z towards the viewer) to OpenCV camera space (y down, z forward).
 GL_TO_CV = np.diag([1.0, -1.0, -1.0, 1.0])
@@ -29,13 +29,51 @@ def intrinsics(fov_y_degrees: float, size: tuple[int, int]) -> np.ndarray:
     return np.array([[f, 0.0, w / 2], [0.0, f, h / 2], [0.0, 0.0, 1.0]])
 
 
+def matmul(*matrices: np.ndarray) -> np.ndarray:
+    """The product of float64 matrices, left to right, with the same bits on every CPU.
+
+    ``@`` hands float64 products to BLAS, whose kernel (picked at run time by the
+    CPU: OpenBLAS's AVX-512 one differs from its Haswell one) chooses the
+    summation order and the sign of a zero; annotations written into datasets
+    must not depend on that. Here each element is summed in index order from
+    separately rounded products (numpy's element-wise ufuncs, no FMA).
+    """
+    out = np.asarray(matrices[0], dtype=np.float64)
+    for m in matrices[1:]:
+        b = np.asarray(m, dtype=np.float64)
+        acc = out[:, 0:1] * b[0:1, :]
+        for k in range(1, out.shape[1]):
+            acc = acc + out[:, k : k + 1] * b[k : k + 1, :]
+        out = acc
+    return out
+
+
+def look_at(eye: np.ndarray, target: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """The GL view matrix (column vectors) of a camera at ``eye`` looking at ``target``; CPU-independent bits."""
+
+    def unit(v: np.ndarray) -> np.ndarray:
+        return v / math.sqrt(float(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]))
+
+    def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+    eye, target, up = (np.asarray(v, dtype=np.float64) for v in (eye, target, up))
+    forward = unit(target - eye)
+    side = unit(cross(forward, up))
+    upward = unit(cross(side, forward))
+    view = np.eye(4)
+    view[0, :3], view[1, :3], view[2, :3] = side, upward, -forward
+    view[:3, 3] = -matmul(view[:3, :3], eye[:, None])[:, 0]
+    return view
+
+
 def project(points: np.ndarray, world_to_camera: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pixel coordinates (n, 2) and camera z (n,) of world points (n, 3)."""
     p = np.asarray(points, dtype=np.float64)
-    cam = p @ world_to_camera[:3, :3].T + world_to_camera[:3, 3]
+    cam = matmul(p, world_to_camera[:3, :3].T) + world_to_camera[:3, 3]
     z = cam[:, 2]
     with np.errstate(divide="ignore", invalid="ignore"):
-        uv = (cam @ k.T)[:, :2] / z[:, None]
+        uv = matmul(cam, k.T)[:, :2] / z[:, None]
     return uv, z
 
 
@@ -78,6 +116,9 @@ def mask_boxes(instance: np.ndarray) -> dict[int, tuple[list[int], int]]:
 
 
 def as_list(m: np.ndarray) -> list[Any]:
-    """A matrix as nested lists of floats, rounded to float32 precision for stable JSON."""
-    rows: list[Any] = np.asarray(m, dtype=np.float64).round(9).tolist()
+    """A matrix as nested lists of floats, rounded to 9 decimals for stable JSON; never ``-0.0``.
+
+    Adding 0.0 turns a negative zero (the sign a product or a rounding can leave) into 0.0.
+    """
+    rows: list[Any] = (np.asarray(m, dtype=np.float64).round(9) + 0.0).tolist()
     return rows

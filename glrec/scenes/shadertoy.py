@@ -26,9 +26,9 @@ from typing import Any
 
 import moderngl
 
-from ..errors import SceneError, UnsupportedInputError
+from ..errors import SceneError
 from ..gl import glsl
-from .shadertoy_channels import BufferTarget, SourceChannels, make_sampler
+from .shadertoy_channels import GENERATED, BufferTarget, SourceChannels, make_sampler
 from .shadertoy_load import BUFFERS, Channel, Pass, Program, channel_from, load_program, pass_name
 
 log = logging.getLogger("glrec")
@@ -150,15 +150,19 @@ class ShadertoyScene:
         )
 
     def _check_sampled(self, p: Pass, prog: moderngl.Program) -> None:
+        """An empty channel a pass samples reads black, as on shadertoy.com, and the log says how to bind one."""
         for i in range(4):
             if f"iChannel{i}" in prog and i not in p.channels:
-                hint = f"channels={{{i}: 'image.png'}} (CLI: --channel{i} PATH)" if p.name == "Image" else (
-                    f"channels={{{p.name!r}: {{{i}: 'buffer_a'}}}} or the folder's shadertoy.toml"
+                hint = f"--channel{i} PATH|noise (Python: channels={{{i}: ...}})" if p.name == "Image" else (
+                    f"channels={{{p.name!r}: {{{i}: ...}}}} or the folder's shadertoy.toml"
                 )  # fmt: skip
-                raise UnsupportedInputError(
-                    f"{p.origin}: the {p.name} pass samples iChannel{i}, but nothing is bound to it; bind an "
-                    f"image, video, camera or buffer with {hint}."
-                )
+                log.warning(
+                    "%s: the %s pass samples iChannel%d, which nothing is bound to: it reads black, as on "
+                    "shadertoy.com; bind a file or a built-in texture (%s) with %s",
+                    p.origin, p.name, i, ", ".join(GENERATED), hint,
+                )  # fmt: skip
+                p.channels[i] = Channel("black", "generated", "nearest", "clamp")
+                self._sources.add(p.channels[i], [p.channels[i]])
 
     def render(self, t: float) -> None:
         assert self.ctx is not None, "call setup() first"

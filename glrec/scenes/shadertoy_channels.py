@@ -6,6 +6,17 @@ this frame's when the buffer comes earlier in the order A, B, C, D, Image, the
 previous frame's when it comes later or is the pass itself (feedback). Each
 channel has its own sampler (filter, wrap), as on Shadertoy, so one texture
 can be read with different settings by different passes.
+
+Built-in textures, bound by name (``channels={0: "noise"}``, ``--channel0 noise``),
+so that a pasted shader records without a file at hand; each is the same bytes on
+every machine (numpy's PCG64 with a fixed seed):
+
+- ``noise``: 256x256 RGBA, every byte uniform in 0..255, each channel
+  independent (what shadertoy.com's "RGBA Noise Medium" is; not its bytes);
+- ``noise_small``: the same at 64x64 (as "RGBA Noise Small");
+- ``grey_noise``: 256x256, one uniform byte per texel in R, G, B and A
+  (shadertoy.com's "Gray Noise Medium" is one channel: ``.r`` reads alike);
+- ``black``: 1x1 (0, 0, 0, 1), what an empty channel reads.
 """
 
 from __future__ import annotations
@@ -13,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 import moderngl
+import numpy as np
 
 from .shadertoy_load import Channel
 
@@ -64,6 +76,51 @@ def make_sampler(ctx: moderngl.Context, channel: Channel) -> moderngl.Sampler:
     return ctx.sampler(repeat_x=repeat, repeat_y=repeat, filter=filt)
 
 
+#: Built-in texture names and their (width, height, seed); seed None: black.
+GENERATED: dict[str, tuple[int, int, int | None]] = {
+    "noise": (256, 256, 1),
+    "noise_small": (64, 64, 2),
+    "grey_noise": (256, 256, 3),
+    "black": (1, 1, None),
+}
+
+
+def generated_pixels(name: str) -> np.ndarray:
+    """The RGBA uint8 texels of built-in texture ``name``, row 0 first (GL's bottom row)."""
+    w, h, seed = GENERATED[name]
+    if seed is None:
+        return np.tile(np.array([0, 0, 0, 255], np.uint8), (h, w, 1))
+    rng = np.random.Generator(np.random.PCG64(seed))
+    if name == "grey_noise":
+        return np.repeat(rng.integers(0, 256, (h, w, 1), dtype=np.uint8), 4, axis=2)
+    return rng.integers(0, 256, (h, w, 4), dtype=np.uint8)
+
+
+class GeneratedTexture:
+    """A built-in texture as a channel source: a still (position 0) made once, at setup."""
+
+    position = 0.0
+
+    def __init__(self, name: str, *, mipmaps: bool) -> None:
+        self.name, self.mipmaps = name, mipmaps
+        self.texture: Any = None
+
+    def setup(self, ctx: moderngl.Context) -> None:
+        if self.texture is None:
+            pixels = generated_pixels(self.name)
+            self.texture = ctx.texture((pixels.shape[1], pixels.shape[0]), 4, pixels.tobytes())
+            if self.mipmaps:
+                self.texture.build_mipmaps()
+
+    def update(self, t: float) -> None:
+        pass
+
+    def close(self) -> None:
+        texture, self.texture = self.texture, None
+        if texture is not None:
+            texture.release()
+
+
 class SourceChannels:
     """The image, video and live inputs of a program, one VideoSource per distinct input.
 
@@ -73,17 +130,22 @@ class SourceChannels:
     """
 
     def __init__(self, channels: list[Channel]) -> None:
-        from ..sources import VideoSource
-
         self.sources: dict[tuple[object, ...], Any] = {}
         self.owned: list[Any] = []
         for ch in channels:
-            if ch.kind == "buffer":
-                continue
+            self.add(ch, channels)
+
+    def add(self, ch: Channel, channels: list[Channel]) -> None:
+        """The source of ``ch`` (one per distinct input; ``channels``: all, for their mipmap needs)."""
+        from ..sources import VideoSource
+
+        if ch.kind != "buffer" and self.key(ch) not in self.sources:
             key = self.key(ch)
-            if key in self.sources:
-                continue
-            if isinstance(ch.source, str):
+            if ch.kind == "generated":
+                mipmaps = any(c.filter == "mipmap" and self.key(c) == key for c in channels)
+                src: Any = GeneratedTexture(str(ch.source), mipmaps=mipmaps)
+                self.owned.append(src)
+            elif isinstance(ch.source, str):
                 mipmaps = any(c.filter == "mipmap" and self.key(c) == key for c in channels)
                 src = VideoSource(ch.source, loop=ch.kind == "video", mipmaps=mipmaps, vflip=ch.vflip, srgb=ch.srgb)
                 self.owned.append(src)
@@ -95,6 +157,8 @@ class SourceChannels:
 
     @staticmethod
     def key(ch: Channel) -> tuple[object, ...]:
+        if ch.kind == "generated":
+            return ("generated", ch.source)
         if isinstance(ch.source, str):
             return (ch.source, ch.vflip, ch.srgb)
         return (id(ch.source),)

@@ -65,7 +65,7 @@ class Channel:
     """What one ``iChannelN`` of one pass samples, and how (Shadertoy's sampler settings)."""
 
     source: Any  # "Buffer A".."Buffer D", a path or URL, or a VideoSource
-    kind: str  # "buffer", "texture" (a still image), "video", "live"
+    kind: str  # "buffer", "texture" (a still image), "video", "live", "generated" (a built-in texture)
     filter: str
     wrap: str
     vflip: bool = True
@@ -111,8 +111,12 @@ def channel_from(value: Any, where: str, base: Path) -> Channel:
         unknown = set(settings) - {"filter", "wrap", "vflip", "srgb"}
         if unknown:
             raise SceneError(f"{where}: unknown channel settings {sorted(unknown)}; valid: filter, wrap, vflip, srgb.")
+    from .shadertoy_channels import GENERATED
+
     if isinstance(value, str) and pass_name(value) in BUFFERS:
         kind, source = "buffer", pass_name(value)
+    elif isinstance(value, str) and value in GENERATED:  # a built-in texture (a file of that name: ./noise)
+        kind, source = "generated", value
     elif isinstance(value, str) and value.lower() in _UNSUPPORTED:
         raise UnsupportedInputError(f"{where} is bound to {_UNSUPPORTED[value.lower()]}, which glrec does not support.")
     elif isinstance(value, (str, Path)):
@@ -132,7 +136,7 @@ def channel_from(value: Any, where: str, base: Path) -> Channel:
             f"{where}: cannot bind {value!r}; use a file, URL, camera, buffer_a..buffer_d or a VideoSource."
         )
     # Shadertoy's defaults: textures are mipmapped and repeat, videos and buffers are linear and clamp.
-    default_filter, default_wrap = ("mipmap", "repeat") if kind == "texture" else ("linear", "clamp")
+    default_filter, default_wrap = ("mipmap", "repeat") if kind in ("texture", "generated") else ("linear", "clamp")
     filt = str(settings.get("filter", default_filter))
     wrap = str(settings.get("wrap", default_wrap))
     if filt not in FILTERS:

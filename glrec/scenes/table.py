@@ -19,7 +19,7 @@ from pyrr import Matrix44
 
 from ..errors import SceneError
 from ..gl import glsl
-from .camera import GL_TO_CV, as_list, intrinsics, pixel_box
+from .camera import GL_TO_CV, as_list, intrinsics, look_at, matmul, pixel_box
 from .passes import PASSES, clear_passes
 from .primitives import MESHES
 
@@ -141,10 +141,10 @@ class Table:
         """World-from-object matrix of ``obj`` at time ``t`` (standing on y = 0, turned about y)."""
         s = obj["scale"]
         yaw = obj["yaw"] + float(self.params["spin"]) * t
-        world: np.ndarray = (
-            _math(Matrix44.from_translation([obj["x"], s / 2, obj["z"]]))
-            @ _math(Matrix44.from_y_rotation(yaw))
-            @ _math(Matrix44.from_scale([s, s, s]))
+        world: np.ndarray = matmul(
+            _math(Matrix44.from_translation([obj["x"], s / 2, obj["z"]])),
+            _math(Matrix44.from_y_rotation(yaw)),
+            _math(Matrix44.from_scale([s, s, s])),
         )
         return world
 
@@ -155,7 +155,7 @@ class Table:
         el = math.radians(float(p["camera_elevation"]))
         d = float(p["camera_distance"])
         eye = np.array([d * math.cos(el) * math.sin(az), d * math.sin(el), d * math.cos(el) * math.cos(az)])
-        view = _math(Matrix44.look_at(eye, [0.0, 0.0, 0.0], [0.0, 1.0, 0.0]))
+        view = look_at(eye, np.zeros(3), np.array([0.0, 1.0, 0.0]))  # not pyrr's: its np.dot is BLAS
         w, h = self.size if self.size[1] else (4, 3)
         proj = _math(Matrix44.perspective_projection(float(p["fov"]), w / h, NEAR, FAR))
         return eye, view, proj
@@ -202,7 +202,7 @@ class Table:
         self._prog["ambient"].value = float(p["ambient"])  # type: ignore[union-attr]
         self._prog["eye"].value = tuple(eye)  # type: ignore[union-attr]
         ts = float(p["table_size"])
-        top = _math(Matrix44.from_translation([0.0, -0.05, 0.0])) @ _math(Matrix44.from_scale([ts, 0.1, ts]))
+        top = matmul(_math(Matrix44.from_translation([0.0, -0.05, 0.0])), _math(Matrix44.from_scale([ts, 0.1, ts])))
         self._draw("cube", top, p["table_colour"], 0, self.classes.index("table"), 0.25)
         for obj in self.objects:
             self._draw(obj["shape"], self.model(obj, t), obj["colour"], obj["instance"], obj["class"], 0.0)
@@ -211,12 +211,12 @@ class Table:
     def annotations(self, t: float) -> dict[str, Any]:
         """Camera (OpenCV convention, see glrec.scenes.camera) and per-object pose and 2D box at ``t``."""
         eye, view, _ = self.camera(t)
-        w2c = GL_TO_CV @ view
+        w2c = matmul(GL_TO_CV, view)  # not @: BLAS's bits depend on the CPU (see camera.matmul)
         k = intrinsics(float(self.params["fov"]), self.size)
         objects = []
         for obj in self.objects:
             model = self.model(obj, t)
-            points = _corners(obj["shape"]) @ model[:3, :3].T + model[:3, 3]
+            points = matmul(_corners(obj["shape"]), model[:3, :3].T) + model[:3, 3]
             objects.append(
                 {
                     "instance": obj["instance"],
@@ -224,7 +224,7 @@ class Table:
                     "class_name": obj["shape"],
                     "colour": [round(c, 6) for c in obj["colour"]],
                     "world_from_object": as_list(model),
-                    "camera_from_object": as_list(w2c @ model),
+                    "camera_from_object": as_list(matmul(w2c, model)),
                     "bbox": pixel_box(points, w2c, k, self.size, NEAR),
                 }
             )

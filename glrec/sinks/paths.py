@@ -7,7 +7,8 @@ One rule for every output (container, raw bitstream, image sequence):
   the user did not name (the link's target, perhaps on another disk or
   somewhere shared), and replacing the link would silently undo how the user
   arranged their files; refusing, with the target named, lets them choose.
-- **An existing file is replaced only with overwrite**, and only once the new
+- **An existing file is replaced only with overwrite** (the Python API's default,
+  as in imageio and PyAV; the CLI's ``--overwrite``/``-y``, as ffmpeg's), and only once the new
   recording is complete: until then glrec writes beside it
   (``.NAME.glrec-new.EXT``), and renames over it at the end. A recording that
   fails, or makes no frame, leaves the old file as it was.
@@ -137,14 +138,14 @@ def check_output_path(path: str | os.PathLike[str], overwrite: bool) -> Path:
         if existing and not overwrite:
             raise OutputExistsError(
                 f"Output {str(p)!r} would replace {len(existing)} existing frame(s) of that sequence (the first is "
-                f"{existing[0][1].name!r}); pass overwrite=True (--overwrite) to replace the sequence, or choose "
+                f"{existing[0][1].name!r}); pass overwrite=True (--overwrite or -y) to replace the sequence, or choose "
                 "another name."
             )
         return p
     if kind == "other":
         raise OutputError(f"Output {str(p)!r} is a block device or socket; give a regular file name.")
     if kind == "file" and not overwrite:
-        raise OutputExistsError(f"Output {str(p)!r} exists; pass overwrite=True (--overwrite) to replace it.")
+        raise OutputExistsError(f"Output {str(p)!r} exists; pass overwrite=True (--overwrite or -y) to replace it.")
     return p
 
 
@@ -163,7 +164,9 @@ class OutputFile:
         if kind == "link":
             _refuse_link(final)
         if kind == "file" and not overwrite:
-            raise OutputExistsError(f"Output {str(final)!r} exists; pass overwrite=True (--overwrite) to replace it.")
+            raise OutputExistsError(
+                f"Output {str(final)!r} exists; pass overwrite=True (--overwrite or -y) to replace it."
+            )
         self.stream = kind == "stream"
         self.replacing = kind == "file"
         self.work = staging_name(final) if self.replacing else final

@@ -45,6 +45,12 @@ class FrameWriter:
 
     def check(self, frame: FrameIn, index: int) -> None:
         """ConfigError unless ``frame`` (frame ``index`` of the recording) has the recording's size."""
+        if frame.size != self.size and index == 0:  # the recording's size came from before any frame
+            raise ConfigError(
+                f"Frame 0 is {frame.size[0]}x{frame.size[1]}; this recording is {self.size[0]}x{self.size[1]}, "
+                "set before any frame (its size=, or the default where the size could not wait for the first frame, "
+                f"as with context='current' or after render()); pass size=({frame.size[0]}, {frame.size[1]})."
+            )
         if frame.size != self.size:
             raise ConfigError(
                 f"Frame {index} is {frame.size[0]}x{frame.size[1]}; this recording is {self.size[0]}x{self.size[1]} "

@@ -14,6 +14,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import math
 from collections import Counter
 from collections.abc import Callable
 from importlib import resources
@@ -104,7 +105,7 @@ class RequestGate:
         if parts.path == "/favicon.ico":  # browsers ask for it; there is none
             return Response(204, "No Content", Headers([("Content-Length", "0")]), b"")
         if parts.path == "/stats":
-            body, ctype = json.dumps(stats()).encode(), "application/json"
+            body, ctype = stats_json(stats()), "application/json"
         elif parts.path in self._pages:
             body, ctype = self._pages[parts.path]
         else:
@@ -114,3 +115,18 @@ class RequestGate:
              ("X-Content-Type-Options", "nosniff"), ("Content-Security-Policy", _CSP), ("Connection", "close")]
         )  # fmt: skip
         return Response(200, "OK", headers, body)
+
+
+def stats_json(stats: Any) -> bytes:
+    """``stats`` as strict JSON: a NaN or infinity (no samples yet) becomes null, which ``JSON.parse`` takes."""
+
+    def finite(value: Any) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if isinstance(value, dict):
+            return {k: finite(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [finite(v) for v in value]
+        return value
+
+    return json.dumps(finite(stats), allow_nan=False).encode()
