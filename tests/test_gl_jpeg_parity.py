@@ -18,7 +18,7 @@ from test_gl_jpeg import encode, photo_like, pillow_decode, pillow_jpeg
 SIZE = (320, 240)
 
 
-def testsrc2_frame() -> np.ndarray:
+def lavfi_testsrc2() -> np.ndarray:
     """Frame 3 of FFmpeg's testsrc2 (gradients, text, colour bars) decoded through PyAV."""
     with av.open(f"testsrc2=size={SIZE[0]}x{SIZE[1]}:rate=10", format="lavfi") as c:
         for i, frame in enumerate(c.decode(video=0)):
@@ -45,7 +45,7 @@ def test_psnr_and_size_match_libjpeg(gl, picture, quality, pix_fmt):
             scene.close()
             target.release()
     else:
-        rgb = testsrc2_frame() if picture == "testsrc2" else photo_like(*SIZE)
+        rgb = lavfi_testsrc2() if picture == "testsrc2" else photo_like(*SIZE)
         data = encode(ctx, rgb, quality, pix_fmt)
     theirs = pillow_jpeg(rgb, quality, pix_fmt)
     ours_db, theirs_db = psnr(pillow_decode(data), rgb), psnr(pillow_decode(theirs), rgb)
