@@ -46,7 +46,7 @@ __all__ = [
 ]  # fmt: skip
 
 Codec = Literal["h264", "hevc", "av1", "mjpeg"]
-EncoderName = Literal["auto", "cpu", "nvenc", "nvjpeg"]
+EncoderName = Literal["auto", "cpu", "nvenc", "nvjpeg", "gl"]  # gl: GL-compute JPEG, never picked by auto
 PixelFormat = Literal["yuv420p", "nv12", "yuv444p", "rgba"]  # rgba: NVENC's ABGR input
 HandoffName = Literal["auto", "host", "register", "shared"]
 Tuning = Literal["hq", "ll", "ull", "lossless"]
@@ -79,7 +79,8 @@ class VideoOptions(OptionTable):
         flags=_flag("codec"),
     )  # fmt: skip
     encoder: EncoderName = option(
-        "auto", "auto (NVENC, nvJPEG or CPU; see glrec info), cpu, nvenc or nvjpeg", _choice("encoder", EncoderName),
+        "auto", "auto (NVENC, nvJPEG or CPU; see glrec info), cpu, nvenc, nvjpeg or gl (GL-compute JPEG)",
+        _choice("encoder", EncoderName),
         flags=_flag("encoder"),
     )  # fmt: skip
     pix_fmt: PixelFormat = option(
@@ -116,7 +117,7 @@ class VideoOptions(OptionTable):
         flags=_flag("bframes"),
     )  # fmt: skip
     quality: int = option(
-        90, "JPEG quality 1-100 (mjpeg, nvjpeg)", _number("JPEG quality", 1, 100, integer=True, example="90"),
+        90, "JPEG quality 1-100 (mjpeg, nvjpeg, gl)", _number("JPEG quality", 1, 100, integer=True, example="90"),
         flags=_flag("quality"),
     )  # fmt: skip
     pad: bool = option(

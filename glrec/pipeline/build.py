@@ -89,14 +89,20 @@ def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOpti
             device = plan.device if plan.uses_cuda else None
             process = open_process(ctx, spec, video.size, device, live=video.live)
             build.callback(process.release)
-        convert = _open_convert(gl, plan, stream)
+        convert = _open_convert(gl, plan, stream, pipeline.ring)
         build.callback(convert.release)
         kind = cuda_handoff_kind(plan.handoff, ctx) if plan.uses_cuda else "host"
         plan = plan.with_(handoff=kind)
         # Frames the consumer may hold: the queue, the one being encoded, and nvJPEG's batch.
         held = pipeline.queue_size + 2 + (NVJPEG_BATCH if plan.encoder == "nvjpeg" else 0)
-        handoff = open_handoff(kind, ctx, convert, plan.device, depth=pipeline.ring, consumer_slots=held,
-                               live=video.live)  # fmt: skip
+        handoff: Handoff
+        if plan.convert == "jpeg":  # -- gl-jpeg hook: the stage's own ring of finished JPEGs
+            from ..encoders.gl_jpeg_pipeline import GlJpegReadback
+
+            handoff = GlJpegReadback(convert)  # type: ignore[arg-type]  # -- end gl-jpeg hook
+        else:
+            handoff = open_handoff(kind, ctx, convert, plan.device, depth=pipeline.ring, consumer_slots=held,
+                                   live=video.live)  # fmt: skip
         build.callback(handoff.release)
         # CUDA frames come in the way the handoff goes out: through shared memory, or registered buffers.
         direct = _direct_frames(pipeline, plan, gl, video)
@@ -177,13 +183,21 @@ def _direct_frames(pipeline: PipelineOptions, plan: Plan, gl: GLContext, video: 
     return DirectFrames(video, input_format(video))
 
 
-def _open_convert(gl: GLContext, plan: Plan, video: VideoOptions) -> ConvertStage:
+def _open_convert(gl: GLContext, plan: Plan, video: VideoOptions, ring: int) -> ConvertStage:
+    if plan.convert == "jpeg":  # -- gl-jpeg hook: the JPEG passes run where the convert pass would
+        from ..encoders.gl_jpeg_pipeline import GlJpegConvert
+
+        return GlJpegConvert(gl.mgl, video, ring)  # -- end gl-jpeg hook
     if plan.convert != "yuv":
         return RgbPacker(gl.mgl, video.size, plan.convert)
     return Converter(gl.mgl, video.size, video.encoded_size, video.pix_fmt, video.colour)
 
 
 def _open_encoder(plan: Plan, video: VideoOptions, output: OutputKind) -> Encoder:
+    if plan.encoder == "gl":  # -- gl-jpeg hook: packets of the bytes the GL stage made
+        from ..encoders.gl_jpeg_pipeline import GlJpegEncoder
+
+        return GlJpegEncoder()  # -- end gl-jpeg hook
     if plan.encoder == "nvjpeg":
         from ..encoders.nvjpeg import NvJpegEncoder
 

@@ -38,12 +38,12 @@ log = logging.getLogger("glrec")
 class Plan:
     """The chosen chain. ``handoff`` is ``host``, or a CUDA handoff (``auto`` until built, ``register``, ``shared``)."""
 
-    encoder: str  # cpu, nvenc or nvjpeg
+    encoder: str  # cpu, nvenc, nvjpeg or gl
     handoff: str
     reason: str
     device: CudaDevice | None = None  # the opened CUDA device for CUDA plans (released with the pipeline)
     #: What the convert stage makes: ``yuv`` planes, or packed ``rgb24`` (nvJPEG) / ``rgba`` (NVENC's
-    #: ABGR) for encoders that convert RGB themselves.
+    #: ABGR) for encoders that convert RGB themselves, or ``jpeg`` (the GL JPEG encoder's own passes).
     convert: str = "yuv"
 
     @property
@@ -52,6 +52,8 @@ class Plan:
 
     def describe(self) -> str:
         via = "PBO host readback" if self.handoff == "host" else f"CUDA {self.handoff} handoff"
+        if self.encoder == "gl":  # -- gl-jpeg hook
+            via = "its fenced ring of JPEG bytes"
         return f"encoder {self.encoder} via {via} ({self.reason})"
 
     def with_(self, **changes: object) -> Plan:
@@ -90,6 +92,11 @@ def make_plan(video: VideoOptions, pipeline: PipelineOptions, output: OutputKind
     enc, codec, handoff = video.encoder, video.codec, pipeline.handoff
     if video.pix_fmt == "rgba" and enc not in ("nvenc", "auto"):
         raise ConfigError("pix_fmt rgba is NVENC's ABGR input; use encoder nvenc, or yuv420p/nv12/yuv444p.")
+    if enc == "gl":  # -- gl-jpeg hook: GL-compute JPEG, its own fenced byte ring; auto never picks it (unmeasured)
+        from ..encoders.gl_jpeg_pipeline import check_gl_jpeg_options
+
+        check_gl_jpeg_options(video, handoff)
+        return Plan("gl", "host", "asked for", convert="jpeg")  # -- end gl-jpeg hook
     if enc == "cpu" or (enc == "auto" and handoff == "host"):
         if video.pix_fmt == "rgba":
             raise ConfigError("pix_fmt rgba needs NVENC; the CPU encoders take yuv420p, nv12 or yuv444p.")
