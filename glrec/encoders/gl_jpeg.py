@@ -87,8 +87,12 @@ class JpegGeometry:
         return self.segments * self.segment_words * 4
 
     @property
+    def blocks(self) -> int:
+        return self.mcus * self.blocks_per_mcu
+
+    @property
     def coefficient_bytes(self) -> int:
-        return self.mcus * self.blocks_per_mcu * 64 * 4
+        return self.blocks * 64 * 4
 
 
 def geometry(size: tuple[int, int], pix_fmt: str, restart: int | None = None) -> JpegGeometry:
@@ -124,8 +128,11 @@ def check_limits(ctx: moderngl.Context, geo: JpegGeometry, source_size: tuple[in
             "aspect), or yuv420p instead of yuv444p."
         )
     groups = int(ctx.info["GL_MAX_COMPUTE_WORK_GROUP_COUNT"][0])
-    if max(geo.mcus_x, geo.segments) > groups * groups:
-        raise ConfigError(f"{geo.segments} restart segments exceed this GL's work-group grid; use a larger restart.")
+    if max(-(-geo.blocks // 64), geo.segments) > groups * groups:
+        raise ConfigError(
+            f"{geo.width}x{geo.height} needs more work groups than this GL can dispatch; use a smaller size "
+            "or a larger restart interval."
+        )
 
 
 def _grid(n: int, limit: int = 65535) -> tuple[int, int]:
@@ -220,6 +227,7 @@ class GlJpegStage:
         self._dct["frame"].value = 0  # type: ignore[union-attr]
         self._dct["tex_size"].value = self.source_size  # type: ignore[union-attr]
         self._dct["mcus_x"].value = geo.mcus_x  # type: ignore[union-attr]
+        self._dct["blocks"].value = geo.blocks  # type: ignore[union-attr]
         for shader in (self._huffman, self._scan, self._assemble):
             shader["segments"].value = geo.segments  # type: ignore[union-attr]
         self._huffman["mcus"].value = geo.mcus  # type: ignore[union-attr]
@@ -237,7 +245,7 @@ class GlJpegStage:
         for binding, buf in enumerate((self._coef, self._tables, self._codes, self._segments, self._lengths,
                                        self._offsets, out)):  # fmt: skip
             buf.bind_to_storage_buffer(binding)
-        dispatch_compute(self._dct.glo, geo.mcus_x, geo.mcus_y, geo.blocks_per_mcu)
+        dispatch_compute(self._dct.glo, *_grid(-(-geo.blocks // 64)))
         self.ctx.memory_barrier(_SSBO)
         dispatch_compute(self._huffman.glo, -(-geo.segments // 64), 1)
         self.ctx.memory_barrier(_SSBO)
