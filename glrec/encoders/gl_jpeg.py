@@ -95,17 +95,33 @@ class JpegGeometry:
         return self.blocks * 64 * 4
 
 
+#: The most blocks one restart segment (one invocation of the Huffman pass) may hold. Mesa's
+#: llvmpipe ends a shader invocation's loops after 65,535 iterations in all (gallivm's
+#: LP_MAX_TGSI_LOOP_ITERATIONS, shared by every loop), which truncated segments of about
+#: 150 blocks of noise at quality 100; 64 blocks stay well under it.
+MAX_SEGMENT_BLOCKS = 64
+
+
 def geometry(size: tuple[int, int], pix_fmt: str, restart: int | None = None) -> JpegGeometry:
-    """The geometry for ``size`` and ``pix_fmt`` (yuv420p / yuv444p); ``restart`` defaults to one MCU row."""
+    """The geometry for ``size`` and ``pix_fmt`` (yuv420p / yuv444p).
+
+    ``restart`` (MCUs per segment) defaults to the most that fit :data:`MAX_SEGMENT_BLOCKS`
+    (10 MCUs at 4:2:0, 21 at 4:4:4), or one MCU row if that is shorter.
+    """
     width, height = size
     if pix_fmt not in SUBSAMPLING:
         raise ConfigError(f"The GL JPEG encoder takes pix_fmt yuv420p or yuv444p, not {pix_fmt!r}.")
     if width < 1 or height < 1 or max(width, height) > 65535:
         raise ConfigError(f"JPEG sizes are 1..65535 pixels a side, not {width}x{height}.")
     sub = 2 if pix_fmt == "yuv420p" else 1
-    restart = -(-width // (8 * sub)) if restart is None else restart
-    if not 1 <= restart <= 65535:
-        raise ConfigError(f"restart interval {restart} must be 1..65535 MCUs (the DRI marker's range).")
+    per_mcu = sub * sub + 2
+    most = MAX_SEGMENT_BLOCKS // per_mcu
+    restart = min(-(-width // (8 * sub)), most) if restart is None else restart
+    if not 1 <= restart <= most:
+        raise ConfigError(
+            f"restart interval {restart} must be 1..{most} MCUs at {pix_fmt} (at most {MAX_SEGMENT_BLOCKS} blocks "
+            "per segment: software GL stops longer shader loops)."
+        )
     return JpegGeometry(width, height, SUBSAMPLING[pix_fmt], restart)
 
 
@@ -144,7 +160,7 @@ class GlJpegStage:
 
     ``size`` is the JPEG's size; ``source_size`` (default ``size``) the texture's: a larger
     JPEG repeats the texture's last column and row (``pad``). ``quality`` 1..100 (default 90),
-    ``pix_fmt`` yuv420p or yuv444p, ``restart`` MCUs per segment (default one MCU row).
+    ``pix_fmt`` yuv420p or yuv444p, ``restart`` MCUs per segment (default: see :func:`geometry`).
 
     >>> stage = GlJpegStage(ctx, (640, 360))  # doctest: +SKIP
     >>> stage.run(target.colour); done = stage.submit(0) + stage.drain()  # doctest: +SKIP
