@@ -150,8 +150,8 @@ def test_small_and_odd_sizes_decode_everywhere(mgl, tmp_path, size, pix_fmt):
 @pytest.mark.gl
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    w=st.integers(1, 48),
-    h=st.integers(1, 40),
+    w=st.integers(1, 300),  # up to 19 MCUs a row: segments of the most blocks allowed, and split rows
+    h=st.integers(1, 24),
     quality=st.integers(1, 100),
     pix_fmt=st.sampled_from(["yuv420p", "yuv444p"]),
     seed=st.integers(0, 3),
@@ -209,6 +209,26 @@ def test_same_frames_same_bytes_in_another_context(mgl):
     assert encode(mgl, rgb, 85, "yuv420p") == first
     with create_context() as other:
         assert encode(other.mgl, rgb, 85, "yuv420p") == first
+
+
+@pytest.mark.gl
+def test_same_bytes_in_another_process(mgl):
+    import hashlib
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    child = """
+import hashlib, sys
+sys.path.insert(0, "tests")
+from glrec.gl.context import create_context
+from test_gl_jpeg import encode, photo_like
+with create_context() as ctx:
+    print(hashlib.sha256(encode(ctx.mgl, photo_like(72, 40, 5), 77, "yuv444p")).hexdigest())
+"""
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120, cwd=root)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == hashlib.sha256(encode(mgl, photo_like(72, 40, 5), 77, "yuv444p")).hexdigest()
 
 
 @pytest.mark.gl
