@@ -42,7 +42,8 @@ class Recorder(Recording):
     (every one with its default and meaning: ``docs/options.md``).
 
     ``encoder`` is ``auto`` (NVENC, nvJPEG or the CPU; ``glrec info`` says
-    which), ``cpu``, ``nvenc`` or ``nvjpeg``; ``handoff`` is ``auto``, ``host``
+    which), ``cpu``, ``nvenc``, ``nvjpeg`` or ``gl`` (JPEG in GL compute, codec
+    mjpeg; never chosen by ``auto``); ``handoff`` is ``auto``, ``host``
     (PBO readback), ``register`` or ``shared`` (CUDA);
     ``cuda_device`` is the CUDA ordinal the GPU path uses (the EGL device is
     matched to it). NVENC also takes ``tuning`` (hq, ll, ull, lossless) and

@@ -168,7 +168,7 @@ def test_missing_ray_and_unknown_colour_encoder_say_what_to_install(monkeypatch,
 
     # nvjpeg is registered (it names nvImageCodec where that is missing: tests/test_dataset_packed.py)
     with pytest.raises(
-        glrec.ConfigError, match="No colour encoder 'nvjpeg' for 'png'.*have: jpg/cpu, jpg/nvjpeg, png/cpu"
+        glrec.ConfigError, match="No colour encoder 'nvjpeg' for 'png'.*have: jpg/cpu, jpg/gl, jpg/nvjpeg, png/cpu"
     ):
         colour_encoder(OutputSpec(rgb="png", rgb_encoder="nvjpeg"))
     monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed

@@ -139,11 +139,18 @@ def _nvjpeg_colour(output: OutputSpec) -> ColourEncoder:
     return NvJpegColour(output)
 
 
+def _gl_jpeg_colour(output: OutputSpec) -> ColourEncoder:
+    from .gl_jpeg_colour import GlJpegColour  # -- gl-jpeg hook: the GL-compute JPEG encoder
+
+    return GlJpegColour(output)
+
+
 #: (format, encoder) -> factory of a ColourEncoder for an OutputSpec.
 COLOUR_ENCODERS: dict[tuple[str, str], Callable[[OutputSpec], ColourEncoder]] = {
     ("png", "cpu"): _CpuColour,
     ("jpg", "cpu"): _CpuColour,
     ("jpg", "nvjpeg"): _nvjpeg_colour,
+    ("jpg", "gl"): _gl_jpeg_colour,
 }
 
 

@@ -75,6 +75,11 @@ class EncoderRow:
         return "host" in self.reads
 
     @property
+    def reads_gl(self) -> bool:
+        """It encodes the GL texture in the GL context itself (its own readback of finished bytes)."""
+        return "gl" in self.reads
+
+    @property
     def needs_cuda(self) -> bool:
         return self.reads == ("cuda",)
 
@@ -189,12 +194,31 @@ NVJPEG = EncoderRow(
     absent="no {label} ({why})", chosen="MJPEG output, nvJPEG available", note="nvJPEG through nvImageCodec",
 )  # fmt: skip
 
+
+def _gl_refuse(request: EncodeRequest) -> str | None:
+    from .gl_jpeg_pipeline import gl_jpeg_refuse
+
+    return gl_jpeg_refuse(request)
+
+
+def _jpeg(video: VideoOptions) -> str:
+    return "jpeg"  # the GL JPEG passes run in the convert slot and leave finished bytes, not planes
+
+
+GL = EncoderRow(
+    "gl", "the GL JPEG encoder", ("mjpeg",), ("yuv420p", "yuv444p"), ("gl",), "gl_jpeg_pipeline:GlJpegEncoder",
+    options=(JpegOptions,), convert=_jpeg, refuse=_gl_refuse,
+    note="baseline JPEG in GL compute shaders, in glrec's own GL context: no CUDA, any GPU with GL 4.3; "
+    "auto does not pick it (not yet measured faster on any GPU)",
+)  # fmt: skip
+
 #: What ``encoder=`` takes, for the typed front door (tests keep it equal to ``auto`` and the rows' names).
-EncoderName = Literal["auto", "cpu", "nvenc", "nvjpeg"]
+EncoderName = Literal["auto", "cpu", "nvenc", "nvjpeg", "gl"]
 
 #: Every encoder by name.
-ENCODERS: dict[str, EncoderRow] = {row.name: row for row in (NVENC, NVJPEG, CPU)}
+ENCODERS: dict[str, EncoderRow] = {row.name: row for row in (NVENC, NVJPEG, CPU, GL)}
 #: What ``encoder="auto"`` tries, first to last: the first row that fits the options and runs here is taken.
+#: The GL JPEG encoder is not in it: auto takes it only once it is measured faster than nvJPEG or the CPU.
 AUTO_ORDER: tuple[str, ...] = ("nvenc", "nvjpeg", "cpu")
 
 

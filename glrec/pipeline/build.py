@@ -93,14 +93,20 @@ def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOpti
             device = plan.device if plan.uses_cuda else None
             process = open_process(ctx, spec, video.size, device, live=video.live)
             build.callback(process.release)
-        convert = _open_convert(gl, plan, stream)
+        convert = _open_convert(gl, plan, stream, pipeline.ring)
         build.callback(convert.release)
         kind = cuda_handoff_kind(plan.handoff, ctx) if plan.uses_cuda else "host"
         plan = plan.with_(handoff=kind)
         # Frames the consumer may hold: the queue, the one being encoded, and nvJPEG's batch.
         held = pipeline.queue_size + 2 + plan.row.held
-        handoff = open_handoff(kind, ctx, convert, plan.device, depth=pipeline.ring, consumer_slots=held,
-                               live=video.live)  # fmt: skip
+        handoff: Handoff
+        if plan.convert == "jpeg":  # the GL JPEG encoder's passes read back their own ring of finished bytes
+            from ..encoders.gl_jpeg_pipeline import GlJpegReadback
+
+            handoff = GlJpegReadback(convert)  # type: ignore[arg-type]
+        else:
+            handoff = open_handoff(kind, ctx, convert, plan.device, depth=pipeline.ring, consumer_slots=held,
+                                   live=video.live)  # fmt: skip
         build.callback(handoff.release)
         # CUDA frames come in the way the handoff goes out: through shared memory, or registered buffers.
         direct = _direct_frames(pipeline, plan, gl, video)
@@ -181,7 +187,11 @@ def _direct_frames(pipeline: PipelineOptions, plan: Plan, gl: GLContext, video: 
     return DirectFrames(video, input_format(video))
 
 
-def _open_convert(gl: GLContext, plan: Plan, video: VideoOptions) -> ConvertStage:
+def _open_convert(gl: GLContext, plan: Plan, video: VideoOptions, ring: int) -> ConvertStage:
+    if plan.convert == "jpeg":  # the GL JPEG passes run where the convert pass would
+        from ..encoders.gl_jpeg_pipeline import GlJpegConvert
+
+        return GlJpegConvert(gl.mgl, video, ring)
     if plan.convert != "yuv":
         return RgbPacker(gl.mgl, video.size, plan.convert)
     return Converter(gl.mgl, video.size, video.encoded_size, video.pix_fmt, video.colour)

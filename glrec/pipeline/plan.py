@@ -64,6 +64,8 @@ class Plan:
 
     def describe(self) -> str:
         via = "PBO host readback" if self.handoff == "host" else f"CUDA {self.handoff} handoff"
+        if self.convert == "jpeg":
+            via = "its fenced ring of JPEG bytes"
         return f"encoder {self.encoder} via {via} ({self.reason})"
 
     def with_(self, **changes: object) -> Plan:
@@ -137,7 +139,10 @@ def make_plan(
                 if video.codec in row.codecs:
                     reasons.append(f"{row.label} cannot take these options ({why.rstrip('.')})")
                 continue
-            if handoff == "host" and not row.reads_host:
+            if row.reads_gl and handoff in _CUDA_HANDOFFS:
+                raise ConfigError(f"encoder {name} encodes in the GL context and reads its bytes back through its "
+                                  f"own buffer ring; use handoff auto or host, not {handoff}.")  # fmt: skip
+            if handoff == "host" and not (row.reads_host or row.reads_gl):
                 if chosen:
                     raise ConfigError(f"encoder {name} reads CUDA memory; use handoff auto, register or shared, "
                                       "not host.")  # fmt: skip
