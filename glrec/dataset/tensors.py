@@ -48,6 +48,8 @@ __all__ = ["Batch", "SampleStream", "batch_ranges", "parse_device", "stream"]
 Batch = dict[str, Any]
 
 THREAD_NAME = "glrec-dataset-stream"
+#: The process that last started a stream (a forked child sees its parent's pid here).
+STREAM_PID: int | None = None
 _END = object()
 
 
@@ -401,5 +403,7 @@ def stream(
     from .render import check_scene
 
     check_scene(load_scene(spec.scene_ref()), spec)  # a spec the scene cannot make fails before any thread
+    global STREAM_PID
+    STREAM_PID = os.getpid()
     return SampleStream(spec, batch_ranges(start, stop, batch_size, part), batch_size, buffers=buffers,
                         cuda=cuda, gl_device=gl_device, timeout=timeout)  # fmt: skip

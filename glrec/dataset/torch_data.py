@@ -8,6 +8,12 @@ r * W + w`` (:func:`glrec.dataset.tensors.batch_ranges`), read from
 ``torch.utils.data.get_worker_info()``; so no sample is rendered twice, none is
 missing, and the DataLoader, taking a batch from each worker in turn, yields
 them in index order.
+
+GL drivers do not survive ``fork``: a worker forked from a process that had
+already opened EGL hangs in its first draw (measured with Mesa llvmpipe). Such a
+worker refuses with a ContextError saying so; pass
+``multiprocessing_context="spawn"`` (or ``"forkserver"``) to the DataLoader
+then. Forked workers of a process that never opened EGL are fine.
 """
 
 from __future__ import annotations
@@ -20,19 +26,21 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ContextError
 from .spec import DatasetSpec
 from .tensors import Batch, batch_ranges, parse_device, stream
 
 __all__ = ["StreamDataset", "to_torch"]
 
 
-def to_torch(batch: Batch, device: str = "cpu") -> dict[str, Any]:
+def to_torch(batch: Batch, device: str = "cpu", *, shared: bool = False) -> dict[str, Any]:
     """A stream batch as torch tensors, without copying the passes (numpy views / DLPack).
 
     Passes stay where they were rendered (host, or the CUDA device); ``index``,
     ``K``, ``world_to_camera``, ``boxes``, ``labels``, ``instances`` become tensors
-    on ``device``; ``key`` and ``meta`` stay lists.
+    on ``device``; ``key`` and ``meta`` stay lists. ``shared``: host passes are
+    copied once into shared memory instead, as a DataLoader worker hands them on
+    (so the stream's buffer is free again at once).
     """
     out: dict[str, Any] = {}
     for name, value in batch.items():
@@ -41,10 +49,33 @@ def to_torch(batch: Batch, device: str = "cpu") -> dict[str, Any]:
         elif isinstance(value, list):
             out[name] = [torch.as_tensor(v, device=device) for v in value]
         elif isinstance(value, np.ndarray):
-            out[name] = torch.from_numpy(value) if device == "cpu" else torch.as_tensor(value, device=device)
+            if device != "cpu":
+                out[name] = torch.as_tensor(value, device=device)
+            elif shared:
+                tensor = torch.empty(value.shape, dtype=_TORCH[value.dtype.str[1:]]).share_memory_()
+                tensor.copy_(torch.from_numpy(value))
+                out[name] = tensor
+            else:
+                out[name] = torch.from_numpy(value)
         else:  # a CUDA pass
             out[name] = torch.from_dlpack(value)
     return out
+
+
+_TORCH = {"u1": torch.uint8, "u2": torch.uint16, "f4": torch.float32, "f8": torch.float64, "i8": torch.int64}
+
+
+def _check_not_forked_after_egl() -> None:
+    from ..gl import egl
+    from . import tensors
+
+    inherited = egl.lib.cache_info().currsize > 0 and os.getpid() != tensors.STREAM_PID
+    if inherited:
+        raise ContextError(
+            "This DataLoader worker was forked from a process that had already opened EGL (a GL context was "
+            "made there), and GL drivers do not survive fork (the first draw would hang). Pass "
+            "multiprocessing_context='spawn' (or 'forkserver') to the DataLoader, or make it before any GL context."
+        )
 
 
 class StreamDataset(IterableDataset):  # type: ignore[misc]
@@ -107,8 +138,14 @@ class StreamDataset(IterableDataset):  # type: ignore[misc]
         )
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        worker = get_worker_info() is not None
+        if worker:
+            _check_not_forked_after_egl()
         tensor_device = "cpu" if self.device == "cpu" else f"cuda:{parse_device(self.device)}"
         with stream(self.spec, self.batch_size, device=self.device, start=self.start, stop=self.stop,
                     part=self._part(), **self.options) as s:  # type: ignore[arg-type]  # fmt: skip
             for batch in s:
-                yield to_torch(batch, tensor_device)
+                # A worker's batch is pickled to the training process: torch would copy it into shared
+                # memory at some point while the stream's buffer stays held; one copy now frees it.
+                yield to_torch(batch, tensor_device, shared=worker)
+                del batch
