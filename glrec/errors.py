@@ -9,6 +9,7 @@ either. Messages say what happened, the offending value, and what to do.
 from __future__ import annotations
 
 __all__ = [
+    "BuffersHeldError",
     "ConfigError",
     "ContextError",
     "ContextThreadError",
@@ -97,6 +98,10 @@ class DiskFullError(OutputError):
 
 class CudaError(GlrecError, RuntimeError):
     """A CUDA driver or runtime call failed; the message names the call."""
+
+
+class BuffersHeldError(GlrecError, RuntimeError):
+    """Every buffer of a fixed pool is still held by the caller, so nothing more can be made until one is let go."""
 
 
 class DatasetError(GlrecError, RuntimeError):

@@ -90,21 +90,43 @@ def _destroy_capsule(capsule: int) -> None:
 _capsule_destructor = _CAPSULE_DESTRUCTOR(_destroy_capsule)
 
 
-def capsule(ptr: int, shape: tuple[int, ...], device_id: int, *, owner: object) -> Any:
-    """A DLPack capsule for a C-contiguous uint8 array of ``shape`` at device pointer ``ptr``."""
+def capsule(
+    ptr: int,
+    shape: tuple[int, ...],
+    device_id: int,
+    *,
+    owner: object,
+    dtype: str = "u1",
+    strides: tuple[int, ...] | None = None,
+    byte_offset: int = 0,
+    device_type: int = _KDL_CUDA,
+) -> Any:
+    """A DLPack capsule for an array of ``shape`` at device pointer ``ptr`` (+ ``byte_offset``).
+
+    Defaults: C-contiguous uint8 in CUDA memory. ``dtype`` is a numpy type string
+    (``"u1"``, ``"u2"``, ``"f4"``, ...), ``strides`` are in elements, as DLPack counts
+    them (None: C-contiguous); ``device_type`` a DLPack device type (1: host memory).
+    ``owner`` is kept alive until the consumer calls the deleter.
+    """
+    code_bits = {v: k for k, v in _DTYPES.items()}.get(dtype)
+    if code_bits is None:
+        raise ValueError(f"DLPack export of dtype {dtype!r} is not supported; valid: {', '.join(sorted(_BY_NAME))}.")
+    if strides is not None and len(strides) != len(shape):
+        raise ValueError(f"strides {strides} do not match shape {shape}.")
     shape_arr = (ctypes.c_int64 * len(shape))(*shape)
+    strides_arr = None if strides is None else (ctypes.c_int64 * len(strides))(*strides)
     managed = _Managed()
     managed.dl_tensor.data = ptr
-    managed.dl_tensor.device = _Device(_KDL_CUDA, device_id)
+    managed.dl_tensor.device = _Device(device_type, device_id)
     managed.dl_tensor.ndim = len(shape)
-    managed.dl_tensor.dtype = _DataType(_KDL_UINT, 8, 1)
+    managed.dl_tensor.dtype = _DataType(code_bits[0], code_bits[1], 1)
     managed.dl_tensor.shape = shape_arr
-    managed.dl_tensor.strides = None  # NULL: compact row-major
-    managed.dl_tensor.byte_offset = 0
+    managed.dl_tensor.strides = strides_arr  # NULL: compact row-major
+    managed.dl_tensor.byte_offset = byte_offset
     managed.manager_ctx = None
     managed.deleter = _delete
     address = ctypes.addressof(managed)
-    _LIVE[address] = (managed, shape_arr, owner)
+    _LIVE[address] = (managed, shape_arr, strides_arr, owner)
     return _new(address, _NAME, _capsule_destructor)
 
 
@@ -114,6 +136,7 @@ DEVICE_TYPES = {1: "CPU", 2: "CUDA", 3: "CUDA host (pinned)", 4: "OpenCL", 7: "V
 #: DLPack type codes: (code, bits) -> numpy type string.
 _DTYPES = {(1, 8): "u1", (1, 16): "u2", (1, 32): "u4", (1, 64): "u8", (0, 8): "i1", (0, 16): "i2", (0, 32): "i4",
            (0, 64): "i8", (2, 16): "f2", (2, 32): "f4", (2, 64): "f8", (4, 16): "bfloat16", (6, 8): "bool"}  # fmt: skip
+_BY_NAME = {name for name in _DTYPES.values() if name not in ("bfloat16", "bool")}
 
 
 @dataclass

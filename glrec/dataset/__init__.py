@@ -2,6 +2,8 @@
 
 >>> from glrec.dataset import DatasetSpec, generate, render_sample
 >>> generate("examples/dataset.toml", "out/")  # doctest: +SKIP
+>>> for batch in stream("examples/dataset.toml", batch_size=16):  # arrays, no files  # doctest: +SKIP
+...     batch["rgb"].shape
 
 See ``glrec dataset --help`` and the README's "Datasets" section.
 """
@@ -11,15 +13,29 @@ from .encode import register_colour_encoder
 from .render import Sample
 from .runner import write_samples
 from .spec import PASSES, DatasetSpec, OutputSpec
+from .tensors import Batch, SampleStream, stream
+
+
+def __getattr__(name: str) -> object:
+    if name == "StreamDataset":  # torch only when asked for
+        from .torch_data import StreamDataset
+
+        return StreamDataset
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "PASSES",
+    "Batch",
     "DatasetResult",
     "DatasetSpec",
     "OutputSpec",
     "Sample",
+    "SampleStream",
+    "StreamDataset",
     "generate",
     "register_colour_encoder",
     "render_sample",
+    "stream",
     "write_samples",
 ]

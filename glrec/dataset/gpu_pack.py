@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 import moderngl
 import numpy as np
@@ -25,11 +26,13 @@ from ..gl.fences import Fence, dispatch_compute, gl_function
 from ..scenes.camera import mask_boxes
 from ..scenes.passes import GBuffer
 
-__all__ = ["MAX_IDS", "PackedFrame", "PassPacker"]
+__all__ = ["MAX_IDS", "PackTarget", "PackedFrame", "PassPacker"]
 
 #: Instance ids the box table holds (1..MAX_IDS-1); a frame with a larger id falls back to the mask.
 MAX_IDS = 4096
 _UNITS = {"rgb": 0, "depth": 1, "instance": 2, "semantic": 3, "normal": 4}
+#: Where :meth:`PassPacker.run` puts the packed bytes: a host uint8 array, or a GL buffer and byte offset.
+PackTarget: TypeAlias = "np.ndarray | tuple[moderngl.Buffer, int]"
 _GL_R32UI, _GL_RED_INTEGER, _GL_UNSIGNED_INT = 0x8236, 0x8D94, 0x1405
 
 
@@ -96,17 +99,34 @@ class PassPacker:
                 if uniform is not None:
                     uniform.value = value  # type: ignore[union-attr]
 
-    def run(self) -> PackedFrame:
-        """Pack the frame drawn last; waits for the GPU (with the GIL released) and reads the result."""
+    @property
+    def sections(self) -> dict[str, tuple[int, int]]:
+        """Where each pass lies in the packed bytes: pass -> (byte offset, bytes); offsets are 16-byte aligned."""
+        return dict(self._sections)
+
+    def run(self, *, into: PackTarget | None = None) -> PackedFrame:
+        """Pack the frame drawn last; waits for the GPU (with the GIL released) and reads the result.
+
+        ``into`` (default: the packer's own buffer, read back into a new host array):
+        a host uint8 array of at least :attr:`nbytes` to read the packed bytes into
+        (the arrays are views of it), or ``(buffer, offset)``, a GL buffer and a byte
+        offset (a multiple of 256) to pack into and leave there (``arrays`` is then
+        empty: whoever owns that buffer reads it, e.g. CUDA through shared memory).
+        """
         assert self._out is not None and self._table is not None, "released"
         w, h = self.size
+        out, offset, host = self._out, 0, None
+        if isinstance(into, tuple):
+            out, offset = into
+        elif into is not None:
+            host = into
         for name, tex in self.gbuffer.textures.items():
             if name in ("instance", "semantic"):
                 tex.bind_to_image(_UNITS[name], read=True, write=False)
             else:
                 tex.use(_UNITS[name])
         if self._pack is not None:
-            self._out.bind_to_storage_buffer(0)
+            out.bind_to_storage_buffer(0, offset=offset, size=self.nbytes)
             dispatch_compute(self._pack.glo, ((w * h + 3) // 4 + self.GROUP - 1) // self.GROUP, 1)
         if self._boxes is not None:
             self._clear_table()
@@ -115,8 +135,8 @@ class PassPacker:
         self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT)
         Fence().wait()  # through ctypes: other threads run Python while the GPU (or llvmpipe) works
         frame = PackedFrame()
-        if self._sections:
-            data = np.empty(self.nbytes, np.uint8)
+        if self._sections and out is self._out:
+            data = np.empty(self.nbytes, np.uint8) if host is None else host[: self.nbytes]
             self._out.read_into(data)
             for name, (off, n) in self._sections.items():
                 frame.arrays[name] = self._view(name, data[off : off + n])

@@ -15,7 +15,7 @@ from ..scenes.camera import mask_boxes
 from ..scenes.capabilities import Annotated, Randomisable, parameters_of, passes_of
 from ..scenes.passes import GBuffer
 from .encode import ColourEncoder, ColourImage
-from .gpu_pack import PassPacker
+from .gpu_pack import PackTarget, PassPacker
 from .params import rng_for, sample_params, sample_seed
 from .spec import DatasetSpec
 
@@ -162,8 +162,24 @@ class SampleRenderer:
             raise SceneError("This sample renderer is closed.")
         return self._gbuffer
 
-    def render(self, index: int, on_frame: Callable[[GBuffer], None] | None = None) -> Sample:
-        """Render sample ``index`` (all its frames). ``on_frame(gbuffer)`` runs after each frame's draw."""
+    @property
+    def packer(self) -> PassPacker | None:
+        """The GPU packer (None unless ``packed``): its :attr:`~PassPacker.sections` say where each pass lies."""
+        return self._packer
+
+    def render(
+        self,
+        index: int,
+        on_frame: Callable[[GBuffer], None] | None = None,
+        *,
+        into: Callable[[int], PackTarget] | None = None,
+    ) -> Sample:
+        """Render sample ``index`` (all its frames). ``on_frame(gbuffer)`` runs after each frame's draw.
+
+        ``into(frame)`` (``packed`` only): where frame ``frame``'s packed passes go
+        (:meth:`PassPacker.run`); its arrays are then views of that memory, or absent
+        when the target is a GL buffer.
+        """
         spec = self.spec
         seed, params = sample_plan(spec, index)
         scene = self.scene
@@ -183,7 +199,7 @@ class SampleRenderer:
         frames_meta = []
         for f in range(spec.frames):
             t = start + f / spec.fps
-            frames_meta.append(self._render_frame(sample, t, on_frame))
+            frames_meta.append(self._render_frame(sample, t, on_frame, None if into is None else into(f)))
         full_params = {**getattr(scene, "params", {}), **params}
         sample.meta = {
             "key": sample.key,
@@ -199,7 +215,9 @@ class SampleRenderer:
             sample.meta.update(frames_meta[0])
         return sample
 
-    def _render_frame(self, sample: Sample, t: float, on_frame: Callable[[GBuffer], None] | None) -> dict[str, Any]:
+    def _render_frame(
+        self, sample: Sample, t: float, on_frame: Callable[[GBuffer], None] | None, into: PackTarget | None = None
+    ) -> dict[str, Any]:
         gb = self.gbuffer
         gb.use()
         try:
@@ -214,7 +232,7 @@ class SampleRenderer:
         if on_frame is not None:
             on_frame(gb)
         if self._packer is not None:
-            return self._packed_frame(sample, t)
+            return self._packed_frame(sample, t, into)
         arrays: dict[str, np.ndarray] = {}
         if self.colour_encoder is not None:
             image = ColourImage(gb.textures["rgb"], lambda: gb.read("rgb"))
@@ -243,10 +261,11 @@ class SampleRenderer:
             _add_visible(meta, mask_boxes(instance))
         return meta
 
-    def _packed_frame(self, sample: Sample, t: float) -> dict[str, Any]:
+    def _packed_frame(self, sample: Sample, t: float, into: PackTarget | None = None) -> dict[str, Any]:
         assert self._packer is not None
-        packed = self._packer.run()
-        arrays = {name: packed.arrays[name] for name in self.spec.output.passes if name != "rgb"}
+        packed = self._packer.run(into=into)
+        arrays = {name: packed.arrays[name] for name in self.spec.output.passes if name in packed.arrays}
+        arrays.pop("rgb", None)
         enc = self.colour_encoder
         if enc is not None:
             rgb = packed.arrays.get("rgb")
@@ -255,7 +274,7 @@ class SampleRenderer:
                 sample.deferred_colour.append(ColourImage(None, lambda: rgb))  # type: ignore[arg-type, return-value]
             else:
                 sample.colour.append(enc.encode(image))
-        if self.keep_rgb:
+        if self.keep_rgb and "rgb" in packed.arrays:
             arrays["rgb"] = packed.arrays["rgb"]
         sample.frames.append(arrays)
         meta: dict[str, Any] = {"t": t}

@@ -1,0 +1,124 @@
+"""Samples/s of glrec.dataset.stream against reading the same samples from shards (webdataset + DataLoader).
+
+Both consumers touch every pass of every sample (a sum), in rounds that alternate
+the two, in one process; the shards are made first by ``glrec.dataset.generate``
+(not timed). Results go to ``benchmarks/results/<date>_<machine>_dataset-stream.{json,txt}``.
+
+    python benchmarks/dataset_stream.py --samples 64 --batch-size 16 --rounds 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from glrec.dataset import DatasetSpec, generate, stream  # noqa: E402
+
+PASSES = ("rgb", "depth", "instance", "semantic", "normal")
+
+
+def touch(arrays: list[object]) -> float:
+    return float(sum(float(np.asarray(a).sum()) for a in arrays))
+
+
+def run_stream(spec: DatasetSpec, batch_size: int) -> tuple[int, float]:
+    started, n = time.perf_counter(), 0
+    with stream(spec, batch_size) as s:
+        for batch in s:
+            touch([batch[p] for p in PASSES])
+            n += len(batch["index"])
+    return n, time.perf_counter() - started
+
+
+def run_shards(root: Path, spec: DatasetSpec, batch_size: int, workers: int) -> tuple[int, float]:
+    import webdataset as wds
+
+    urls = f"{root}/shard-{{000000..{spec.shards - 1:06d}}}.tar"
+    names = ("rgb.png", "depth.npy", "instance.png", "semantic.png", "normal.png", "meta.json")
+    ds = wds.WebDataset(urls, shardshuffle=False).decode("rgb8").to_tuple(*names).batched(batch_size)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers)
+    started, n = time.perf_counter(), 0
+    for batch in loader:
+        touch(batch[:5])
+        n += len(batch[0])
+    return n, time.perf_counter() - started
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import os
+
+    return f"{cpu}, {len(os.sched_getaffinity(0))} cores"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--spec", default=str(ROOT / "examples" / "dataset.toml"))
+    ap.add_argument("--samples", type=int, default=64)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--workers", default="0,2", help="DataLoader workers for the shard reader, comma-separated")
+    ap.add_argument("--tag", default="2core-llvmpipe", help="machine name in the result file name")
+    args = ap.parse_args()
+    spec = DatasetSpec.load(args.spec)
+    spec = spec.with_(samples=args.samples, shard_size=max(1, args.samples // 4))
+    workers = [int(w) for w in args.workers.split(",")]
+    rows: dict[str, list[float]] = {"stream": []}
+    rows.update({f"shards:workers={w}": [] for w in workers})
+    with tempfile.TemporaryDirectory() as tmp:
+        made = generate(spec, Path(tmp) / "shards")
+        for r in range(args.rounds):
+            order = list(rows) if r % 2 == 0 else list(reversed(rows))
+            for name in order:
+                if name == "stream":
+                    n, t = run_stream(spec, args.batch_size)
+                else:
+                    n, t = run_shards(Path(tmp) / "shards", spec, args.batch_size, int(name.split("=")[1]))
+                assert n == spec.samples, (name, n)
+                rows[name].append(n / t)
+                print(f"round {r}: {name}: {n / t:.1f} samples/s", flush=True)
+    result = {
+        "date": date.today().isoformat(),
+        "machine": machine(),
+        "renderer": "Mesa llvmpipe (EGL)" if "llvmpipe" in args.tag else args.tag,
+        "spec": args.spec,
+        "size": list(spec.size),
+        "passes": list(spec.output.passes),
+        "samples": spec.samples,
+        "batch_size": args.batch_size,
+        "generate_samples_per_s": made.samples_per_second,
+        "samples_per_s": {k: v for k, v in rows.items()},
+        "median_samples_per_s": {k: float(np.median(v)) for k, v in rows.items()},
+        "command": " ".join(sys.argv),
+    }
+    out = ROOT / "benchmarks" / "results" / f"{result['date']}_{args.tag}_dataset-stream"
+    out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+    lines = [f"{result['date']} {result['machine']}, {spec.size[0]}x{spec.size[1]}, {spec.samples} samples, "
+             f"batch {args.batch_size}, every pass summed"]  # fmt: skip
+    lines += [f"{k}: median {v:.1f} samples/s" for k, v in result["median_samples_per_s"].items()]
+    lines.append(f"(generate, for reference: {made.samples_per_second:.1f} samples/s)")
+    out.with_suffix(".txt").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

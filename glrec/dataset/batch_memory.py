@@ -1,0 +1,210 @@
+"""Where a streamed batch lives: its layout in one slot of memory, and the fixed pool of slots with leases.
+
+Each frame of each sample is the GPU packer's bytes (:mod:`glrec.dataset.gpu_pack`:
+rgb, float32 depth, uint16 ids, normals, each section 16-byte aligned) at
+``i * sample_stride + f * frame_stride`` of its batch's slot, so a pass of the
+whole batch is one strided array over the slot: no copy to gather it, on the
+host (numpy) or in CUDA memory (DLPack). A slot is handed out with a
+:class:`Lease`; every array made from it keeps the lease alive, and only when
+the last of them is gone does the slot go back to the pool. So memory is the
+pool, whatever the consumer does, and a held array is never written over.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+
+__all__ = ["BatchLayout", "HostSlots", "Lease", "PoolExhausted"]
+
+#: Byte alignment of every frame in a slot: GL's storage-buffer offsets and CUDA/DLPack pointers need it.
+ALIGN = 256
+
+# pass -> (dtype, trailing shape after (h, w)) of what the packer writes; normals depend on the spec.
+_DTYPES: dict[str, tuple[str, tuple[int, ...]]] = {
+    "rgb": ("u1", (3,)),
+    "depth": ("f4", ()),
+    "instance": ("u2", ()),
+    "semantic": ("u2", ()),
+}
+
+
+def _round_up(n: int, to: int) -> int:
+    return (n + to - 1) // to * to
+
+
+@dataclass(frozen=True)
+class PassView:
+    """One pass of ``n`` samples as a strided array: numpy type string, shape, byte strides, byte offset."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.dtype).itemsize
+
+
+@dataclass(frozen=True)
+class BatchLayout:
+    """Where each sample, frame and pass of a batch of ``batch`` samples lies in one slot.
+
+    ``sections`` is the packer's pass -> (byte offset, bytes) within one frame;
+    ``normal`` the normal pass's format (``png``: uint8, ``npy``: float32).
+    """
+
+    batch: int
+    frames: int
+    size: tuple[int, int]
+    sections: dict[str, tuple[int, int]]
+    frame_bytes: int
+    normal: str = "png"
+
+    @property
+    def frame_stride(self) -> int:
+        return _round_up(max(self.frame_bytes, 1), ALIGN)
+
+    @property
+    def sample_stride(self) -> int:
+        return self.frames * self.frame_stride
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of one slot (a full batch)."""
+        return self.batch * self.sample_stride
+
+    def frame_offset(self, sample: int, frame: int = 0) -> int:
+        """Byte offset of frame ``frame`` of the batch's ``sample``-th sample (a multiple of 256)."""
+        return sample * self.sample_stride + frame * self.frame_stride
+
+    def pass_view(self, name: str, n: int) -> PassView:
+        """Pass ``name`` of the first ``n`` samples: shape (n, h, w[, c]), or (n, frames, h, w[, c]) for clips."""
+        w, h = self.size
+        tail: tuple[int, ...]
+        if name == "normal":
+            dtype, tail = ("u1" if self.normal == "png" else "f4"), (3,)
+        else:
+            dtype, tail = _DTYPES[name]
+        item = np.dtype(dtype).itemsize
+        inner = (h, w, *tail)
+        inner_strides: list[int] = []
+        step = item
+        for extent in reversed(inner):
+            inner_strides.insert(0, step)
+            step *= extent
+        lead: tuple[int, ...] = (n,)
+        lead_strides: tuple[int, ...] = (self.sample_stride,)
+        if self.frames > 1:
+            lead, lead_strides = (n, self.frames), (self.sample_stride, self.frame_stride)
+        return PassView(dtype, lead + inner, lead_strides + tuple(inner_strides), self.sections[name][0])
+
+    def passes(self) -> list[str]:
+        return list(self.sections)
+
+
+class PoolExhausted(Exception):
+    """Raised inside :meth:`HostSlots.acquire` by its ``abort`` callback to stop waiting (internal)."""
+
+
+class Lease:
+    """The consumer's hold on one slot: alive while any array made from it is; the slot returns after.
+
+    ``on_release(slot)`` runs once, on whichever thread drops the last reference
+    (or calls :meth:`release` on a lease nobody received).
+    """
+
+    def __init__(self, memory: Any, slot: int, on_release: Callable[[int], None]) -> None:
+        self.memory = memory  # what keeps the slot's bytes alive (a numpy array, or the CUDA slots)
+        self.slot = slot
+        self._finalizer = weakref.finalize(self, on_release, slot)
+
+    @property
+    def alive(self) -> bool:
+        return self._finalizer.alive
+
+    def release(self) -> None:
+        """Return the slot now (only for a lease whose arrays never left glrec)."""
+        self._finalizer()
+
+
+class _ArrayOf:
+    """An ``__array_interface__`` over a slot's bytes that holds the slot's lease (numpy keeps it as ``base``)."""
+
+    def __init__(self, lease: Lease, address: int, view: PassView) -> None:
+        self.lease = lease
+        self.__array_interface__ = {
+            "data": (address + view.offset, False),
+            "shape": view.shape,
+            "strides": view.strides,
+            "typestr": "<" + view.dtype if view.itemsize > 1 else "|" + view.dtype,
+            "version": 3,
+        }
+
+
+class HostSlots:
+    """``count`` host slots of ``nbytes`` each, allocated once; :meth:`acquire` waits while all are leased."""
+
+    def __init__(self, nbytes: int, count: int) -> None:
+        if count < 2:
+            raise ConfigError(f"buffers={count}: a stream needs at least 2 (one rendered while one is read).")
+        self.nbytes = nbytes
+        self.count = count
+        self._memory = [np.empty(max(nbytes, 1), np.uint8) for _ in range(count)]
+        self._free = list(range(count))
+        self._cond = threading.Condition()
+        self.waiting_since: float | None = None  # when acquire() began waiting for a held slot
+
+    def memory(self, slot: int) -> np.ndarray:
+        return self._memory[slot]
+
+    def acquire(self, abort: Callable[[], None]) -> int:
+        """A free slot; while every slot is leased, wait (calling ``abort``, which may raise, now and then)."""
+        collected = False
+        with self._cond:
+            while not self._free:
+                if self.waiting_since is None:
+                    self.waiting_since = time.monotonic()
+                elif not collected and time.monotonic() - self.waiting_since > 0.5:
+                    # Arrays in reference cycles are garbage the collector has not reached yet; its
+                    # finalizers give slots back, so it runs without the lock.
+                    collected = True
+                    self._cond.release()
+                    try:
+                        gc.collect()
+                    finally:
+                        self._cond.acquire()
+                    continue
+                abort()
+                self._cond.wait(0.05)
+            self.waiting_since = None
+            return self._free.pop(0)
+
+    def give_back(self, slot: int) -> None:
+        with self._cond:
+            if slot not in self._free:
+                self._free.append(slot)
+                self._cond.notify_all()
+
+    @property
+    def free(self) -> int:
+        with self._cond:
+            return len(self._free)
+
+    def lease(self, slot: int) -> Lease:
+        return Lease(self._memory[slot], slot, self.give_back)
+
+    def arrays(self, lease: Lease, layout: BatchLayout, n: int) -> dict[str, np.ndarray]:
+        """Every pass of the first ``n`` samples of the leased slot, as numpy arrays holding the lease."""
+        address = int(self._memory[lease.slot].ctypes.data)
+        return {name: np.asarray(_ArrayOf(lease, address, layout.pass_view(name, n))) for name in layout.passes()}
