@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
-import numpy as np
-
 if TYPE_CHECKING:
+    import numpy as np  # annotations only: the command line imports this before its Ctrl-C handling
+
     from .cuda.pool import DeviceFrame  # type-only: the ground imports no platform at run time
 
 

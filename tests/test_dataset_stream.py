@@ -265,4 +265,6 @@ def test_100_start_stop_cycles_leave_nothing_behind():
     after = snapshot()
     assert after.grew_from(before) == {}
     assert fds() == fd_before
-    assert after.rss - before.rss < 40 << 20, f"RSS grew by {(after.rss - before.rss) / 1e6:.1f} MB"
+    # A context left unreleased costs about 6 MB a cycle here (600 MB over 100); Mesa's allocator alone grew
+    # by up to 59 MB in a process that had run the whole suite before (under 40 MB alone), hence 150 MB.
+    assert after.rss - before.rss < 150 << 20, f"RSS grew by {(after.rss - before.rss) / 1e6:.1f} MB"

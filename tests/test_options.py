@@ -22,7 +22,7 @@ def test_defaults():
     "kwargs, words",
     [
         ({"codec": "h265"}, ["Unknown codec 'h265'", "av1, h264, hevc, mjpeg"]),
-        ({"encoder": "gpu"}, ["Unknown encoder 'gpu'", "auto, cpu, nvenc, nvjpeg"]),
+        ({"encoder": "gpu"}, ["Unknown encoder 'gpu'", "auto, cpu, gl, nvenc, nvjpeg"]),
         ({"pix_fmt": "rgb24"}, ["Unknown pixel format", "nv12, rgba, yuv420p, yuv444p"]),
         ({"size": (0, 720)}, ["must be positive"]),
         ({"size": (-2, 720)}, ["must be positive"]),

@@ -21,6 +21,7 @@ from ..cuda.pool import DeviceFrame
 from ..errors import EncoderError, EncoderUnavailableError
 from ..frame import Frame, Packet
 from . import device_frame
+from .registry import NVJPEG_BATCH
 
 if TYPE_CHECKING:
     from ..options import VideoOptions
@@ -28,10 +29,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("glrec")
 
-#: Frames encoded per nvImageCodec call. Measured on an H200 at 1080p (benchmarks/handoff.py):
-#: 4,471 frames/s one per call, 3,124 eight per call, 2,980 thirty-two per call, so one it is;
-#: the option stays for GPUs and sizes where batching pays.
-BATCH = 1
+#: Frames encoded per nvImageCodec call (declared with the encoder's row, which the plan reads without
+#: importing this module).
+BATCH = NVJPEG_BATCH
 INSTALL_HINT = "pip install glrec[nvjpeg] (nvImageCodec) and make the nvJPEG library visible (CUDA toolkit)"
 
 
