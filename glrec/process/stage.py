@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 import moderngl
 
-from ..errors import ContextError
+from ..errors import ContextError, GlrecError, ProcessError
 from ..gl import glsl
 from ..gl.fences import Fence, dispatch_compute
 from .arrays import host_array
@@ -142,6 +142,12 @@ class ProcessStage:
         try:
             fence.wait()  # GL wrote the slot; the function may read it
             processed = self.runner.run(slot)
+        except GlrecError as exc:
+            self._fail(exc, index, slot)
+            raise
+        except Exception as exc:  # the user's function raised: one line naming it and the frame
+            self._fail(exc, index, slot)
+            raise ProcessError(f"{self.spec.label} raised {type(exc).__name__} at frame {index}: {exc}") from exc
         except BaseException as exc:
             self._fail(exc, index, slot)
             raise
@@ -185,7 +191,8 @@ class ProcessStage:
         if self._processed and self._processed[0][0] > index:  # emit failed: later frames go too
             self._free.extend(s for _, s, _ in self._processed)
             self._processed.clear()
-        log.error("%s failed at frame %d: %s: %s", self.spec.label, index, type(exc).__name__, exc)
+        # Debug only: the error itself reaches the caller (and the CLI prints it), once.
+        log.debug("%s failed at frame %d: %s: %s", self.spec.label, index, type(exc).__name__, exc)
         if hasattr(exc, "add_note"):
             exc.add_note(f"glrec: raised by {self.spec.label} at frame {index}")
 
