@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from .errors import ConfigError
 from .options import VideoOptions, frame_count
 from .recorder import Recorder
 from .result import RecordResult
@@ -66,6 +67,13 @@ def write_video(
     >>> glrec.write_video("out.mp4", frames, fps=30)  # doctest: +SKIP
     RecordResult(path=PosixPath('out.mp4'), frames=90, ...)
     """
+    shape = getattr(frames, "shape", None)
+    if shape is not None and len(shape) == 3 and shape[-1] in (3, 4):
+        # Iterating it would give its rows as frames (H frames of W×C pixels).
+        raise ConfigError(
+            f"write_video got one picture (an array of shape {tuple(shape)}), not a batch of frames; pass "
+            "[picture] for a single frame, or an N×H×W×C array."
+        )
     with Recorder(path, fps=fps, **options) as rec:
         for frame in frames:
             rec.write(frame)

@@ -25,3 +25,15 @@ def test_an_unusable_return_value_is_printed_once(gl, tmp_path, capsys):
     lines = [line for line in err.splitlines() if line.strip()]
     assert code != 0 and len(lines) == 1, err
     assert "returned str" in lines[0]
+
+
+def test_write_video_of_one_picture_says_it_is_not_a_batch(tmp_path):
+    import numpy as np
+    import pytest
+
+    import glrec
+    from glrec.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="one picture"):
+        glrec.write_video(tmp_path / "one.mp4", np.zeros((64, 64, 3), np.uint8))
+    assert not (tmp_path / "one.mp4").exists()
