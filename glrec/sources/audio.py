@@ -28,8 +28,18 @@ from .media import InputSpec, open_container
 log = logging.getLogger("glrec")
 
 
+#: Audio codecs a muxer carries as playable streams. FFmpeg's ``mpegts`` muxer writes a header with
+#: any codec, but stores those it has no stream type for (PCM, FLAC, Vorbis, ...) as ``bin_data``
+#: that no player decodes; so it is asked for what it really maps.
+_CARRIED = {"mpegts": frozenset({"aac", "aac_latm", "mp2", "mp3", "ac3", "eac3", "dts", "truehd", "opus", "s302m"})}
+
+
 def muxer_takes(muxer: str, stream: Any) -> bool:
-    """True when FFmpeg's ``muxer`` accepts a copy of ``stream`` (it writes a header with it)."""
+    """True when FFmpeg's ``muxer`` accepts a copy of ``stream`` as a stream players decode."""
+    carried = _CARRIED.get(muxer)
+    if carried is not None:
+        name = stream.codec_context.name if stream.codec_context is not None else ""
+        return name in carried
     try:
         with av.open(io.BytesIO(), "w", format=muxer) as probe:
             probe.add_stream_from_template(stream)
