@@ -302,7 +302,8 @@ class InputOptions(OptionTable):
         _choice("decoder", DecoderName), flags=_flag("decoder"),
     )  # fmt: skip
     input_options: tuple[tuple[str, str], ...] = option(
-        (), "FFmpeg options for the input, e.g. input_format=mjpeg video_size=1280x720 (camera), rtsp_transport=udp",
+        (), "FFmpeg options for the input, e.g. input_format=mjpeg video_size=1280x720 (camera), rtsp_transport=udp, "
+        "framerate=12 (the rate of an image sequence's images; --fps sets it too, FFmpeg's default is 25)",
         parse_encoder_options, flags=("--input-option",), metavar="KEY=VALUE", repeat=True,
         accepts="Mapping[str, str] | Sequence[str | tuple[str, str]]",
     )  # fmt: skip

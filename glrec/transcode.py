@@ -36,6 +36,7 @@ from .scenes.shadertoy import ShadertoyScene
 from .sinks.registry import is_stream_url, output_kind, sole_codec
 from .sources import VideoSource
 from .sources.audio import muxer_takes
+from .sources.media import is_sequence
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -124,14 +125,22 @@ def make_overlay(spec: Scene | str | None, source: VideoSource, channels: dict[A
 
 
 def open_input(spec: str | os.PathLike[str] | VideoSource, inputs: InputOptions, *, live: bool | None = None,
-               audio: bool = False) -> VideoSource:  # fmt: skip
-    """A VideoSource for ``spec`` with the input options (a VideoSource passes through)."""
+               audio: bool = False, fps: float | None = None) -> VideoSource:  # fmt: skip
+    """A VideoSource for ``spec`` with the input options (a VideoSource passes through).
+
+    ``fps`` (the recording's rate) is also the rate of an image sequence's images, as ``--fps`` says,
+    unless ``input_options`` set FFmpeg's ``framerate`` themselves (FFmpeg's own default is 25).
+    """
     if isinstance(spec, VideoSource):
         return spec
+    sequence_fps = (
+        fps if fps and is_sequence(os.fspath(spec)) and "framerate" not in dict(inputs.input_options) else None
+    )
     return VideoSource(
         spec, live=live, loop=inputs.loop, timeout=inputs.input_timeout, retries=inputs.input_retries,
         options=dict(inputs.input_options),
         format=inputs.input_format, decoder=inputs.decoder, audio=audio,
+        fps=float(sequence_fps) if sequence_fps else None,
     )  # fmt: skip
 
 
@@ -194,7 +203,7 @@ def transcode(
     output_kind(output, codec)  # as should a bad output name
     channels = {**inputs.channels(), **(channels or {})}
     # Follow the input's own timestamps (every picture in order), also for a network stream or camera.
-    src = open_input(source, inputs, live=False, audio=not inputs.drop_audio)
+    src = open_input(source, inputs, live=False, audio=not inputs.drop_audio, fps=rec_options.get("fps"))
     own = not isinstance(source, VideoSource)
     try:
         for other in src.other_streams:
@@ -241,7 +250,7 @@ def live_scene(args: Any, options: dict[str, Any]) -> tuple[Scene, dict[str, Any
         if inputs.overlay is not None:
             raise ConfigError(f"--overlay draws over a video input; {args.scene!r} is a scene.")
         return scene_with_channels(args.scene, inputs.channels()), options
-    src = open_input(args.scene, inputs)
+    src = open_input(args.scene, inputs, fps=options.get("fps"))
     if src.audio is None and src.audio_streams:
         log.info("%s: audio is not streamed (glrec streams video only).", src.spec.label)
     out = dict(options)

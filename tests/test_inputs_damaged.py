@@ -269,3 +269,17 @@ def test_sigterm_while_waiting_for_a_pipe_finishes_with_130(tmp_path: Path) -> N
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "Interrupted system call" not in err
+
+
+def test_fps_is_the_rate_of_an_image_sequence(tmp_path: Path) -> None:
+    import sys
+
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    ffmpeg("-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10", "-frames:v", "19", str(frames / "%03d.png"))
+    result = transcode(str(frames / "%03d.png"), tmp_path / "out.mkv", fps=10)
+    assert result.frames == len(frames_of(tmp_path / "out.mkv")) == 19
+    cli = tmp_path / "cli.mkv"
+    subprocess.run([sys.executable, "-m", "glrec", "record", str(frames / "%03d.png"), "-o", str(cli), "--fps", "10"],
+                   check=True, timeout=120, capture_output=True)  # fmt: skip
+    assert len(frames_of(cli)) == 19

@@ -21,7 +21,7 @@ def transcode_command(args: Any) -> int:
     # overlay and channels travel as their own arguments; the rest of the input options as keywords.
     passed = {k: v for k, v in given.items() if k != "overlay" and not k.startswith("channel")}
     # Opened here (not in transcode) to size the progress bar from the input's duration.
-    src = open_input(args.scene, inputs, live=False, audio=not inputs.drop_audio)
+    src = open_input(args.scene, inputs, live=False, audio=not inputs.drop_audio, fps=options.get("fps"))
     try:
         fps = float(options.get("fps") or src.rate or 30.0)
         total = LengthOptions.parse(length).count(fps, default=None)

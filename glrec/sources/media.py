@@ -84,6 +84,11 @@ def is_url(text: str) -> bool:
     return bool(sep) and scheme.lower() in URL_SCHEMES
 
 
+def is_sequence(text: str) -> bool:
+    """True for an image sequence: a ``%05d`` pattern or a glob (``frames/*.png``)."""
+    return bool(_PATTERN.search(Path(text).name)) or any(ch in text for ch in "*?[")
+
+
 def looks_like_input(text: str) -> bool:
     """True when ``text`` names a video input rather than a scene (for commands that take either)."""
     if is_url(text) or _CAMERA.match(text):
@@ -139,7 +144,7 @@ def classify(
         base.update({"fflags": "nobuffer", "flags": "low_delay"})
         if fps is not None:
             base["framerate"] = f"{fps:g}"
-    elif _PATTERN.search(Path(text).name) or any(ch in text for ch in "*?["):
+    elif is_sequence(text):
         kind = "sequence"
         format = format or "image2"
         if not _PATTERN.search(Path(text).name):
