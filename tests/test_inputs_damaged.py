@@ -283,3 +283,24 @@ def test_fps_is_the_rate_of_an_image_sequence(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "glrec", "record", str(frames / "%03d.png"), "-o", str(cli), "--fps", "10"],
                    check=True, timeout=120, capture_output=True)  # fmt: skip
     assert len(frames_of(cli)) == 19
+
+
+@pytest.mark.parametrize("suffix", [".wav", ".m4a", ".mka", ".mp3"])
+def test_an_audio_only_input_says_it_has_no_video(tmp_path: Path, suffix: str) -> None:
+    import sys
+
+    path = tmp_path / f"tone{suffix}"
+    ffmpeg("-f", "lavfi", "-i", "sine=frequency=440:duration=0.5", str(path))
+    out = subprocess.run([sys.executable, "-m", "glrec", "record", str(path), "-o", str(tmp_path / "out.mp4")],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 2  # the CLI's exit for input it cannot take, as for other unsupported inputs
+    assert "has no video stream" in out.stderr and "Unknown scene" not in out.stderr, out.stderr
+    assert out.stderr.strip().count("\n") == 0, out.stderr
+
+
+def test_an_empty_channel_name_says_so(tmp_path: Path) -> None:
+    from glrec.errors import SceneError
+    from glrec.scenes.shadertoy_load import channel_from
+
+    with pytest.raises(SceneError, match="empty name"):
+        channel_from("", "iChannel0", tmp_path)

@@ -113,6 +113,8 @@ def channel_from(value: Any, where: str, base: Path) -> Channel:
             raise SceneError(f"{where}: unknown channel settings {sorted(unknown)}; valid: filter, wrap, vflip, srgb.")
     from .shadertoy_channels import GENERATED
 
+    if isinstance(value, str) and not value.strip():
+        raise SceneError(f"{where} is bound to an empty name; give a file, URL, camera or buffer_a..buffer_d.")
     if isinstance(value, str) and pass_name(value) in BUFFERS:
         kind, source = "buffer", pass_name(value)
     elif isinstance(value, str) and value in GENERATED:  # a built-in texture (a file of that name: ./noise)

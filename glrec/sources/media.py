@@ -44,6 +44,8 @@ IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".
 VIDEO_SUFFIXES = frozenset({".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".ts", ".m2ts", ".mts", ".mpg",
                             ".mpeg", ".flv", ".ogv", ".nut", ".ivf", ".y4m", ".h264", ".264", ".hevc", ".h265",
                             ".265", ".mjpeg", ".mxf", ".wmv", ".3gp", ".m3u8", ".mpd"})  # fmt: skip
+#: Audio-only files: taken as inputs so that the error says they hold no video (not "unknown scene").
+AUDIO_SUFFIXES = frozenset({".mka", ".m4a", ".wav", ".mp3", ".flac", ".ogg", ".opus", ".aac", ".ac3", ".wma"})
 _CAMERA = re.compile(r"^/dev/video\d+$")
 _PATTERN = re.compile(r"%0?\d*d")
 # Real-time protocols and cameras: hand each packet on as soon as it is read, and probe only as much as it
@@ -94,7 +96,7 @@ def looks_like_input(text: str) -> bool:
     if is_url(text) or _CAMERA.match(text):
         return True
     suffix = Path(text.partition("?")[0]).suffix.lower()
-    return suffix in VIDEO_SUFFIXES or suffix in IMAGE_SUFFIXES or _is_pipe(text)
+    return suffix in (VIDEO_SUFFIXES | IMAGE_SUFFIXES | AUDIO_SUFFIXES) or _is_pipe(text)
 
 
 def _is_pipe(text: str) -> bool:
