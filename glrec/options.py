@@ -61,6 +61,7 @@ ArrayConvert = Literal["auto", "gl", "cpu"]
 SUBSAMPLED: frozenset[str] = frozenset({"yuv420p", "nv12"})
 MAX_SECONDS = 366 * 24 * 3600.0  # a year of video: anything longer is a typo, not a plan
 DEFAULT_SECONDS = 5.0  # the length of a recording given neither seconds nor frames
+_MAX_SIDE = 16384  # the widest any encoder here takes (x264/x265); an even-size suggestion stays within it
 
 
 def _process(value: object) -> Any:
@@ -181,9 +182,13 @@ class VideoOptions(NvencOptions, JpegOptions, CpuOptions, OptionTable):
             raise ConfigError("Live mode has no low-latency AV1 settings yet; use codec h264 (or hevc).")
         w, h = self.size
         if (w % 2 or h % 2) and self.pix_fmt in SUBSAMPLED and not self.pad:
+
+            def even(v: int) -> int:  # the next even size, or the one before it past the limit
+                return v if v % 2 == 0 else v + 1 if v + 1 <= _MAX_SIDE else v - 1
+
             raise ConfigError(
                 f"Size {w}x{h} has an odd dimension, which {self.pix_fmt} (4:2:0) cannot hold. "
-                f"Use an even size such as {w + w % 2}x{h + h % 2}, pass pad=True (--pad) to add "
+                f"Use an even size such as {even(w)}x{even(h)}, pass pad=True (--pad) to add "
                 "a replicated edge row/column, or use pix_fmt yuv444p."
             )
         return replace(self, matrix=matrix, colour_range=colour_range)

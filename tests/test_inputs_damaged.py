@@ -304,3 +304,13 @@ def test_an_empty_channel_name_says_so(tmp_path: Path) -> None:
 
     with pytest.raises(SceneError, match="empty name"):
         channel_from("", "iChannel0", tmp_path)
+
+
+def test_an_odd_size_suggestion_stays_within_the_limit() -> None:
+    import glrec
+
+    with pytest.raises(glrec.ConfigError, match="such as 65534x2") as info:
+        glrec.Recorder("never.mp4", size=(65535, 2))
+    assert "65536" not in str(info.value)
+    with pytest.raises(glrec.ConfigError, match="such as 4x6"):
+        glrec.Recorder("never.mp4", size=(3, 5))
