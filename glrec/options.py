@@ -46,9 +46,27 @@ from .errors import ConfigError
 from .sinks.registry import sole_codec
 
 __all__ = [
-    "DEFAULT_SECONDS", "InputOptions", "LengthOptions", "PipelineOptions", "VideoOptions", "add_flags", "check_choice",
-    "check_number", "declared", "frame_count", "option", "parse_bitrate", "parse_fps", "parse_size", "reference",
-    "split_options", "values_from_args", "with_output_codec",
+    "DEFAULT_SECONDS",
+    "EncoderName",
+    "InputOptions",
+    "LengthOptions",
+    "Matrix",
+    "PipelineOptions",
+    "Range",
+    "VideoOptions",
+    "add_flags",
+    "check_choice",
+    "check_number",
+    "declared",
+    "frame_count",
+    "option",
+    "parse_bitrate",
+    "parse_fps",
+    "parse_size",
+    "reference",
+    "split_options",
+    "values_from_args",
+    "with_output_codec",
 ]  # fmt: skip
 
 Codec = Literal["h264", "hevc", "av1", "mjpeg"]

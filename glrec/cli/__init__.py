@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """Writes to whatever ``sys.stderr`` is at the time (main() may run again with stderr replaced)."""
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> Any:
         return sys.stderr
 

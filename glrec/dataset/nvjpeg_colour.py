@@ -74,7 +74,7 @@ class NvJpegColour:
         size = tuple(texture.size)
         device = CudaDevice.open(cuda_device_of_current_context())
         self._stages.append(device)
-        packer = RgbPacker(ctx, size, "rgb24")  # type: ignore[arg-type]
+        packer = RgbPacker(ctx, size, "rgb24")
         self._stages.append(packer)
         kind = cuda_handoff_kind("auto", ctx)
         self._stages.append(open_handoff(kind, ctx, packer, device, depth=1, consumer_slots=2, live=True))

@@ -335,7 +335,7 @@ class SampleStream:
         if isinstance(item, _Failure):
             self.close()
             raise item.error
-        return item  # type: ignore[no-any-return]
+        return item
 
     def close(self) -> None:
         """Stop rendering and release the GL context and its objects. Safe twice."""

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.utils.dlpack
 from torch.utils.data import IterableDataset, get_worker_info
 
 from ..errors import ConfigError, ContextError
@@ -52,13 +53,13 @@ def to_torch(batch: Batch, device: str = "cpu", *, shared: bool = False) -> dict
             if device != "cpu":
                 out[name] = torch.as_tensor(value, device=device)
             elif shared:
-                tensor = torch.empty(value.shape, dtype=_TORCH[value.dtype.str[1:]]).share_memory_()
+                tensor = torch.empty(value.shape, dtype=_TORCH[value.dtype.str[1:]]).share_memory_()  # type: ignore[no-untyped-call]
                 tensor.copy_(torch.from_numpy(value))
                 out[name] = tensor
             else:
                 out[name] = torch.from_numpy(value)
         else:  # a CUDA pass
-            out[name] = torch.from_dlpack(value)
+            out[name] = torch.utils.dlpack.from_dlpack(value)
     return out
 
 
@@ -78,7 +79,7 @@ def _check_not_forked_after_egl() -> None:
         )
 
 
-class StreamDataset(IterableDataset):  # type: ignore[misc]
+class StreamDataset(IterableDataset):  # type: ignore[type-arg]  # torch is a soft dependency here
     """Batches of samples ``start..stop-1`` of ``spec`` as dicts of torch tensors (see :func:`to_torch`).
 
     Arguments as :func:`glrec.dataset.stream`; ``rank``/``world_size`` split the

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import av
 import numpy as np
@@ -183,7 +183,7 @@ class CpuEncoder:
         return out
 
     @staticmethod
-    def _convert(packets: list[av.Packet]) -> list[Packet]:
+    def _convert(packets: list[Any]) -> list[Packet]:  # av.Packet
         return [Packet(bytes(p), int(p.pts or 0), int(p.dts or 0), bool(p.is_keyframe)) for p in packets]
 
     def close(self) -> None:

@@ -240,13 +240,13 @@ class GlJpegStage:
         self._huffman = self._shader("jpeg_huffman.comp", defines)
         self._scan = self._shader("jpeg_scan.comp", defines)
         self._assemble = self._shader("jpeg_assemble.comp", defines)
-        self._dct["frame"].value = 0  # type: ignore[union-attr]
-        self._dct["tex_size"].value = self.source_size  # type: ignore[union-attr]
-        self._dct["mcus_x"].value = geo.mcus_x  # type: ignore[union-attr]
-        self._dct["blocks"].value = geo.blocks  # type: ignore[union-attr]
+        self._dct["frame"].value = 0
+        self._dct["tex_size"].value = self.source_size
+        self._dct["mcus_x"].value = geo.mcus_x
+        self._dct["blocks"].value = geo.blocks
         for shader in (self._huffman, self._scan, self._assemble):
-            shader["segments"].value = geo.segments  # type: ignore[union-attr]
-        self._huffman["mcus"].value = geo.mcus  # type: ignore[union-attr]
+            shader["segments"].value = geo.segments
+        self._huffman["mcus"].value = geo.mcus
 
     @property
     def depth(self) -> int:

@@ -102,7 +102,7 @@ class EncoderRow:
     def open(self, request: EncodeRequest) -> Encoder:
         module, _, cls = self.encoder.partition(":")
         enc_cls = getattr(importlib.import_module(f"glrec.encoders.{module}"), cls)
-        return enc_cls.from_request(request)  # type: ignore[no-any-return]
+        return enc_cls.from_request(request)
 
 
 def _foreign_options(row: EncoderRow, video: VideoOptions) -> str | None:

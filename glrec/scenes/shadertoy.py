@@ -100,7 +100,7 @@ class ShadertoyScene:
                 if not isinstance(value, dict):
                     raise SceneError(f"channels[{key!r}] must be a dict of channel -> source.")
                 for ch, src in value.items():
-                    self._bind_one(by_name[name], ch, src, base)  # type: ignore[index]
+                    self._bind_one(by_name[name], ch, src, base)
             else:
                 self._bind_one(self.program.image, key, value, base)
 

@@ -259,7 +259,7 @@ def _apply_manifest(program: Program, manifest: Path, base: Path) -> None:
             raise SceneError(f"{manifest}: [{key}] must be a table of iChannelN = source.")
         for ch, value in bindings.items():
             where = f"{manifest} [{key}] {ch}"
-            by_name[name].channels[_channel_index(ch, where)] = channel_from(value, where, base)  # type: ignore[index]
+            by_name[name].channels[_channel_index(ch, where)] = channel_from(value, where, base)
 
 
 def _from_json(path: Path, trusted: bool = False) -> Program:

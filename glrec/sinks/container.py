@@ -111,7 +111,7 @@ class CheckedWriter(io.RawIOBase):
             self._file = self._opener()
         return self._file
 
-    def write(self, data) -> int:  # type: ignore[override]
+    def write(self, data: Any) -> int:
         if self.error is not None:
             raise self.error
         view = memoryview(data).cast("B")
@@ -283,7 +283,7 @@ class ContainerSink:
             out.commit()  # the fragmented file is complete: it is the recording
             if getattr(exc, "errno", None) in DISK_FULL:
                 err = DiskFullError(
-                    exc.errno,  # type: ignore[union-attr]
+                    exc.errno,
                     f"Rewriting {str(self.path)!r} as a normal MP4 failed ({exc}): the disk is full or a file-size "
                     f"limit was reached. The file is the complete fragmented MP4 with all {self.packets} frames "
                     "(it plays; some players seek it slowly). Free space and record again for a normal MP4.",

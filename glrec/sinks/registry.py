@@ -38,7 +38,7 @@ class OutputKind:
     def open(self, target: str | Path, options: DescribesStream, **kwargs: Any) -> Sink:
         module, _, cls = self.sink.partition(":")
         sink_cls = getattr(importlib.import_module(f"glrec.sinks.{module}"), cls)
-        return sink_cls(target, options, **kwargs)  # type: ignore[no-any-return]
+        return sink_cls(target, options, **kwargs)
 
 
 _MP4 = OutputKind("mp4", ("h264", "hevc"), "container:ContainerSink", muxer="mp4", fragmented=True,

@@ -150,7 +150,7 @@ class VideoSource:
                         self.spec.label, "PQ" if frame.color_trc == 16 else "HLG")  # fmt: skip
         self.picture_size = (frame.width, frame.height)
         self.rotation = int(getattr(frame, "rotation", 0) or 0) % 360 if self.decoder == "cpu" else 0
-        self.size: tuple[int, int] = self.picture_size[::-1] if self.rotation % 180 else self.picture_size  # type: ignore[assignment]
+        self.size: tuple[int, int] = self.picture_size[::-1] if self.rotation % 180 else self.picture_size
         # An image is a still (shown for ever) unless it turns out to be animated (GIF, WebP, APNG).
         timeline.still = self.spec.kind == "image" and timeline.peek() is None
         log.info("input %s: %s %dx%d, %s fps, %s", self.spec.label, self.codec, *self.size,
