@@ -247,8 +247,9 @@ class DecodeWorker:
         assert container is not None
         stream = video_stream(container, self.spec)
         self._jumps = bool(container.format.flags & _TS_DISCONT)
-        # Frame threads add a picture of delay per thread; live inputs use slice threads only.
-        stream.codec_context.thread_type = "SLICE" if self.live else "AUTO"
+        # Slice threads only: frame threads add a picture of delay per thread, and PyAV loses the pictures
+        # in flight in frame threads when a file ends on a read error (2 of a cut MP4), which FFmpeg keeps.
+        stream.codec_context.thread_type = "SLICE"
         if self._resume_after is not None:
             self._seek(container, stream, self._resume_after)
         try:
