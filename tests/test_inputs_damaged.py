@@ -324,3 +324,14 @@ def test_an_odd_size_suggestion_stays_within_the_limit() -> None:
     assert "65536" not in str(info.value)
     with pytest.raises(glrec.ConfigError, match="such as 4x6"):
         glrec.Recorder("never.mp4", size=(3, 5))
+
+
+def test_a_header_ffmpeg_refuses_is_named(tmp_path: Path) -> None:
+    from glrec.errors import InputError
+
+    big = tmp_path / "big.y4m"
+    big.write_bytes(b"YUV4MPEG2 W16384 H16384 F30:1 Ip A1:1 C420jpeg\nFRAME\n" + bytes(1000))
+    with pytest.raises(InputError, match="refuses the header") as info:
+        transcode(big, tmp_path / "out.mp4")
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "out.mp4").exists()

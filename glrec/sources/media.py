@@ -252,6 +252,12 @@ def open_error(spec: InputSpec, exc: BaseException) -> InputError:
         return InputError(f"Cannot connect to {spec.label!r}: connection refused; is the server running?")
     if code in (errno.ETIMEDOUT, errno.EAGAIN):
         return InputTimeoutError(f"No answer from {spec.label!r} within {spec.timeout:g} s ({reason}).")
+    if code == errno.EBUSY and spec.kind in ("file", "image"):
+        # What FFmpeg answers for a header value it refuses (a y4m of 16384x16384: "Picture size is invalid").
+        return InputError(
+            f"FFmpeg refuses the header of {spec.label!r} (a value over its limits, such as the picture size; it "
+            f"reports 'Device or resource busy'); 'ffprobe -v error {spec.source}' names the value."
+        )
     if spec.kind == "camera":
         return InputError(f"Cannot open {spec.source} as a V4L2 camera: {reason}. Check that it "
                                              "is a capture device and that input_format/video_size are ones it offers "
