@@ -161,6 +161,7 @@ class TranscodeOptions(TypedDict, total=False):
     channel1: str | None
     channel2: str | None
     channel3: str | None
+    trust_export: bool | None
     drop_audio: bool | None
     decoder: DecoderName | None
     input_options: Mapping[str, str] | Sequence[str | tuple[str, str]] | None

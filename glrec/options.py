@@ -316,6 +316,10 @@ class InputOptions(OptionTable):
     channel1: str | None = option(None, "iChannel1 (as --channel0)", str, flags=_flag("channel1"), metavar="SRC")
     channel2: str | None = option(None, "iChannel2 (as --channel0)", str, flags=_flag("channel2"), metavar="SRC")
     channel3: str | None = option(None, "iChannel3 (as --channel0)", str, flags=_flag("channel3"), metavar="SRC")
+    trust_export: bool = option(
+        False, "let a Shadertoy export (.json) name media outside its own folder (only for an export you trust)",
+        _boolean("trust_export"), flags=("--trust-export",), boolean=True,
+    )  # fmt: skip
     drop_audio: bool = option(
         False, "leave a video input's audio out (it is copied unchanged by default where the container holds it)",
         _boolean("drop_audio"), flags=("--no-audio",), boolean=True,

@@ -59,14 +59,19 @@ def _is_shader(spec: object) -> bool:
     return isinstance(spec, (str, os.PathLike)) and resolve_source(spec).kind == "shader"
 
 
-def scene_with_channels(spec: Scene | str, channels: dict[Any, Any] | None) -> Scene:
-    """``spec`` as a scene; a Shadertoy shader gets ``channels`` bound (others refuse them)."""
-    if not channels:
-        return load_scene(spec)
+def scene_with_channels(spec: Scene | str, channels: dict[Any, Any] | None, *, trusted: bool = False) -> Scene:
+    """``spec`` as a scene; a Shadertoy shader gets ``channels`` bound (others refuse them).
+
+    ``trusted`` lets a Shadertoy export name media outside its folder (``--trust-export``).
+    """
     if not _is_shader(spec):
-        raise ConfigError(f"Channels (--channelN) are for Shadertoy shaders; {spec!r} is not one.")
+        if channels:
+            raise ConfigError(f"Channels (--channelN) are for Shadertoy shaders; {spec!r} is not one.")
+        if trusted:
+            raise ConfigError(f"--trust-export is for Shadertoy exports; {spec!r} is not a shader.")
+        return load_scene(spec)
     assert isinstance(spec, (str, os.PathLike))
-    return ShadertoyScene(spec, channels=channels)
+    return ShadertoyScene(spec, channels=channels or None, trusted=trusted)
 
 
 class VideoScene:
@@ -112,13 +117,18 @@ class VideoScene:
             self.source.close()
 
 
-def make_overlay(spec: Scene | str | None, source: VideoSource, channels: dict[Any, Any] | None = None) -> Scene | None:
+def make_overlay(spec: Scene | str | None, source: VideoSource, channels: dict[Any, Any] | None = None, *,
+                 trusted: bool = False) -> Scene | None:  # fmt: skip
     """The overlay for ``source``: a shader gets it as ``iChannel0`` (unless ``channels`` binds 0)."""
     if spec is None:
+        if trusted:
+            raise ConfigError("--trust-export is for Shadertoy exports; no overlay shader was given.")
         return None
     if _is_shader(spec):
         assert isinstance(spec, (str, os.PathLike))
-        return ShadertoyScene(spec, channels={0: source, **(channels or {})})
+        return ShadertoyScene(spec, channels={0: source, **(channels or {})}, trusted=trusted)
+    if trusted:
+        raise ConfigError(f"--trust-export is for Shadertoy exports; the overlay {spec!r} is not a shader.")
     if channels:
         raise ConfigError(f"Channels (--channelN) are for Shadertoy shaders; the overlay {spec!r} is not one.")
     return load_scene(spec)
@@ -217,7 +227,7 @@ def transcode(
         n = LengthOptions.parse({"seconds": seconds, "frames": frames}).count(
             fps, default=5.0 if (src.still or src.loop) else None
         )
-        scene = VideoScene(src, make_overlay(overlay, src, channels), own_source=False)
+        scene = VideoScene(src, make_overlay(overlay, src, channels, trusted=inputs.trust_export), own_source=False)
         sink_options = {"audio": src.audio} if audio else None
         with Recorder(output, size=size, fps=fps, overwrite=overwrite, sink_options=sink_options,
                       **rec_options) as rec:  # fmt: skip
@@ -249,14 +259,14 @@ def live_scene(args: Any, options: dict[str, Any]) -> tuple[Scene, dict[str, Any
     if not is_input(args.scene):
         if inputs.overlay is not None:
             raise ConfigError(f"--overlay draws over a video input; {args.scene!r} is a scene.")
-        return scene_with_channels(args.scene, inputs.channels()), options
+        return scene_with_channels(args.scene, inputs.channels(), trusted=inputs.trust_export), options
     src = open_input(args.scene, inputs, fps=options.get("fps"))
     if src.audio is None and src.audio_streams:
         log.info("%s: audio is not streamed (glrec streams video only).", src.spec.label)
     out = dict(options)
     out.setdefault("size", src.size)
     out.setdefault("fps", float(src.rate) if src.rate else 30.0)
-    return VideoScene(src, make_overlay(inputs.overlay, src, inputs.channels())), out
+    return VideoScene(src, make_overlay(inputs.overlay, src, inputs.channels(), trusted=inputs.trust_export)), out
 
 
 __all__ = ["VideoScene", "is_input", "live_scene", "make_overlay", "scene_with_channels", "transcode"]

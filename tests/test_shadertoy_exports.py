@@ -133,3 +133,25 @@ def test_deeply_nested_json_and_toml_are_refused(tmp_path: Path) -> None:
     (folder / "shadertoy.toml").write_text("[image]\niChannel0 = " + "[" * 5000 + "]" * 5000 + "\n")
     with pytest.raises(SceneError, match="nested too deeply|not valid TOML"):
         load_program(folder)
+
+
+@pytest.mark.gl
+def test_the_command_line_refuses_then_trusts_an_export(tmp_path: Path) -> None:
+    png(tmp_path / "outside" / "secret.png", (255, 0, 0))
+    path = export(tmp_path / "toy", "../outside/secret.png")
+    base = [sys.executable, "-m", "glrec", "record", str(path), "--size", "32x24", "--frames", "2"]
+    refused = subprocess.run([*base, "-o", str(tmp_path / "no.mp4")], capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "outside the export's folder" in refused.stderr, refused.stderr
+    assert not (tmp_path / "no.mp4").exists()
+    out = tmp_path / "yes.mp4"
+    trusted = subprocess.run([*base, "-o", str(out), "--trust-export"], capture_output=True, text=True, timeout=120)
+    assert trusted.returncode == 0, trusted.stderr
+    import av
+
+    with av.open(str(out)) as c:
+        frame = next(c.decode(video=0)).to_ndarray(format="rgb24")
+    assert frame[..., 0].mean() > 200 and frame[..., 2].mean() < 60  # the red secret, as the user allowed
+    # A scene that is no export: the flag is refused, not ignored.
+    cube = [sys.executable, "-m", "glrec", "record", "cube", "-o", str(tmp_path / "c.mp4"), "--frames", "1"]
+    other = subprocess.run([*cube, "--trust-export"], capture_output=True, text=True, timeout=120)
+    assert other.returncode != 0 and "--trust-export is for Shadertoy exports" in other.stderr, other.stderr
