@@ -30,6 +30,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from results_file import write_results
+
 ROOT = Path(__file__).resolve().parent.parent
 
 CHILD = r"""
@@ -129,11 +131,7 @@ def main() -> int:
               f"shards identical: {identical.get(name)}")  # fmt: skip
     doc = {"spec": args.spec, "samples": args.samples, "shard_size": args.shard_size, "rounds": args.rounds,
            "cores": len(os.sched_getaffinity(0)), "summary": summary, "runs": results}  # fmt: skip
-    path = args.json or (Path(os.environ["OUT"]) / "dataset_throughput.json" if os.environ.get("OUT") else None)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(doc, indent=1) + "\n")
-        print(f"results: {path}")
+    write_results(doc, args.json, "dataset_throughput.json")
     return 0
 
 

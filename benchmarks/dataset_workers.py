@@ -29,6 +29,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from results_file import write_results
+
 ROOT = Path(__file__).resolve().parent.parent
 
 CHILD = r"""
@@ -124,11 +126,7 @@ def main() -> int:
         "spec": spec, "samples": args.samples, "shard_size": args.shard_size, "rounds": args.rounds,
         "summary": summary, "runs": runs,
     }  # fmt: skip
-    path = args.json or (Path(os.environ["OUT"]) / "dataset_workers.json" if os.environ.get("OUT") else None)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(doc, indent=1) + "\n")
-        print(f"results: {path}")
+    write_results(doc, args.json, "dataset_workers.json")
     return 0
 
 

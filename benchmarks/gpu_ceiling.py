@@ -680,11 +680,9 @@ def main() -> int:
            "size": list(args.size), "scene": args.scene, "frames": args.frames, "wall_seconds":
            time.perf_counter() - started, "variants": {n: {"what": VARIANTS[n][0], **r} for n, r in results.items()},
            "summary": _summary(results)}  # fmt: skip
-    path = args.json or (Path(os.environ["OUT"]) / "gpu_ceiling.json" if os.environ.get("OUT") else None)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(doc, indent=1) + "\n")
-        print(f"results: {path}")
+    from results_file import write_results  # here: the tests load this file without benchmarks/ on the path
+
+    write_results(doc, args.json, "gpu_ceiling.json")
     return 0 if all(r["status"] == "ok" for r in results.values()) else 1
 
 
