@@ -123,7 +123,9 @@ class Capture:
 
     def _check_complete(self, what: str, name: int) -> None:
         status = int(_f("glCheckFramebufferStatus", _u, _u)(GL_READ_FRAMEBUFFER))
-        if status == GL_FRAMEBUFFER_UNDEFINED:
+        # Mesa reports a surfaceless context's framebuffer 0 as undefined; NVIDIA's 580 driver on the H200 did
+        # not (capture(0) was accepted there), so the EGL binding (no read surface) decides.
+        if status == GL_FRAMEBUFFER_UNDEFINED or (name == 0 and not self._binding.read):
             raise ConfigError(
                 f"{what}: this context has no default framebuffer (it was made without a surface, as MuJoCo's "
                 "and pyrender's are). Say what to record: rec.capture(fbo=...) or rec.capture(texture=...)."
