@@ -47,7 +47,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="local worker processes, each with its own GL context (default: one per usable core, at most "
-        "16 and at most one per shard; 1: all in this process); the shards are the same bytes for any N",
+        "8 and at most one per shard; 1: all in this process); the shards are the same bytes for any N",
     )
     p.add_argument("--retries", type=int, help="Ray: retries of a failed shard task (default 3)")
     p.add_argument("--device", type=int, help="EGL device index every local worker renders on")

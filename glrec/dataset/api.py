@@ -117,7 +117,7 @@ def generate(
     Defaults: a new or empty ``out``; a folder holding a dataset is refused unless
     ``resume`` (same spec: complete shards are kept, the rest redone) or
     ``overwrite``. ``workers``: local worker processes, each with its own GL
-    context (None: one per usable core, at most 16 and at most one per pending
+    context (None: one per usable core, at most 8 and at most one per pending
     shard; 1: everything in this process); the shards are the same bytes whatever
     the count. ``ray``: None renders on this machine; ``""`` starts or joins Ray as
     ``ray.init()`` does; an address joins that cluster (Ray then places the

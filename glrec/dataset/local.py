@@ -51,9 +51,10 @@ __all__ = [
 log = logging.getLogger("glrec")
 
 #: The default never starts more workers than this, whatever the core count: each holds a GL
-#: context, a scene and a few samples in memory, and 16 is the largest count measured
-#: (benchmarks/README.md, "Datasets on every core"). Ask for more with ``workers=N``.
-MAX_DEFAULT_WORKERS = 16
+#: context, a scene and a few samples in memory, and on the H200 machine (16 cores, one GPU) 8
+#: workers were the fastest count and 16 were 17% slower (benchmarks/README.md, "Datasets on every
+#: core"). Ask for more with ``workers=N``.
+MAX_DEFAULT_WORKERS = 8
 
 
 def usable_cores() -> int:
@@ -65,7 +66,7 @@ def usable_cores() -> int:
 
 
 def default_workers(shards: int, cores: int | None = None) -> int:
-    """Workers when none are asked for: one per usable core, at most 16, at most one per pending shard."""
+    """Workers when none are asked for: one per usable core, at most 8, at most one per pending shard."""
     return max(1, min(MAX_DEFAULT_WORKERS, usable_cores() if cores is None else cores, shards))
 
 
