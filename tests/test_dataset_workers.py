@@ -49,13 +49,13 @@ def test_two_and_three_workers_write_the_bytes_of_one_process_every_time(tmp_pat
         assert tree(out) == ref  # shards (or sample folders), records, manifest, dataset.json
 
 
-def test_the_default_is_one_worker_per_core_at_most_16_and_one_per_shard(tmp_path):
+def test_the_default_is_one_worker_per_core_at_most_8_and_one_per_shard(tmp_path):
     assert default_workers(4, cores=2) == 2
     assert default_workers(1, cores=8) == 1
     assert default_workers(100, cores=64) == MAX_DEFAULT_WORKERS == 8
     assert resolve_workers(5, 2) == 2  # never more than the pending shards
     result = generate(spec_for(tmp_path), tmp_path / "out")  # 4 shards
-    assert result.workers == min(4, usable_cores(), 16)
+    assert result.workers == min(4, usable_cores(), MAX_DEFAULT_WORKERS)
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True])

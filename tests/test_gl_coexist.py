@@ -19,12 +19,13 @@ from gl_child import psnr, run_child
 import glrec
 from glrec.gl import egl
 from glrec.gl.state import StateGuard
+from glrec.interop.handoff import REGISTER_BATCH
 
 pytestmark = pytest.mark.gl
 
 LOSSLESS = {"codec": "h264", "crf": 0, "pix_fmt": "yuv444p", "preset": "ultrafast"}
 W, H = 64, 48
-FRAMES_PAST_THE_RING = 2 * 16 + 8  # glrec.interop.handoff.REGISTER_BATCH is 16
+FRAMES_PAST_THE_RING = 2 * REGISTER_BATCH + 8
 
 
 def decode_rgb(path) -> list[np.ndarray]:
@@ -303,8 +304,8 @@ def test_a_borrowed_context_destroyed_first_is_a_clear_error_and_the_file_is_kep
     tex = user_ctx.texture((W, H), 4)
     fbo = user_ctx.framebuffer(color_attachments=[tex])
     rec = glrec.Recorder(tmp_path / "d.mkv", size=(W, H), context="current", **LOSSLESS)
-    # More frames than any handoff holds on the GPU (a CUDA register handoff maps 16 at a time; the H200 picks
-    # it for the CPU encoder): those still there when the context goes are lost, the ones before are kept.
+    # More frames than any handoff holds on the GPU (a CUDA register handoff maps REGISTER_BATCH at a time; the
+    # H200 picks it for the CPU encoder): those still there when the context goes are lost, the ones before are kept.
     for _ in range(FRAMES_PAST_THE_RING):
         fbo.use()
         user_ctx.clear(1.0, 0.5, 0.0)
