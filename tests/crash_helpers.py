@@ -17,11 +17,13 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = ROOT / "tests" / "record_child.py"
 
 
-def child_env() -> dict[str, str]:
-    """The environment for a child: this checkout's glrec first on the path."""
+def child_env(*front: str | os.PathLike[str], **extra: str) -> dict[str, str]:
+    """The environment for a child Python: this checkout's glrec (then ``front``) ahead of the PYTHONPATH this
+    process has, which on the GPU machine holds the carried packages; ``extra`` variables on top."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return env
+    paths = [str(ROOT), *map(str, front), env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    return {**env, **extra}
 
 
 def start_child(*args: str) -> subprocess.Popen[str]:

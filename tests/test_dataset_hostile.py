@@ -10,13 +10,13 @@ name a Python scene anywhere on disk and run it.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from crash_helpers import child_env
 
 import glrec
 from glrec.cli import main
@@ -100,7 +100,7 @@ _LIMITED = (
 def test_a_full_disk_is_one_line_and_leaves_no_partial_shard(gl, tmp_path):
     spec = _spec(tmp_path)
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = child_env()
     proc = subprocess.run(
         [sys.executable, "-c", _LIMITED.format(limit=20_000), "dataset", "-q", str(spec), "-o", str(out)],
         capture_output=True, text=True, env=env, timeout=300,

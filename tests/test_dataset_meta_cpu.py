@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from crash_helpers import child_env
 from pyrr import Matrix44
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,7 +38,7 @@ print(json.dumps(metas))
 
 
 def metas_under(coretype: str | None, out: Path) -> dict[str, str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = child_env()
     env.pop("OPENBLAS_CORETYPE", None)
     if coretype:
         env["OPENBLAS_CORETYPE"] = coretype

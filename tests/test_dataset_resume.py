@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from crash_helpers import child_env
 
 pytestmark = pytest.mark.gl
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,8 +72,7 @@ def write_spec(folder: Path, rgb: str = "png") -> Path:
 
 
 def cli_env(kill_at: int | None = None, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GLREC_TEST_")}
-    env["PYTHONPATH"] = str(ROOT)
+    env = {k: v for k, v in child_env().items() if not k.startswith("GLREC_TEST_")}
     if kill_at is not None:
         env["GLREC_TEST_KILL_AT"] = str(kill_at)
     return {**env, **extra}

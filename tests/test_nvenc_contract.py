@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from crash_helpers import child_env
 from fake_drivers import build, build_problem, package_problem, prebuilt, records, run_batch, run_child
 
 SIZE = [72, 46]  # width not a multiple of 16 or of NVENC's pitch alignment: strides must be honoured
@@ -505,7 +506,7 @@ def test_doctor_require_nvenc_fails_without_cuda_and_says_why(tmp_path):
     if cuda_problem() is None:
         pytest.skip("CUDA works here; this checks a machine without it")
     done = subprocess.run([sys.executable, "-m", "glrec", "doctor", "--require", "nvenc"], capture_output=True,
-                          text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)},
+                          text=True, cwd=tmp_path, env=child_env(),
                           timeout=300)  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     (line,) = [x for x in done.stdout.splitlines() if x.startswith("NVENC")]

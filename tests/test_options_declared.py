@@ -7,7 +7,6 @@ nothing, values one side accepted and the other refused, different defaults).
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import av
 import pytest
+from crash_helpers import child_env
 
 import glrec
 from glrec.cli import build_parser, main
@@ -99,7 +99,7 @@ def test_default_length_is_the_same_in_python_and_on_the_cli(gl, tmp_path):
 
 def test_verbose_prints_one_summary_line(gl, tmp_path):
     out = tmp_path / "v.mp4"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    env = child_env()
     proc = subprocess.run(
         [sys.executable, "-m", "glrec", "record", "bars", "-o", str(out), "--size", "64x64", "--frames", "3", "-v"],
         capture_output=True, text=True, timeout=120, env=env,

@@ -6,13 +6,13 @@ does not define, and skips for what a CPU-only machine lacks, come from
 tests/readme_blocks.py, asked for in the block's fence (```python fixture:NAME).
 """
 
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from crash_helpers import child_env
 
 ROOT = Path(__file__).resolve().parent.parent
 pytest.importorskip("pytest_markdown_docs", reason="pip install pytest-markdown-docs (the test extra)")
@@ -21,7 +21,7 @@ pytest.importorskip("pytest_markdown_docs", reason="pip install pytest-markdown-
 @pytest.mark.gl
 def test_every_readme_python_block_runs_twice_in_order(tmp_path):
     blocks = re.findall(r"^```python", (ROOT / "README.md").read_text(), flags=re.M)
-    env = {**os.environ, "GLREC_README_DIR": str(tmp_path), "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}"}
+    env = child_env(ROOT / "tests", GLREC_README_DIR=str(tmp_path))
     for run in (1, 2):
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "--markdown-docs", "-p", "readme_blocks", "-p", "no:cacheprovider",

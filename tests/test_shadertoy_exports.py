@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from crash_helpers import child_env
 from PIL import Image
 
 from glrec.errors import GlrecError, SceneError
@@ -84,7 +85,7 @@ def test_media_beside_the_export_is_found_from_any_folder(tmp_path: Path) -> Non
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        env=child_env(),
     )
     assert out.returncode == 0, out.stderr
     assert Path(out.stdout.strip()).resolve() == (tmp_path / "toy" / "blue.png").resolve()

@@ -269,11 +269,17 @@ def _nvenc_rgb(workdir: Path) -> tuple[str, str]:
 
 
 def count_nvdec_frames(nvc: Any, path: Path) -> int:
-    """Decode ``path`` fully with PyNvVideoCodec's SimpleDecoder and count the frames it returns."""
+    """Decode ``path`` fully with PyNvVideoCodec's SimpleDecoder and count the frames it returns.
+
+    Batches never reach past the length the container declares: PyNvVideoCodec prints a
+    ``[WARN] INVALID INDEX`` line for every frame asked for beyond the end (seen on the H200).
+    """
     decoder = nvc.SimpleDecoder(str(path), gpu_id=0, use_device_memory=True)
+    declared = len(decoder)  # 0 where the container does not say
     n = 0
     while True:
-        batch = decoder.get_batch_frames(8)
+        want = 8 if not declared else min(8, declared - n)
+        batch = decoder.get_batch_frames(want) if want > 0 else []
         if not batch:
             return n
         n += len(batch)
