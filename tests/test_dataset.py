@@ -75,6 +75,11 @@ def test_same_spec_same_bytes_and_one_sample_alone_equals_its_copy(tmp_path):
     np.testing.assert_array_equal(png(tar["000005.rgb.png"]), arrays["rgb"])
     np.testing.assert_array_equal(np.load(io.BytesIO(tar["000005.depth.npy"])), arrays["depth"])
     np.testing.assert_array_equal(png(tar["000005.instance.png"]), arrays["instance"])
+    # meta.json's params: the scene's values in effect (its defaults too), the spec's on top
+    meta = json.loads(tar["000005.meta.json"])
+    assert meta["params"]["camera_azimuth"] == lines[5]["params"]["camera_azimuth"]
+    assert meta["params"]["objects"] == lines[5]["params"]["objects"]
+    assert {"fov", "spin", "table_size"} <= meta["params"].keys()
 
 
 def hashlib_of(data):

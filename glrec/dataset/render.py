@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import ConfigError, GlrecError, SceneError
 from ..scenes.camera import mask_boxes
-from ..scenes.capabilities import Annotated, Randomisable, parameters_of, passes_of
+from ..scenes.capabilities import Annotated, Randomisable, parameters_of, params_in_effect, passes_of
 from ..scenes.passes import GBuffer
 from .encode import ColourEncoder, ColourImage
 from .gpu_pack import PackTarget, PassPacker
@@ -200,7 +200,7 @@ class SampleRenderer:
         for f in range(spec.frames):
             t = start + f / spec.fps
             frames_meta.append(self._render_frame(sample, t, on_frame, None if into is None else into(f)))
-        full_params = {**getattr(scene, "params", {}), **params}
+        full_params = {**params_in_effect(scene), **params}
         sample.meta = {
             "key": sample.key,
             "index": index,

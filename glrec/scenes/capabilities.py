@@ -8,6 +8,8 @@ place instead of probing attributes with ``getattr``:
   scene without it writes colour only.
 - :class:`Randomisable`: takes a dataset spec's ``[params]``: ``parameters``
   (name -> default, optional) and ``randomise(params, rng)``.
+- :class:`ReportsParams`: ``params``, the values in effect after ``randomise`` (its
+  defaults and what it drew), merged under the spec's values in ``meta.json``.
 - :class:`Classified`: names its class ids (``classes``).
 - :class:`Annotated`: ``annotations(t)`` returns JSON-ready ``camera`` and ``objects``.
 - :class:`Finite`: ``done(t)`` says it has nothing left to show at ``t`` (a video
@@ -43,6 +45,11 @@ class Parameterised(Protocol):
 
 
 @runtime_checkable
+class ReportsParams(Protocol):
+    params: Mapping[str, Any]
+
+
+@runtime_checkable
 class Classified(Protocol):
     classes: Sequence[str]
 
@@ -67,6 +74,11 @@ def parameters_of(scene: object) -> Mapping[str, Any] | None:
     return scene.parameters if isinstance(scene, Parameterised) else None
 
 
+def params_in_effect(scene: object) -> dict[str, Any]:
+    """The values ``scene`` says are in effect (its ``params``), or none."""
+    return dict(scene.params) if isinstance(scene, ReportsParams) else {}
+
+
 def classes_of(scene: object) -> tuple[str, ...]:
     return tuple(scene.classes) if isinstance(scene, Classified) else ()
 
@@ -78,8 +90,10 @@ __all__ = [
     "Interactive",
     "Parameterised",
     "Randomisable",
+    "ReportsParams",
     "WritesPasses",
     "classes_of",
     "parameters_of",
+    "params_in_effect",
     "passes_of",
 ]

@@ -12,7 +12,8 @@ locations (the order of :data:`PASSES`)::
 The rest of the optional dataset contract: a scene lists the passes it writes in
 ``passes`` (names from :data:`PASSES`); ``parameters`` (name -> default) lists
 what a dataset spec's ``[params]`` may set, ``randomise(params, rng)`` applies
-one sample's values (draw anything else from ``rng``), ``classes`` names the
+one sample's values (draw anything else from ``rng``), ``params`` may hold the
+values then in effect (recorded in ``meta.json`` under the spec's), ``classes`` names the
 class ids, and ``annotations(t)`` returns JSON-ready ``camera`` and ``objects``
 (each with ``instance``, ``class``, ``bbox``) for ``meta.json``.
 ``examples/dataset_scene.py`` is a complete small example.
