@@ -37,6 +37,8 @@ MOVED: dict[str, str] = {
     "glrec.sources.inputs": "glrec.sources.media",
     "glrec.gym_mujoco": "glrec.gym.mujoco",
     "glrec.convert.layout": "glrec.layout",
+    "glrec.sinks.timing": "glrec.sinks.frame_times",
+    "glrec.sources.pack": "glrec.sources.to_uint8",
 }
 
 

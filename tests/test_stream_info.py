@@ -11,7 +11,7 @@ import pytest
 import glrec
 from glrec.options import VideoOptions
 from glrec.sinks import open_sink
-from glrec.sinks.stream import StreamInfo
+from glrec.sinks.stream_info import StreamInfo
 
 
 def test_a_sink_holds_the_description_not_the_options(tmp_path):

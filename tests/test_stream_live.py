@@ -12,7 +12,7 @@ from glrec.cli import main
 from glrec.events import InputEvent, InputQueue
 from glrec.frame import Packet
 from glrec.scenes import Cube
-from glrec.sinks.timing import FrameTimes
+from glrec.sinks.frame_times import FrameTimes
 from glrec.stream.live import LiveSession
 
 SIZE = (96, 64)

@@ -19,8 +19,8 @@ import pytest
 
 from glrec.errors import OutputError
 from glrec.options import VideoOptions
+from glrec.sinks.frame_times import FrameTimes, LatencyStats
 from glrec.sinks.network import NetworkSink
-from glrec.sinks.timing import FrameTimes, LatencyStats
 from glrec.stream.live import LiveSession
 
 SIZE, FPS, FRAMES = (160, 120), 60.0, 30

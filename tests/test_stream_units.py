@@ -10,8 +10,8 @@ from glrec.encoders.latency import cpu_live_options, live_gop, nvenc_live_option
 from glrec.errors import ConfigError, SceneError
 from glrec.events import InputEvent, InputQueue, InputRejected, KeyframeRequest, Ping, parse_message
 from glrec.options import VideoOptions
+from glrec.sinks.frame_times import FrameTimes, LatencyStats
 from glrec.sinks.network import check_url
-from glrec.sinks.timing import FrameTimes, LatencyStats
 from glrec.sinks.viewer.protocol import FRAME_HEADER, pack_frame, unpack_frame
 from glrec.sinks.viewer.server import StreamServer, is_loopback
 from glrec.sinks.viewer.viewers import ViewerQueue

@@ -105,8 +105,8 @@ def _report(args: argparse.Namespace, result: Any, extra: dict[str, Any] | None 
 
 
 def _cmd_stream(args: argparse.Namespace) -> int:
+    from ..sinks.frame_times import FrameTimes, LatencyStats
     from ..sinks.network import NetworkSink, check_url
-    from ..sinks.timing import FrameTimes, LatencyStats
     from ..stream.live import LiveSession
 
     scene, options = _scene(args)

@@ -16,7 +16,7 @@ from ..frame import Packet
 from .registry import OUTPUTS, STREAMS, OutputKind, is_stream_url, output_kind
 
 if TYPE_CHECKING:
-    from .stream import DescribesStream
+    from .stream_info import DescribesStream
 
 
 class Sink(Protocol):
@@ -43,9 +43,9 @@ class Sink(Protocol):
 def open_sink(target: str | os.PathLike[str], options: DescribesStream, **kwargs: Any) -> Sink:
     """Open the sink for a path's extension or a URL's scheme (see :mod:`glrec.sinks.registry`).
 
-    The sink is given the stream's description (:class:`~glrec.sinks.stream.StreamInfo`), not ``options``.
+    The sink is given the stream's description (:class:`~glrec.sinks.stream_info.StreamInfo`), not ``options``.
     """
-    from .stream import StreamInfo
+    from .stream_info import StreamInfo
 
     stream = StreamInfo.of(options)
     kind = output_kind(target, stream.codec)

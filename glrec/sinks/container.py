@@ -44,7 +44,7 @@ from .mux import Muxer
 from .paths import OutputFile
 from .raw import DISK_FULL, write_error
 from .registry import OUTPUTS, OutputKind
-from .stream import DescribesStream, StreamInfo
+from .stream_info import DescribesStream, StreamInfo
 from .trim import trim_to_complete_fragments
 
 log = logging.getLogger("glrec")

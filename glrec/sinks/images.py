@@ -21,7 +21,7 @@ from ..errors import OutputExistsError
 from ..frame import Packet
 from .paths import check_output_path, frame_path, sequence_frames
 from .raw import write_error
-from .stream import DescribesStream
+from .stream_info import DescribesStream
 
 log = logging.getLogger("glrec")
 

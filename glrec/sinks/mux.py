@@ -14,7 +14,7 @@ from collections.abc import Callable
 import av
 
 from ..frame import Packet
-from .stream import DescribesStream, StreamInfo
+from .stream_info import DescribesStream, StreamInfo
 
 # FFmpeg demuxer that parses one raw packet of each codec.
 _PROBE_FORMAT = {"h264": "h264", "hevc": "hevc", "mjpeg": "mjpeg"}

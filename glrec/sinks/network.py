@@ -18,10 +18,10 @@ import av
 
 from ..errors import ConfigError, OutputError
 from ..frame import Packet
+from .frame_times import FrameTimes, LatencyStats
 from .mux import Muxer
 from .registry import STREAMS, output_kind
-from .stream import DescribesStream, StreamInfo
-from .timing import FrameTimes, LatencyStats
+from .stream_info import DescribesStream, StreamInfo
 
 log = logging.getLogger("glrec")
 

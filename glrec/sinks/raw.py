@@ -22,7 +22,7 @@ from typing import BinaryIO
 from ..errors import DiskFullError, OutputError
 from ..frame import Packet
 from .paths import OutputFile
-from .stream import DescribesStream
+from .stream_info import DescribesStream
 
 log = logging.getLogger("glrec")
 

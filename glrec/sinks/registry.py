@@ -19,7 +19,7 @@ from .paths import has_frame_pattern
 
 if TYPE_CHECKING:
     from . import Sink
-    from .stream import DescribesStream
+    from .stream_info import DescribesStream
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ import numpy as np
 from ..errors import ContextError
 from ..gl.fences import gl_function
 from .frames import HostFrameIn
-from .pack import Packer
 from .pixel_unpack import FenceRing, unpacking
+from .to_uint8 import Packer
 
 GL_RGB, GL_RGBA, GL_UNSIGNED_BYTE = 0x1907, 0x1908, 0x1401
 GL_MAP_WRITE_BIT, GL_MAP_PERSISTENT_BIT, GL_MAP_COHERENT_BIT = 0x0002, 0x0040, 0x0080

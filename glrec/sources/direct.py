@@ -32,7 +32,7 @@ from ..convert.swscale import PACKED_FORMATS, SwsConverter, readable_in_place
 from ..errors import ConfigError
 from ..frame import HostFrame
 from .frames import HostFrameIn
-from .pack import Packer
+from .to_uint8 import Packer
 
 if TYPE_CHECKING:
     from ..options import VideoOptions

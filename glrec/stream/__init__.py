@@ -13,8 +13,8 @@ network outputs need only PyAV.
 """
 
 from ..events import InputEvent, InputQueue, Interactive
+from ..sinks.frame_times import FrameTimes, LatencyStats
 from ..sinks.network import NetworkSink
-from ..sinks.timing import FrameTimes, LatencyStats
 from ..sinks.viewer import Broadcaster, StreamServer
 from .clock import FrameClock
 from .live import LiveResult, LiveSession

@@ -22,7 +22,7 @@ from ..recorder import Recorder
 from ..scenes import Scene, load_scene
 from ..scenes.capabilities import Finite
 from ..sinks import Sink
-from ..sinks.timing import FrameTimes, LatencyStats
+from ..sinks.frame_times import FrameTimes, LatencyStats
 from .clock import SKIP_POLICY, FrameClock
 
 log = logging.getLogger("glrec")

@@ -37,7 +37,7 @@ from typing import Any
 from ...errors import ConfigError, GlrecError, OutputError
 from ...events import MAX_MESSAGE_BYTES, InputEvent, InputQueue, InputRejected, KeyframeRequest, Ping, parse_message
 from ...frame import Packet
-from ..timing import FrameTimes, LatencyStats
+from ..frame_times import FrameTimes, LatencyStats
 from .gate import RequestGate, is_loopback
 from .protocol import pack_frame
 from .viewers import ViewerQueue
