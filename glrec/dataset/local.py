@@ -52,8 +52,8 @@ log = logging.getLogger("glrec")
 
 #: The default never starts more workers than this, whatever the core count: each holds a GL
 #: context, a scene and a few samples in memory, and on the H200 machine (16 cores, one GPU) 8
-#: workers were the fastest count and 16 were 17% slower (benchmarks/README.md, "Datasets on every
-#: core"). Ask for more with ``workers=N``.
+#: workers ran at 1.21x the speed of 4 in one run, 16 at 0.90x of 4 in another (benchmarks/README.md,
+#: "Datasets on every core"). Ask for more with ``workers=N``.
 MAX_DEFAULT_WORKERS = 8
 
 
