@@ -117,7 +117,6 @@ def row_nvc_own(src: Path, warmup: int) -> dict[str, Any]:
 def row_nvc_pyav(src: Path, warmup: int) -> dict[str, Any]:
     import av
     import PyNvVideoCodec as nvc
-
     from glrec.sources.nvdec import NV_CODECS
 
     clock = Clock(warmup)

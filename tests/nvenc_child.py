@@ -94,8 +94,9 @@ def encode(job: dict, work: Path) -> dict:
 
 
 def probe(job: dict, work: Path) -> dict:
-    from glrec.cuda.driver import CudaDevice
     from glrec.encoders.available import nvenc_problem
+
+    from glrec.cuda.driver import CudaDevice
 
     device = CudaDevice.open(job.get("device", 0))
     results = []

@@ -11,15 +11,15 @@ import re
 import av
 import numpy as np
 import pytest
+from glrec.encoders.cpu_limits import check_cpu_options
+from glrec.encoders.nvenc_probe import NvencCaps
 
 import glrec
 from glrec.cli import main
 from glrec.colour import ColourSpec
 from glrec.encoders import available
 from glrec.encoders.cpu import CpuEncoder
-from glrec.encoders.cpu_limits import check_cpu_options
 from glrec.encoders.nvenc import NVENC_FORMATS, check_nvenc_options, explain_nvenc_error, nvenc_config
-from glrec.encoders.nvenc_probe import NvencCaps
 from glrec.frame import HostFrame
 from glrec.gl.devices import EglDevice, match_egl_device
 from glrec.options import PipelineOptions, VideoOptions

@@ -12,11 +12,11 @@ import logging
 import av
 import numpy as np
 import pytest
+from glrec.encoders.nvenc_probe import NvencCaps
 
 import glrec
 from glrec.cli import main
 from glrec.encoders import available, registry
-from glrec.encoders.nvenc_probe import NvencCaps
 from glrec.options import PipelineOptions, VideoOptions
 from glrec.pipeline import plan as select
 from glrec.sinks.registry import output_kind

@@ -131,9 +131,10 @@ def test_one_array_reused_for_every_frame(tmp_path, route):
 
 
 def test_swscale_route_gives_the_same_bytes_wherever_it_converts():
+    from glrec.sources.direct import DirectFrames
+
     from glrec.convert.swscale import SwsConverter
     from glrec.options import VideoOptions
-    from glrec.sources.direct import DirectFrames
     from glrec.sources.frames import inspect_frame
 
     base = pictures(1, (63, 47))[0]

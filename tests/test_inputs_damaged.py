@@ -20,9 +20,8 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
-from media import ffmpeg
-
 from glrec.transcode import transcode
+from media import ffmpeg
 
 pytestmark = pytest.mark.gl
 SIZE = "96x64"

@@ -18,12 +18,12 @@ import av
 import numpy as np
 import pytest
 from conftest import psnr
+from glrec.transcode import transcode
 from media import pyav_clip, texture_rgb
 
 import glrec
 from glrec.cli import main
 from glrec.sources import VideoSource
-from glrec.transcode import transcode
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,9 +32,10 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def nvgl():
     """A GL context on the EGL device that is CUDA device 0 (where NVDEC's memory lives)."""
+    from glrec.sources.nvdec import nvdec_problem
+
     from glrec.cuda.driver import device_info
     from glrec.gl.context import create_cuda_context
-    from glrec.sources.nvdec import nvdec_problem
 
     problem = nvdec_problem()
     if problem is not None:

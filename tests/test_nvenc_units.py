@@ -18,12 +18,12 @@ from fractions import Fraction
 import av
 import numpy as np
 import pytest
-
-import glrec
-from glrec.colour import ColourSpec
 from glrec.encoders.nvenc_colour import CANDIDATES, rank_conversions
 from glrec.encoders.nvenc_probe import load_pynvvideocodec
 from glrec.encoders.vui import VuiWriter
+
+import glrec
+from glrec.colour import ColourSpec
 from glrec.frame import Packet
 
 ENCODERS = {"h264": ("libx264", {}), "hevc": ("libx265", {"x265-params": "log-level=none"}),

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import av
 import numpy as np
 import pytest
-
 from glrec.sources.nvdec import NvPicture, _nv_format, _Plane
 from glrec.sources.nvdec_gl import NvdecUploader
 from glrec.sources.rgb import RgbPass

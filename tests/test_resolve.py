@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from glrec.transcode import is_input
 
 from glrec.scenes import BUILTINS
 from glrec.scenes.resolve import resolve_source
-from glrec.transcode import is_input
 
 
 @pytest.mark.parametrize(

@@ -12,11 +12,11 @@ import av
 import numpy as np
 import pytest
 from conftest import psnr
+from glrec.sources.formats import yuv_to_rgb
 from media import FFMPEG, ffmpeg, free_port, make_clip, texture_rgb, vfr
 
 import glrec
 from glrec.sources import VideoSource, classify
-from glrec.sources.formats import yuv_to_rgb
 
 
 @pytest.fixture(scope="module")

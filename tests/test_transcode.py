@@ -13,11 +13,11 @@ import av
 import numpy as np
 import pytest
 from conftest import psnr
+from glrec.transcode import transcode
 from media import FFMPEG, free_port, make_clip, vfr
 
 import glrec
 from glrec.cli import main
-from glrec.transcode import transcode
 
 ROOT = Path(__file__).resolve().parent.parent
 

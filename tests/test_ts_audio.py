@@ -6,9 +6,8 @@ from pathlib import Path
 
 import av
 import pytest
-from media import make_clip
-
 from glrec.transcode import transcode
+from media import make_clip
 
 
 @pytest.mark.parametrize(("codec", "kept"), [("pcm_s16le", False), ("flac", False), ("libvorbis", False),
