@@ -33,7 +33,7 @@ import numpy as np
 
 import glrec
 from glrec.dataset.encode import jpeg_qscale
-from glrec.encoders.gl_jpeg import GlJpegStage, _grid
+from glrec.encoders.gl_jpeg.stage import GlJpegStage, _grid
 from glrec.gl.context import create_context
 from glrec.gl.target import RenderTarget
 from glrec.scenes import load_scene

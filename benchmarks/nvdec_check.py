@@ -111,13 +111,13 @@ def _diff_report(a: list[np.ndarray], b: list[np.ndarray], names: str) -> dict:
 
 
 def check_clip(gl, path: Path) -> dict:  # type: ignore[no-untyped-def]
-    from glrec.sources.media import classify, open_container
-    from glrec.sources.nvdec import NvdecWorker
-    from glrec.sources.rgb import RgbPass
-    from glrec.sources.upload import PboUploader
     from media import texture_rgb
 
     from glrec.sources import VideoSource
+    from glrec.sources.video.media import classify, open_container
+    from glrec.sources.video.nvdec import NvdecWorker
+    from glrec.sources.video.rgb import RgbPass
+    from glrec.sources.video.upload import PboUploader
 
     ctx = gl.mgl
     result: dict = {}

@@ -11,15 +11,17 @@ import re
 import av
 import numpy as np
 import pytest
-from glrec.encoders.cpu_limits import check_cpu_options
-from glrec.encoders.nvenc_probe import NvencCaps
+from helpers import encoder_parts
 
 import glrec
 from glrec.cli import main
 from glrec.colour import ColourSpec
-from glrec.encoders import available
 from glrec.encoders.cpu import CpuEncoder
+from glrec.encoders.cpu.limits import check_cpu_options
 from glrec.encoders.nvenc import NVENC_FORMATS, check_nvenc_options, explain_nvenc_error, nvenc_config
+from glrec.encoders.nvenc import probe as nvenc_probe
+from glrec.encoders.nvenc.probe import NvencCaps
+from glrec.encoders.nvjpeg import row as nvjpeg_row
 from glrec.frame import HostFrame
 from glrec.gl.devices import EglDevice, match_egl_device
 from glrec.options import PipelineOptions, VideoOptions
@@ -97,23 +99,25 @@ def test_nvenc_status_codes_become_advice():
 def test_nvenc_config_follows_documented_parameters():
     opts = VideoOptions.create((1280, 720), 60, codec="hevc", encoder="nvenc", preset="p6", gop=60, qp=20,
                                tuning="ull", rc="constqp")  # fmt: skip
-    cfg = nvenc_config(opts, gpu=1, context=123, stream=456)
+    cfg = nvenc_config(*encoder_parts(opts), gpu=1, context=123, stream=456)
     assert cfg == {"codec": "hevc", "gpu_id": 1, "fps": "60/1", "preset": "P6", "tuning_info": "ultra_low_latency",
                    "rc": "constqp", "constqp": 20, "gop": 60, "idrperiod": 60, "bf": 0, "repeatspspps": 1,
                    "cudacontext": 123, "cudastream": 456}  # fmt: skip
-    vbr = nvenc_config(VideoOptions.create((64, 64), 30, encoder="nvenc", bitrate=8_000_000), gpu=0)
+    vbr = nvenc_config(*encoder_parts(VideoOptions.create((64, 64), 30, encoder="nvenc", bitrate=8_000_000)), gpu=0)
     assert vbr["rc"] == "vbr" and vbr["bitrate"] == 8_000_000 and vbr["maxbitrate"] == 16_000_000
     # colour is glrec's VUI writer's job: PyNvVideoCodec's colorspace would mark the stream full range
-    abgr = nvenc_config(VideoOptions.create((64, 64), 30, encoder="nvenc", pix_fmt="rgba"), gpu=0)
+    abgr = nvenc_config(*encoder_parts(VideoOptions.create((64, 64), 30, encoder="nvenc", pix_fmt="rgba")), gpu=0)
     assert "colorspace" not in abgr and "gpuid" not in abgr
-    quality = nvenc_config(VideoOptions.create((64, 64), 30, encoder="nvenc"), gpu=0)
+    quality = nvenc_config(*encoder_parts(VideoOptions.create((64, 64), 30, encoder="nvenc")), gpu=0)
     assert quality["rc"] == "vbr" and quality["cq"] == 20 and "bitrate" not in quality
-    assert nvenc_config(VideoOptions.create((64, 64), 30, encoder="nvenc", crf=30), gpu=0)["cq"] == 30
-    lossless = nvenc_config(VideoOptions.create((64, 64), 30, encoder="nvenc", tuning="lossless"), gpu=0)
+    assert nvenc_config(*encoder_parts(VideoOptions.create((64, 64), 30, encoder="nvenc", crf=30)), gpu=0)["cq"] == 30
+    lossless = nvenc_config(
+        *encoder_parts(VideoOptions.create((64, 64), 30, encoder="nvenc", tuning="lossless")), gpu=0
+    )
     assert (lossless["tuning_info"], lossless["rc"], lossless["constqp"]) == ("lossless", "constqp", 0)
-    assert nvenc_config(VideoOptions.create((64, 64), 30, codec="av1", encoder="nvenc", pix_fmt="nv12"),
+    assert nvenc_config(*encoder_parts(VideoOptions.create((64, 64), 30, codec="av1", encoder="nvenc", pix_fmt="nv12")),
                         gpu=0)["use_ivf_container"] == 0  # fmt: skip
-    live = nvenc_config(VideoOptions.create((64, 64), 30, encoder="nvenc", live=True), gpu=0)
+    live = nvenc_config(*encoder_parts(VideoOptions.create((64, 64), 30, encoder="nvenc", live=True)), gpu=0)
     assert (live["tuning_info"], live["rc"], live["bf"], live["preset"]) == ("ultra_low_latency", "cbr", "0", "P2")
     assert NVENC_FORMATS == {"yuv420p": "YUV420", "nv12": "NV12", "yuv444p": "YUV444", "rgba": "ABGR"}
 
@@ -132,37 +136,43 @@ def test_nvenc_config_follows_documented_parameters():
 )
 def test_nvenc_rejects_options_it_cannot_honour(kwargs, raw, words):
     with pytest.raises(glrec.ConfigError, match=words):
-        nvenc_config(VideoOptions.create((64, 64), 30, encoder="nvenc", **kwargs), gpu=0)
+        nvenc_config(*encoder_parts(VideoOptions.create((64, 64), 30, encoder="nvenc", **kwargs)), gpu=0)
 
 
 def test_nvenc_option_checks():
     with pytest.raises(glrec.ConfigError, match="maximum of 4096x4096"):
-        check_nvenc_options(VideoOptions.create((4100, 64), 30, encoder="nvenc"), raw_output=False)
+        check_nvenc_options(*encoder_parts(VideoOptions.create((4100, 64), 30, encoder="nvenc")), raw_output=False)
     with pytest.raises(glrec.ConfigError, match="B-frames are supported for raw"):
-        check_nvenc_options(VideoOptions.create((64, 64), 30, encoder="nvenc", bframes=2), raw_output=False)
-    check_nvenc_options(VideoOptions.create((64, 64), 30, encoder="nvenc", bframes=2), raw_output=True)
+        check_nvenc_options(
+            *encoder_parts(VideoOptions.create((64, 64), 30, encoder="nvenc", bframes=2)), raw_output=False
+        )
+    check_nvenc_options(*encoder_parts(VideoOptions.create((64, 64), 30, encoder="nvenc", bframes=2)), raw_output=True)
     # NVENC converts rgba itself: glrec tags it BT.601 limited and refuses to claim anything else
     assert VideoOptions.create((64, 64), 30, encoder="nvenc", pix_fmt="rgba").colour == ColourSpec("bt601", "limited")
     for colour in ({"colour_range": "full"}, {"matrix": "bt709"}):
         with pytest.raises(glrec.ConfigError, match="NVENC converts rgba input to YUV itself"):
-            check_nvenc_options(VideoOptions.create((64, 64), 30, encoder="nvenc", pix_fmt="rgba", **colour),
-                                raw_output=False)  # fmt: skip
+            check_nvenc_options(*encoder_parts(VideoOptions.create((64, 64), 30, encoder="nvenc", pix_fmt="rgba",
+                                                                   **colour)), raw_output=False)  # fmt: skip
     caps = NvencCaps("h264", (145, 49), (4096, 4096), 4, True, False)
     with pytest.raises(glrec.ConfigError, match="below this GPU's NVENC h264 minimum of 145x49"):
-        check_nvenc_options(VideoOptions.create((144, 64), 30, encoder="nvenc"), raw_output=False, caps=caps)
+        check_nvenc_options(
+            *encoder_parts(VideoOptions.create((144, 64), 30, encoder="nvenc")), raw_output=False, caps=caps
+        )
     with pytest.raises(glrec.ConfigError, match="no 4:4:4"):
-        check_nvenc_options(VideoOptions.create((160, 64), 30, encoder="nvenc", pix_fmt="yuv444p"), raw_output=False,
-                            caps=caps)  # fmt: skip
-    check_nvenc_options(VideoOptions.create((160, 64), 30, encoder="nvenc"), raw_output=False, caps=caps)
+        check_nvenc_options(*encoder_parts(VideoOptions.create((160, 64), 30, encoder="nvenc", pix_fmt="yuv444p")),
+                            raw_output=False, caps=caps)  # fmt: skip
+    check_nvenc_options(
+        *encoder_parts(VideoOptions.create((160, 64), 30, encoder="nvenc")), raw_output=False, caps=caps
+    )
 
 
 @pytest.mark.parametrize("codec, pix_fmt", [("hevc", "nv12"), ("av1", "nv12"), ("av1", "rgba")])
 def test_formats_only_the_cpu_encoders_refuse_are_allowed_for_nvenc(codec, pix_fmt):
     opts = VideoOptions.create((64, 64), 30, codec=codec, encoder="nvenc", pix_fmt=pix_fmt)
-    check_nvenc_options(opts, raw_output=False)
+    check_nvenc_options(*encoder_parts(opts), raw_output=False)
     if pix_fmt == "nv12":  # the CPU encoders still refuse it, once the plan has chosen them
         with pytest.raises(glrec.ConfigError, match="CPU encoder"):
-            check_cpu_options(VideoOptions.create((64, 64), 30, codec=codec, pix_fmt=pix_fmt))
+            check_cpu_options(*encoder_parts(VideoOptions.create((64, 64), 30, codec=codec, pix_fmt=pix_fmt), "cpu"))
 
 
 # -- backend choice without CUDA ------------------------------------------------------------------
@@ -231,9 +241,9 @@ class _FakeDevice:
 def test_auto_with_cuda_prefers_gpu_encoders(monkeypatch, codec, nvenc, nvjpeg, expect):
     dev = _FakeDevice()
     monkeypatch.setattr(select, "_open_cuda", lambda ordinal: (dev, None))
-    monkeypatch.setattr(available, "nvenc_problem", lambda c, d: nvenc)
-    monkeypatch.setattr(available, "nvenc_caps", lambda c, o: NvencCaps(c, (33, 17), (4096, 4096), 4, True, True))
-    monkeypatch.setattr(available, "nvjpeg_problem", lambda: nvjpeg)
+    monkeypatch.setattr(nvenc_probe, "nvenc_problem", lambda c, d: nvenc)
+    monkeypatch.setattr(nvenc_probe, "nvenc_caps", lambda c, o: NvencCaps(c, (33, 17), (4096, 4096), 4, True, True))
+    monkeypatch.setattr(nvjpeg_row, "nvjpeg_problem", lambda: nvjpeg)
     plan = plan_backend(VideoOptions.create((64, 64), 30, codec=codec))
     assert plan.encoder == expect[0] and expect[1] in plan.reason and plan.handoff == "auto"
     assert plan.device is dev and not dev.released
@@ -242,7 +252,7 @@ def test_auto_with_cuda_prefers_gpu_encoders(monkeypatch, codec, nvenc, nvjpeg, 
 def test_explicit_nvenc_without_a_session_releases_cuda_and_names_the_status(monkeypatch):
     dev = _FakeDevice()
     monkeypatch.setattr(select, "_open_cuda", lambda ordinal: (dev, None))
-    monkeypatch.setattr(available, "nvenc_problem", lambda c, d: "NV_ENC_ERR_UNSUPPORTED_DEVICE (2): no NVENC")
+    monkeypatch.setattr(nvenc_probe, "nvenc_problem", lambda c, d: "NV_ENC_ERR_UNSUPPORTED_DEVICE (2): no NVENC")
     with pytest.raises(glrec.EncoderUnavailableError, match=r"NVENC is unavailable: NV_ENC_ERR_UNSUPPORTED_DEVICE"):
         plan_backend(VideoOptions.create((64, 64), 30, encoder="nvenc"))
     assert dev.released
@@ -258,7 +268,10 @@ def test_cpu_encoder_copies_device_frames_to_host_and_releases_them():
         def release(self):
             self.released = True
 
-    encoder, frame = CpuEncoder(VideoOptions.create((64, 64), 30, qp=0, bframes=0)), FakeDeviceFrame()
+    encoder, frame = (
+        CpuEncoder(*encoder_parts(VideoOptions.create((64, 64), 30, qp=0, bframes=0), "cpu")),
+        FakeDeviceFrame(),
+    )
     packets = encoder.encode(frame) + encoder.flush()
     encoder.close()
     assert frame.released and [p.pts for p in packets] == [7]
@@ -297,9 +310,9 @@ def test_info_and_doctor_commands(gl, capsys):
 
 
 def test_doctor_require_makes_a_missing_stage_fail(gl, capsys, monkeypatch):
-    from glrec import diagnostics
+    from glrec.diagnostics import common
 
-    monkeypatch.setattr(diagnostics, "_cuda_summary", lambda: ("no NVIDIA driver", []))
+    monkeypatch.setattr(common, "cuda_summary", lambda: ("no NVIDIA driver", []))
     assert main(["doctor", "--require", "cuda"]) == 1
     assert re.search(r"^CUDA +FAIL +no NVIDIA driver", capsys.readouterr().out, re.M)
 

@@ -12,11 +12,13 @@ import logging
 import av
 import numpy as np
 import pytest
-from glrec.encoders.nvenc_probe import NvencCaps
 
 import glrec
 from glrec.cli import main
-from glrec.encoders import available, registry
+from glrec.encoders import registry
+from glrec.encoders.nvenc import probe as nvenc_probe
+from glrec.encoders.nvenc.probe import NvencCaps
+from glrec.encoders.nvjpeg import row as nvjpeg_row
 from glrec.options import PipelineOptions, VideoOptions
 from glrec.pipeline import plan as select
 from glrec.sinks.registry import output_kind
@@ -41,9 +43,9 @@ class _FakeDevice:
 def gpu_without_nvenc(monkeypatch):
     dev = _FakeDevice()
     monkeypatch.setattr(select, "_open_cuda", lambda ordinal: (dev, None))
-    monkeypatch.setattr(available, "nvenc_problem", lambda c, d: "NV_ENC_ERR_UNSUPPORTED_DEVICE (2)")
-    monkeypatch.setattr(available, "nvenc_caps", lambda c, o: NvencCaps(c, (33, 17), (4096, 4096), 4, True, True))
-    monkeypatch.setattr(available, "nvjpeg_problem", lambda: None)
+    monkeypatch.setattr(nvenc_probe, "nvenc_problem", lambda c, d: "NV_ENC_ERR_UNSUPPORTED_DEVICE (2)")
+    monkeypatch.setattr(nvenc_probe, "nvenc_caps", lambda c, o: NvencCaps(c, (33, 17), (4096, 4096), 4, True, True))
+    monkeypatch.setattr(nvjpeg_row, "nvjpeg_problem", lambda: None)
     return dev
 
 
@@ -152,7 +154,7 @@ class _FailingRow(registry.EncoderRow):
 
 
 def test_auto_falls_back_when_its_encoder_fails_to_open(gl, no_cuda, monkeypatch, tmp_path, caplog):
-    failing = _FailingRow(**{**registry.CPU.__dict__, "name": "flaky", "label": "the flaky encoder"})
+    failing = _FailingRow(**{**registry.ENCODERS["cpu"].__dict__, "name": "flaky", "label": "the flaky encoder"})
     monkeypatch.setitem(registry.ENCODERS, "flaky", failing)
     monkeypatch.setattr(select, "AUTO_ORDER", ("flaky", "cpu"))
     out = tmp_path / "fallback.mp4"

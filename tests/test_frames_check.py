@@ -10,10 +10,10 @@ import ctypes
 
 import numpy as np
 import pytest
-from glrec.sources.unpack import copy_plan
 
 from glrec.errors import ConfigError, GlrecError
 from glrec.sources.frames import CudaFrameIn, HostFrameIn, inspect_frame
+from glrec.sources.frames.unpack import copy_plan
 
 
 def test_uint8_rgb_and_rgba_pass_as_views_without_a_copy():

@@ -102,7 +102,7 @@ def test_dlpack_only_producer(tmp_path, caplog):
 
 def test_nvjpeg_from_cuda_tensors(tmp_path, caplog):
     torch = pytest.importorskip("torch")
-    from glrec.encoders import available
+    from glrec.encoders.nvjpeg import row as available
 
     if available.nvjpeg_problem() is not None:
         pytest.skip(f"needs nvImageCodec: {available.nvjpeg_problem()}")

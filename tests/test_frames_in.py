@@ -131,11 +131,10 @@ def test_one_array_reused_for_every_frame(tmp_path, route):
 
 
 def test_swscale_route_gives_the_same_bytes_wherever_it_converts():
-    from glrec.sources.direct import DirectFrames
-
     from glrec.convert.swscale import SwsConverter
     from glrec.options import VideoOptions
     from glrec.sources.frames import inspect_frame
+    from glrec.sources.frames.direct import DirectFrames
 
     base = pictures(1, (63, 47))[0]
     wide = np.zeros((47, 80, 3), np.uint8)
@@ -320,7 +319,7 @@ def test_routes_give_the_same_picture(tmp_path):
 
 
 def test_route_choice():
-    from glrec.sources.direct import direct_route
+    from glrec.sources.frames.direct import direct_route
 
     assert direct_route("auto", cpu_encoder=True, host_frames=True, software_gl=True)
     assert not direct_route("auto", cpu_encoder=True, host_frames=True, software_gl=False)

@@ -11,12 +11,12 @@ import ctypes
 
 import numpy as np
 import pytest
-from glrec.sources.array import ArraySource
-from glrec.sources.unpack import UnpackPass, copy_plan
 
 from glrec.errors import ConfigError
 from glrec.gl.target import RenderTarget
 from glrec.sources.frames import inspect_frame
+from glrec.sources.frames.array import ArraySource
+from glrec.sources.frames.unpack import UnpackPass, copy_plan
 
 W, H = 20, 12
 

@@ -18,8 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from glrec.encoders import gl_jpeg_tables as tables
-from glrec.encoders.gl_jpeg import GlJpegStage, geometry
+from glrec.encoders.gl_jpeg import GlJpegStage, geometry, tables
 from glrec.errors import ConfigError
 
 log = logging.getLogger(__name__)

@@ -242,7 +242,7 @@ def test_device_matching_rejects_a_wrong_device(cuda, tmp_path):
 
 
 def test_auto_says_what_it_chose_and_why(tmp_path, caplog):
-    from glrec.encoders.available import nvenc_status
+    from glrec.encoders.nvenc.probe import nvenc_status
 
     why = nvenc_status()["h264"]
     with caplog.at_level(logging.INFO, logger="glrec"):
@@ -257,7 +257,7 @@ def test_auto_says_what_it_chose_and_why(tmp_path, caplog):
 
 
 def _nvenc_or_skip():
-    from glrec.encoders.available import nvenc_status
+    from glrec.encoders.nvenc.probe import nvenc_status
 
     why = nvenc_status()["h264"]
     if why is not None:
@@ -281,7 +281,7 @@ def test_nvenc_round_trip(tmp_path, name, codec, pix_fmt):
 
 
 def test_nvenc_explicit_on_a_gpu_without_it_names_the_reason(tmp_path):
-    from glrec.encoders.available import nvenc_status
+    from glrec.encoders.nvenc.probe import nvenc_status
 
     why = nvenc_status()["h264"]
     if why is None:

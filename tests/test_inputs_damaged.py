@@ -20,8 +20,9 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
-from glrec.transcode import transcode
 from media import ffmpeg
+
+from glrec import transcode
 
 pytestmark = pytest.mark.gl
 SIZE = "96x64"

@@ -18,10 +18,10 @@ import av
 import numpy as np
 import pytest
 from conftest import psnr
-from glrec.transcode import transcode
 from media import pyav_clip, texture_rgb
 
 import glrec
+from glrec import transcode
 from glrec.cli import main
 from glrec.sources import VideoSource
 
@@ -32,10 +32,9 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def nvgl():
     """A GL context on the EGL device that is CUDA device 0 (where NVDEC's memory lives)."""
-    from glrec.sources.nvdec import nvdec_problem
-
     from glrec.cuda.driver import device_info
     from glrec.gl.context import create_cuda_context
+    from glrec.sources.video.nvdec import nvdec_problem
 
     problem = nvdec_problem()
     if problem is not None:
@@ -101,8 +100,8 @@ def _ffmpeg_samples(path: Path) -> list[tuple[float, list[np.ndarray]]]:
 
 def _nvdec_samples(path: Path) -> list[tuple[float, list[np.ndarray]]]:
     """Every picture NVDEC decodes, read back from glrec's pool slot as Y, U, V with the bits low."""
-    from glrec.sources.media import classify, open_container
-    from glrec.sources.nvdec import NvdecWorker
+    from glrec.sources.video.media import classify, open_container
+    from glrec.sources.video.nvdec import NvdecWorker
 
     spec = classify(path)
     worker = NvdecWorker(spec, open_container(spec))

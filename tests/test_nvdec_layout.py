@@ -8,11 +8,11 @@ counted in samples. The copies must cover exactly the bytes the decoder wrote.
 from __future__ import annotations
 
 import pytest
-from glrec.sources.formats import FORMATS
-from glrec.sources.nvdec import _nv_format
-from glrec.sources.nvdec_layout import caps_problem, plane_copies
 
 import glrec
+from glrec.sources.video.formats import FORMATS
+from glrec.sources.video.nvdec import _nv_format
+from glrec.sources.video.nvdec_layout import caps_problem, plane_copies
 
 BASE = 0x7F00_0000_0000
 

@@ -30,7 +30,7 @@ def _load(name: str):
 
 @pytest.mark.gl
 def test_stage_rows_report_rates_and_startup(tmp_path):
-    from glrec.sources.nvdec import nvdec_problem
+    from glrec.sources.video.nvdec import nvdec_problem
 
     rows = "demux,source-cpu" + (",worker" if nvdec_problem() else "")
     cmd = [sys.executable, str(BENCH / "nvdec_stages.py"), "--rows", rows, "--size", "160x96", "--frames", "40",
@@ -51,7 +51,7 @@ def test_stage_rows_report_rates_and_startup(tmp_path):
 
 def test_check_helpers_split_nvdec_layouts_and_count_differences():
     m = _load("nvdec_check")
-    from glrec.sources.nvdec import _nv_format
+    from glrec.sources.video.nvdec import _nv_format
 
     rng = np.random.default_rng(1)
     for bits, name in ((8, "NV12"), (10, "P016")):

@@ -18,12 +18,12 @@ from fractions import Fraction
 import av
 import numpy as np
 import pytest
-from glrec.encoders.nvenc_colour import CANDIDATES, rank_conversions
-from glrec.encoders.nvenc_probe import load_pynvvideocodec
-from glrec.encoders.vui import VuiWriter
 
 import glrec
 from glrec.colour import ColourSpec
+from glrec.encoders.nvenc.colour import CANDIDATES, rank_conversions
+from glrec.encoders.nvenc.probe import load_pynvvideocodec
+from glrec.encoders.nvenc.vui import VuiWriter
 from glrec.frame import Packet
 
 ENCODERS = {"h264": ("libx264", {}), "hevc": ("libx265", {"x265-params": "log-level=none"}),
@@ -126,10 +126,11 @@ def test_an_old_pynvvideocodec_is_unavailable(monkeypatch):
 
 
 def test_doctor_fails_a_required_check_that_did_not_run(monkeypatch, capsys):
-    from glrec import diagnostics
+    from glrec.cli import doctor
+    from glrec.diagnostics import Check
 
-    monkeypatch.setattr(diagnostics, "run_doctor", lambda workdir: [diagnostics.Check("CPU encode", "ok", "fine")])
-    assert diagnostics._cmd_doctor(argparse.Namespace(require=["nvenc"])) == 1
+    monkeypatch.setattr(doctor, "run_doctor", lambda workdir: [Check("CPU encode", "ok", "fine")])
+    assert doctor._cmd_doctor(argparse.Namespace(require=["nvenc"])) == 1
     assert "nvenc" in capsys.readouterr().out.lower()
 
 

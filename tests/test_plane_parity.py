@@ -5,7 +5,7 @@ bits low); NVDEC hands it NV12 and P016 (chroma interleaved, 10 bits high in
 16). H.264 and HEVC decoding is exact, so both decoders produce the same
 samples, and glrec must then produce the same RGB. Here one set of random
 samples is laid out both ways: the CPU path's uploader takes it as an
-``av.VideoFrame``, NVDEC's GL side (:class:`~glrec.sources.nvdec_gl.NvdecUploader`)
+``av.VideoFrame``, NVDEC's GL side (:class:`~glrec.sources.video.nvdec_gl.NvdecUploader`)
 unpacks it from a GL buffer laid out as the NVDEC worker fills its pool slots,
 and both go through the one RGB pass. The results must be bit-identical.
 """
@@ -17,10 +17,11 @@ from dataclasses import dataclass
 import av
 import numpy as np
 import pytest
-from glrec.sources.nvdec import NvPicture, _nv_format, _Plane
-from glrec.sources.nvdec_gl import NvdecUploader
-from glrec.sources.rgb import RgbPass
-from glrec.sources.upload import PboUploader
+
+from glrec.sources.video.nvdec import NvPicture, _nv_format, _Plane
+from glrec.sources.video.nvdec_gl import NvdecUploader
+from glrec.sources.video.rgb import RgbPass
+from glrec.sources.video.upload import PboUploader
 
 pytestmark = pytest.mark.gl
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from glrec.transcode import is_input
 
+from glrec._transcode import is_input
 from glrec.scenes import BUILTINS
 from glrec.scenes.resolve import resolve_source
 

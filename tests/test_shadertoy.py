@@ -266,8 +266,7 @@ def test_recording_a_pasted_shader_with_a_channel(gl, tmp_path):
 
 def test_viewer_pointer_reaches_a_shadertoy_overlay_through_the_input_queue(gl, tmp_path):
     """glrec serve's path: validated viewer messages -> InputQueue -> VideoScene -> the overlay's iMouse."""
-    from glrec.transcode import VideoScene, make_overlay
-
+    from glrec._transcode import VideoScene, make_overlay
     from glrec.events import InputQueue, parse_message
     from glrec.sources import VideoSource
 

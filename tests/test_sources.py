@@ -12,11 +12,11 @@ import av
 import numpy as np
 import pytest
 from conftest import psnr
-from glrec.sources.formats import yuv_to_rgb
 from media import FFMPEG, ffmpeg, free_port, make_clip, texture_rgb, vfr
 
 import glrec
 from glrec.sources import VideoSource, classify
+from glrec.sources.video.formats import yuv_to_rgb
 
 
 @pytest.fixture(scope="module")
@@ -329,7 +329,7 @@ def test_live_rtsp_listen_receives_what_ffmpeg_pushes(gl):
 
 def test_pbo_ring_and_direct_uploads_give_the_same_planes(gl, media):
     """The PBO ring (hardware GL's path) and direct uploads (software GL's) fill the planes identically."""
-    from glrec.sources.upload import PboUploader
+    from glrec.sources.video.upload import PboUploader
 
     path = make_clip(media / "up.mkv", "-c:v", "ffv1", "-pix_fmt", "yuv420p", size="33x17", source="testsrc")
     frames = _decoded(path)

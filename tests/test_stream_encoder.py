@@ -6,6 +6,7 @@ import io
 
 import av
 import numpy as np
+from helpers import encoder_parts
 
 from glrec.encoders.cpu import CpuEncoder
 from glrec.frame import HostFrame
@@ -30,7 +31,7 @@ def nal_types(data: bytes) -> set[int]:
 
 
 def test_live_encoder_emits_each_frame_at_once_without_reordering():
-    enc = CpuEncoder(VideoOptions.create((W, H), 30, live=True))
+    enc = CpuEncoder(*encoder_parts(VideoOptions.create((W, H), 30, live=True), "cpu"))
     per_call = [enc.encode(frame(i)) for i in range(12)]
     assert [len(p) for p in per_call] == [1] * 12  # nothing held back: zero frames of encoder delay
     packets = [p[0] for p in per_call]
@@ -38,12 +39,12 @@ def test_live_encoder_emits_each_frame_at_once_without_reordering():
     assert all(p.pts == p.dts for p in packets)  # no B-frames: decode order is display order
     assert enc.flush() == []
     # the default (recording) settings do hold frames back, which is what live mode removes
-    rec = CpuEncoder(VideoOptions.create((W, H), 30))
+    rec = CpuEncoder(*encoder_parts(VideoOptions.create((W, H), 30), "cpu"))
     assert sum(len(rec.encode(frame(i))) for i in range(4)) < 4
 
 
 def test_keyframe_on_demand_and_periodic_keyframes():
-    enc = CpuEncoder(VideoOptions.create((W, H), 30, live=True, gop=20))
+    enc = CpuEncoder(*encoder_parts(VideoOptions.create((W, H), 30, live=True, gop=20), "cpu"))
     packets = []
     for i in range(30):
         if i == 7:
@@ -63,6 +64,6 @@ def test_keyframe_on_demand_and_periodic_keyframes():
 
 
 def test_live_default_gop_is_one_second():
-    enc = CpuEncoder(VideoOptions.create((W, H), 10, live=True))
+    enc = CpuEncoder(*encoder_parts(VideoOptions.create((W, H), 10, live=True), "cpu"))
     keys = [p.pts for i in range(25) for p in enc.encode(frame(i)) if p.keyframe]
     assert keys == [0, 10, 20]

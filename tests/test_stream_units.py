@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import encoder_parts
 
 from glrec.encoders.latency import cpu_live_options, live_gop, nvenc_live_options, one_frame_vbv
 from glrec.errors import ConfigError, SceneError
@@ -220,14 +221,15 @@ def test_latency_stats_and_frame_times():
 
 def test_live_encoder_settings():
     opts = VideoOptions.create((1280, 720), 30, live=True, bitrate=6_000_000)
-    assert cpu_live_options("libx264", opts) == {"tune": "zerolatency", "forced-idr": "1"}
-    assert live_gop(opts) == 30 and live_gop(opts.with_(gop=10)) == 10
-    assert one_frame_vbv(opts) == 200_000
-    nv = nvenc_live_options(opts)
+    facts, rate = encoder_parts(opts, "nvenc")
+    assert cpu_live_options("libx264") == {"tune": "zerolatency", "forced-idr": "1"}
+    assert live_gop(facts, rate) == 30 and live_gop(*encoder_parts(opts.with_(gop=10), "nvenc")) == 10
+    assert one_frame_vbv(facts, rate) == 200_000
+    nv = nvenc_live_options(facts, rate)
     assert nv["preset"] == "P2" and nv["tuning_info"] == "ultra_low_latency" and nv["rc"] == "cbr"
     assert nv["bf"] == "0" and nv["vbvbufsize"] == "200000" and nv["repeatspspps"] == "1"
     with pytest.raises(ConfigError, match="P1, P2 or P3"):
-        nvenc_live_options(opts, preset="P7")
+        nvenc_live_options(facts, rate, preset="P7")
     with pytest.raises(ConfigError, match="bframes 2 would delay"):
         VideoOptions.create((64, 64), 30, live=True, bframes=2)
 

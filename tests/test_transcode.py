@@ -13,10 +13,10 @@ import av
 import numpy as np
 import pytest
 from conftest import psnr
-from glrec.transcode import transcode
 from media import FFMPEG, free_port, make_clip, vfr
 
 import glrec
+from glrec import transcode
 from glrec.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent

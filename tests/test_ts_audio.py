@@ -6,8 +6,9 @@ from pathlib import Path
 
 import av
 import pytest
-from glrec.transcode import transcode
 from media import make_clip
+
+from glrec import transcode
 
 
 @pytest.mark.parametrize(("codec", "kept"), [("pcm_s16le", False), ("flac", False), ("libvorbis", False),
