@@ -6,8 +6,8 @@ a test fails when that file and the declarations differ. Every keyword also
 takes None (the option's default), as the tables' ``parse`` does. The
 ``encoder`` keyword's ``Literal`` is the encoder registry's rows, generated
 too, so a new row needs no list edited by hand. The generated module imports
-the types it names for the type checker only: :mod:`glrec.options` imports
-``EncoderName`` from it.
+the types it names for the type checker only, and writes each ``Literal``
+out: :mod:`glrec.options` imports ``EncoderName`` from it.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ import inspect
 import re
 import sys
 from dataclasses import fields
+from typing import Literal, get_args, get_origin
 
 from ._declare import declared
 
-_BUILTIN = {"tuple", "int", "float", "str", "bool", "None", "Any", "Mapping", "Sequence", "dict", "list"}
+_BUILTIN = {"tuple", "int", "float", "str", "bool", "None", "Any", "Literal", "Mapping", "Sequence", "dict", "list"}
 _HERE = {"EncoderName"}  # defined in the generated module itself
 
 
@@ -32,6 +33,23 @@ def _declared_type(table: type, name: str) -> tuple[str, str]:
     raise KeyError(name)
 
 
+def _spelled_out(annotation: str, module: str) -> str:
+    """``annotation`` with each ``Literal`` alias of ``module`` written out, so the generated module imports none.
+
+    (Aliases such as ``Codec`` are declared beside the options that use them; writing them out keeps
+    :mod:`glrec.options`, which takes ``EncoderName`` from the generated module, out of a circle.)
+    """
+    names = vars(sys.modules[module])
+
+    def literal(match: re.Match[str]) -> str:
+        value = names.get(match.group(0))
+        if get_origin(value) is not Literal:
+            return match.group(0)
+        return "Literal[" + ", ".join(f'"{arg}"' for arg in get_args(value)) + "]"
+
+    return re.sub(r"[A-Za-z_]\w*", literal, annotation)
+
+
 def _items(tables: tuple[type, ...], leave_out: frozenset[str], imports: dict[str, str]) -> list[str]:
     lines = []
     names = {f.name for t in tables for f in fields(t)}
@@ -41,8 +59,8 @@ def _items(tables: tuple[type, ...], leave_out: frozenset[str], imports: dict[st
                 continue
             names.discard(f.name)  # once, where several tables share a field
             annotation, module = _declared_type(table, f.name)
-            typed = spec.accepts or annotation
-            for word in re.findall(r"[A-Za-z_]\w*", typed):
+            typed = _spelled_out(spec.accepts or annotation, module)
+            for word in re.findall(r"(?<![\"\w])[A-Za-z_]\w*(?![\"\w])", typed):
                 if word not in _BUILTIN and word not in _HERE:
                     imports.setdefault(word, module)
             if typed != "Any" and not re.search(r"\bNone\b", typed):
@@ -85,7 +103,7 @@ def generate() -> str:
         "from collections.abc import Mapping, Sequence",
         "from typing import TYPE_CHECKING, Any, Literal, TypedDict",
         "",
-        "if TYPE_CHECKING:  # for the type checker only: glrec.options imports EncoderName from here",
+        "if TYPE_CHECKING:  # for the type checker only",
     ]
     for module, words in sorted(by_module.items()):
         line = f"    from {module} import {', '.join(sorted(words))}"

@@ -5,10 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-if TYPE_CHECKING:  # for the type checker only: glrec.options imports EncoderName from here
-    from glrec.encoders.nvenc.options import RateControl, Tuning
-    from glrec.options import Codec, DecoderName, Matrix, PixelFormat, Range
-    from glrec.pipeline.options import ArrayConvert, ContextMode, HandoffName
+if TYPE_CHECKING:  # for the type checker only
     from glrec.sinks import Sink
 
 #: What ``encoder=`` takes: ``auto`` and the encoder registry's rows.
@@ -22,11 +19,11 @@ class RecorderOptions(TypedDict, total=False):
 
     size: tuple[int, int] | str | None
     fps: float | str | None
-    codec: Codec | None
-    encoder: EncoderName | None
-    pix_fmt: PixelFormat | None
-    matrix: Matrix | None
-    colour_range: Range | None
+    codec: Literal["h264", "hevc", "av1", "mjpeg"] | None
+    encoder: Literal["auto", "nvenc", "nvjpeg", "cpu", "gl"] | None
+    pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba"] | None
+    matrix: Literal["bt709", "bt601"] | None
+    colour_range: Literal["limited", "full"] | None
     pad: bool | None
     live: bool | None
     encoder_options: Mapping[str, str] | Sequence[str | tuple[str, str]] | None
@@ -38,16 +35,16 @@ class RecorderOptions(TypedDict, total=False):
     gop: int | None
     bframes: int | None
     threads: int | None
-    tuning: Tuning | None
-    rc: RateControl | None
-    handoff: HandoffName | None
+    tuning: Literal["hq", "ll", "ull", "lossless"] | None
+    rc: Literal["vbr", "cbr", "constqp"] | None
+    handoff: Literal["auto", "host", "register", "shared"] | None
     cuda_device: int | None
     egl_device: int | None
-    context: ContextMode | None
+    context: Literal["own", "current"] | None
     ring: int | None
     queue_size: int | None
     process: Any
-    array_convert: ArrayConvert | None
+    array_convert: Literal["auto", "gl", "cpu"] | None
 
 
 class RecordOptions(TypedDict, total=False):
@@ -55,11 +52,11 @@ class RecordOptions(TypedDict, total=False):
 
     size: tuple[int, int] | str | None
     fps: float | str | None
-    codec: Codec | None
-    encoder: EncoderName | None
-    pix_fmt: PixelFormat | None
-    matrix: Matrix | None
-    colour_range: Range | None
+    codec: Literal["h264", "hevc", "av1", "mjpeg"] | None
+    encoder: Literal["auto", "nvenc", "nvjpeg", "cpu", "gl"] | None
+    pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba"] | None
+    matrix: Literal["bt709", "bt601"] | None
+    colour_range: Literal["limited", "full"] | None
     pad: bool | None
     live: bool | None
     encoder_options: Mapping[str, str] | Sequence[str | tuple[str, str]] | None
@@ -71,16 +68,16 @@ class RecordOptions(TypedDict, total=False):
     gop: int | None
     bframes: int | None
     threads: int | None
-    tuning: Tuning | None
-    rc: RateControl | None
-    handoff: HandoffName | None
+    tuning: Literal["hq", "ll", "ull", "lossless"] | None
+    rc: Literal["vbr", "cbr", "constqp"] | None
+    handoff: Literal["auto", "host", "register", "shared"] | None
     cuda_device: int | None
     egl_device: int | None
-    context: ContextMode | None
+    context: Literal["own", "current"] | None
     ring: int | None
     queue_size: int | None
     process: Any
-    array_convert: ArrayConvert | None
+    array_convert: Literal["auto", "gl", "cpu"] | None
     overwrite: bool
     sink: Sink | None
     sink_options: dict[str, Any] | None
@@ -90,11 +87,11 @@ class WriteVideoOptions(TypedDict, total=False):
     """The keywords of ``write_video(path, frames, fps=..., **options)``."""
 
     size: tuple[int, int] | str | None
-    codec: Codec | None
-    encoder: EncoderName | None
-    pix_fmt: PixelFormat | None
-    matrix: Matrix | None
-    colour_range: Range | None
+    codec: Literal["h264", "hevc", "av1", "mjpeg"] | None
+    encoder: Literal["auto", "nvenc", "nvjpeg", "cpu", "gl"] | None
+    pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba"] | None
+    matrix: Literal["bt709", "bt601"] | None
+    colour_range: Literal["limited", "full"] | None
     pad: bool | None
     live: bool | None
     encoder_options: Mapping[str, str] | Sequence[str | tuple[str, str]] | None
@@ -106,16 +103,16 @@ class WriteVideoOptions(TypedDict, total=False):
     gop: int | None
     bframes: int | None
     threads: int | None
-    tuning: Tuning | None
-    rc: RateControl | None
-    handoff: HandoffName | None
+    tuning: Literal["hq", "ll", "ull", "lossless"] | None
+    rc: Literal["vbr", "cbr", "constqp"] | None
+    handoff: Literal["auto", "host", "register", "shared"] | None
     cuda_device: int | None
     egl_device: int | None
-    context: ContextMode | None
+    context: Literal["own", "current"] | None
     ring: int | None
     queue_size: int | None
     process: Any
-    array_convert: ArrayConvert | None
+    array_convert: Literal["auto", "gl", "cpu"] | None
     overwrite: bool
     sink: Sink | None
     sink_options: dict[str, Any] | None
@@ -126,11 +123,11 @@ class TranscodeOptions(TypedDict, total=False):
 
     size: tuple[int, int] | str | None
     fps: float | str | None
-    codec: Codec | None
-    encoder: EncoderName | None
-    pix_fmt: PixelFormat | None
-    matrix: Matrix | None
-    colour_range: Range | None
+    codec: Literal["h264", "hevc", "av1", "mjpeg"] | None
+    encoder: Literal["auto", "nvenc", "nvjpeg", "cpu", "gl"] | None
+    pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba"] | None
+    matrix: Literal["bt709", "bt601"] | None
+    colour_range: Literal["limited", "full"] | None
     pad: bool | None
     live: bool | None
     encoder_options: Mapping[str, str] | Sequence[str | tuple[str, str]] | None
@@ -142,23 +139,23 @@ class TranscodeOptions(TypedDict, total=False):
     gop: int | None
     bframes: int | None
     threads: int | None
-    tuning: Tuning | None
-    rc: RateControl | None
-    handoff: HandoffName | None
+    tuning: Literal["hq", "ll", "ull", "lossless"] | None
+    rc: Literal["vbr", "cbr", "constqp"] | None
+    handoff: Literal["auto", "host", "register", "shared"] | None
     cuda_device: int | None
     egl_device: int | None
-    context: ContextMode | None
+    context: Literal["own", "current"] | None
     ring: int | None
     queue_size: int | None
     process: Any
-    array_convert: ArrayConvert | None
+    array_convert: Literal["auto", "gl", "cpu"] | None
     channel0: str | None
     channel1: str | None
     channel2: str | None
     channel3: str | None
     trust_export: bool | None
     drop_audio: bool | None
-    decoder: DecoderName | None
+    decoder: Literal["auto", "cpu", "nvdec"] | None
     input_options: Mapping[str, str] | Sequence[str | tuple[str, str]] | None
     input_format: str | None
     input_timeout: float | None
