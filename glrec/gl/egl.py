@@ -142,12 +142,6 @@ def surface_size(display: int, surface: int) -> tuple[int, int] | None:
     return int(w.value), int(h.value)
 
 
-def context_alive(display: int, context: int) -> bool:
-    """Whether ``context`` still exists on ``display`` (destroyed or terminated: False)."""
-    value = ctypes.c_int(0)
-    return bool(lib().eglQueryContext(display, context, EGL_CONFIG_ID, ctypes.byref(value)))
-
-
 # -- glrec's own headless context ----------------------------------------------------------------
 
 EGL_EXTENSIONS = 0x3055

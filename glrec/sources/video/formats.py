@@ -177,13 +177,6 @@ def yuv_to_rgb(colorspace: int, full_range: bool, bits: int) -> YuvToRgb:
     return YuvToRgb(m, offset, scale, f"{name} {'full' if full_range else 'limited'}")
 
 
-def describe_matrix(colorspace: int) -> str:
-    """The matrix name glrec uses for an AVColorSpace code, noting the assumption for unspecified ones."""
-    if colorspace in _KR_KB:
-        return _KR_KB[colorspace][0]
-    return f"{_KR_KB[UNSPECIFIED_MATRIX][0]} (stream says {colorspace}; FFmpeg's default assumed)"
-
-
 @dataclass(frozen=True)
 class ColourChoice:
     """An input's ``matrix`` and ``range`` as the user gave them; None: the stream's tags decide."""
