@@ -87,6 +87,13 @@ class OutputError(GlrecError, OSError):
     frames_written: int | None = None
     frames_kept: int | None = None
 
+    def __str__(self) -> str:
+        # Made as OutputError(errno, message): the message alone. OSError's "[Errno 28] ..." form would lead
+        # the line with a number; the number stays in ``errno``.
+        if len(self.args) == 2 and isinstance(self.args[0], int) and isinstance(self.strerror, str):
+            return self.strerror
+        return super().__str__()
+
 
 class OutputExistsError(OutputError, FileExistsError):
     """The output path exists and overwriting was not asked for."""
