@@ -6,7 +6,8 @@ flag and the parser that validates it (:mod:`glrec._declare` is how a
 declaration works). :class:`VideoOptions` (how frames become a stream),
 :class:`PipelineOptions` (how the chain is built) and :class:`LengthOptions`
 (how long a recording is) are the three tables (:class:`InputOptions` a
-fourth, for video inputs); ``Recorder``'s keywords, every subcommand's flags
+fourth, for video inputs; :class:`OutputOptions`, ``Recorder``'s own, beside the
+sinks); ``Recorder``'s keywords, every subcommand's flags
 (:func:`~glrec._declare.add_flags`) and the option reference
 (``python -m glrec.options``, ``docs/options.md``) are derived from them, so
 the Python API and the CLI accept the same values and share their defaults.
@@ -43,6 +44,7 @@ from .encoders.jpeg_options import JpegOptions
 from .encoders.nvenc_options import NvencOptions
 from .encoders.registry import ENCODERS, EncoderName
 from .errors import ConfigError
+from .sinks.output_options import OutputOptions
 from .sinks.registry import sole_codec
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "InputOptions",
     "LengthOptions",
     "Matrix",
+    "OutputOptions",
     "PipelineOptions",
     "Range",
     "VideoOptions",
@@ -79,6 +82,7 @@ ArrayConvert = Literal["auto", "gl", "cpu"]
 SUBSAMPLED: frozenset[str] = frozenset({"yuv420p", "nv12"})
 MAX_SECONDS = 366 * 24 * 3600.0  # a year of video: anything longer is a typo, not a plan
 DEFAULT_SECONDS = 5.0  # the length of a recording given neither seconds nor frames
+MAX_GOP = 2**31 - 1  # the largest C int: FFmpeg's gop_size and NVENC's gopLength hold it
 _MAX_SIDE = 16384  # the widest any encoder here takes (x264/x265); an even-size suggestion stays within it
 
 
@@ -144,8 +148,9 @@ class VideoOptions(NvencOptions, JpegOptions, CpuOptions, OptionTable):
         flags=_flag("preset"),
     )  # fmt: skip
     gop: int | None = option(
-        None, "frames between keyframes", _number("gop", 1, None, integer=True, example="60"), flags=_flag("gop")
-    )
+        None, "frames between keyframes", _number("gop", 1, None, integer=True, example="60", cap=MAX_GOP),
+        flags=_flag("gop"),
+    )  # fmt: skip
     bframes: int | None = option(
         None, "B-frames between references", _number("bframes", 0, 16, integer=True, example="0 or 2"),
         flags=_flag("bframes"),
@@ -389,9 +394,11 @@ def split_options(values: Mapping[str, object]) -> tuple[dict[str, object], dict
 
 def reference() -> str:
     """The option reference in Markdown (``python -m glrec.options > docs/options.md``)."""
-    tables = (VideoOptions, CpuOptions, JpegOptions, NvencOptions, PipelineOptions, LengthOptions, InputOptions)
-    intro = ("Generated from the declarations (`python -m glrec.options`): `glrec/options.py`, and each encoder's "
-             "own table beside it in `glrec/encoders/*_options.py`.")  # fmt: skip
+    tables = (VideoOptions, CpuOptions, JpegOptions, NvencOptions, PipelineOptions, LengthOptions, InputOptions,
+              OutputOptions)  # fmt: skip
+    intro = ("Generated from the declarations (`python -m glrec.options`): `glrec/options.py`, each encoder's "
+             "own table beside it in `glrec/encoders/*_options.py`, and the outputs' in "
+             "`glrec/sinks/output_options.py`.")  # fmt: skip
     return _reference(tables, intro)
 
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import moderngl
 
 from .errors import ConfigError
-from .options import InputOptions, LengthOptions, split_options
+from .options import InputOptions, LengthOptions, OutputOptions, split_options
 from .recorder import Recorder
 from .result import RecordResult
 from .scenes import BUILTINS, Scene, load_scene
@@ -209,6 +209,7 @@ def transcode(
     inputs = InputOptions.parse({k: v for k, v in options.items() if k in input_names})
     rec_options: dict[str, Any] = {k: v for k, v in options.items() if k not in input_names}
     split_options(rec_options)  # an unknown keyword fails here, before the input is opened
+    OutputOptions.parse({"overwrite": overwrite})  # so does overwrite="False"
     codec = str(rec_options.get("codec") or sole_codec(output) or "h264")  # the Recorder infers it the same way
     output_kind(output, codec)  # as should a bad output name
     channels = {**inputs.channels(), **(channels or {})}

@@ -200,13 +200,16 @@ def _open_convert(gl: GLContext, plan: Plan, video: VideoOptions, ring: int) -> 
 def _open_encoder(
     plan: Plan, video: VideoOptions, pipeline: PipelineOptions, output: OutputKind
 ) -> tuple[Encoder, Plan]:
-    """The plan's encoder; under auto, one that fails to open (a session limit) gives way to the next row."""
+    """The plan's encoder; under auto, one that fails to open (a session limit) gives way to the next row.
+
+    Also where the handoff or CUDA device was chosen: the next row runs on that same handoff and device.
+    """
     while True:
         request = EncodeRequest(video, output.raw, plan.device if plan.uses_cuda else None)
         try:
             return plan.row.open(request), plan
         except EncoderUnavailableError as exc:
-            if plan.explicit:
+            if plan.explicit and not plan.auto_encoder:
                 raise
             plan = next_plan(plan, video, pipeline, output, f"{plan.row.label} could not open ({exc})",
                              keep_cuda=True)  # fmt: skip
