@@ -506,7 +506,7 @@ def pipeline(args: argparse.Namespace, threads: bool = True, mux: bool = True, b
         state: dict[str, Any] = {}
 
         def start(clocks: Clocks | None) -> None:
-            encoder = NvJpegEncoder(_options(args), device.ordinal, batch=nvjpeg_batch)
+            encoder = NvJpegEncoder(_options(args), device.ordinal, batch=nvjpeg_batch, device=device)
             sink = open_sink(Path(tmp) / f"p{len(state)}.mkv", _options(args)) if mux else NullSink()
             timers = {"encode": lambda: clocks.wall("encode"), "mux": lambda: clocks.wall("mux")} if clocks else {}
             if threads:

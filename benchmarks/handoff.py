@@ -115,7 +115,7 @@ def _encode_only_fps(frames: int, batch: int) -> float:
     img = np.stack([x % 256, y % 256, (x + y) % 256], -1).astype(np.uint8)  # smooth gradients, like plasma
     for slot in range(pool.count):
         call("cuMemcpyHtoD", pool.address(slot), img.ctypes.data, layout.nbytes)
-    enc = NvJpegEncoder(VideoOptions.create(SIZE, 60, codec="mjpeg"), 0, batch=batch)
+    enc = NvJpegEncoder(VideoOptions.create(SIZE, 60, codec="mjpeg"), 0, batch=batch, device=dev)
 
     def run(n: int) -> float:
         t0 = time.perf_counter()

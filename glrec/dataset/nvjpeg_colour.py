@@ -79,7 +79,7 @@ class NvJpegColour:
         kind = cuda_handoff_kind("auto", ctx)
         self._stages.append(open_handoff(kind, ctx, packer, device, depth=1, consumer_slots=2, live=True))
         options = VideoOptions.create(size, 30, codec="mjpeg", encoder="nvjpeg", quality=self.output.jpeg_quality)
-        self._stages.append(NvJpegEncoder(options, device.ordinal))
+        self._stages.append(NvJpegEncoder(options, device.ordinal, device=device))
         log.info("nvjpeg colour: %dx%d, quality %d, CUDA %s handoff", *size, self.output.jpeg_quality, kind)
 
     def encode(self, image: ColourImage) -> bytes:
