@@ -343,7 +343,8 @@ class InputOptions(OptionTable):
         None, "FFmpeg demuxer to force for the input (v4l2, mpegts, image2, ...)", str, flags=_flag("input-format")
     )
     input_timeout: float = option(
-        10.0, "seconds to wait for a network input or camera (to open, and between packets)",
+        10.0, "seconds to wait for a network input, camera or named pipe, also as a Shadertoy channel (to open, and "
+        "between packets)",
         _number("input_timeout", 0.1, 3600, example="10"), flags=_flag("input-timeout"),
     )  # fmt: skip
     input_retries: int = option(

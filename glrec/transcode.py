@@ -59,10 +59,12 @@ def _is_shader(spec: object) -> bool:
     return isinstance(spec, (str, os.PathLike)) and resolve_source(spec).kind == "shader"
 
 
-def scene_with_channels(spec: Scene | str, channels: dict[Any, Any] | None, *, trusted: bool = False) -> Scene:
+def scene_with_channels(spec: Scene | str, channels: dict[Any, Any] | None, *, trusted: bool = False,
+                        input_timeout: float = 10.0) -> Scene:  # fmt: skip
     """``spec`` as a scene; a Shadertoy shader gets ``channels`` bound (others refuse them).
 
-    ``trusted`` lets a Shadertoy export name media outside its folder (``--trust-export``).
+    ``trusted`` lets a Shadertoy export name media outside its folder (``--trust-export``);
+    ``input_timeout`` bounds the waits for a channel that is a stream, camera or pipe.
     """
     if not _is_shader(spec):
         if channels:
@@ -71,7 +73,7 @@ def scene_with_channels(spec: Scene | str, channels: dict[Any, Any] | None, *, t
             raise ConfigError(f"--trust-export is for Shadertoy exports; {spec!r} is not a shader.")
         return load_scene(spec)
     assert isinstance(spec, (str, os.PathLike))
-    return ShadertoyScene(spec, channels=channels or None, trusted=trusted)
+    return ShadertoyScene(spec, channels=channels or None, trusted=trusted, input_timeout=input_timeout)
 
 
 class VideoScene:
@@ -118,7 +120,7 @@ class VideoScene:
 
 
 def make_overlay(spec: Scene | str | None, source: VideoSource, channels: dict[Any, Any] | None = None, *,
-                 trusted: bool = False) -> Scene | None:  # fmt: skip
+                 trusted: bool = False, input_timeout: float = 10.0) -> Scene | None:  # fmt: skip
     """The overlay for ``source``: a shader gets it as ``iChannel0`` (unless ``channels`` binds 0)."""
     if spec is None:
         if trusted:
@@ -126,7 +128,8 @@ def make_overlay(spec: Scene | str | None, source: VideoSource, channels: dict[A
         return None
     if _is_shader(spec):
         assert isinstance(spec, (str, os.PathLike))
-        return ShadertoyScene(spec, channels={0: source, **(channels or {})}, trusted=trusted)
+        return ShadertoyScene(spec, channels={0: source, **(channels or {})}, trusted=trusted,
+                              input_timeout=input_timeout)  # fmt: skip
     if trusted:
         raise ConfigError(f"--trust-export is for Shadertoy exports; the overlay {spec!r} is not a shader.")
     if channels:
@@ -228,7 +231,9 @@ def transcode(
         n = LengthOptions.parse({"seconds": seconds, "frames": frames}).count(
             fps, default=5.0 if (src.still or src.loop) else None
         )
-        scene = VideoScene(src, make_overlay(overlay, src, channels, trusted=inputs.trust_export), own_source=False)
+        overlay_scene = make_overlay(overlay, src, channels, trusted=inputs.trust_export,
+                                     input_timeout=inputs.input_timeout)  # fmt: skip
+        scene = VideoScene(src, overlay_scene, own_source=False)
         sink_options = {"audio": src.audio} if audio else None
         with Recorder(output, size=size, fps=fps, overwrite=overwrite, sink_options=sink_options,
                       **rec_options) as rec:  # fmt: skip
@@ -260,14 +265,18 @@ def live_scene(args: Any, options: dict[str, Any]) -> tuple[Scene, dict[str, Any
     if not is_input(args.scene):
         if inputs.overlay is not None:
             raise ConfigError(f"--overlay draws over a video input; {args.scene!r} is a scene.")
-        return scene_with_channels(args.scene, inputs.channels(), trusted=inputs.trust_export), options
+        scene = scene_with_channels(args.scene, inputs.channels(), trusted=inputs.trust_export,
+                                    input_timeout=inputs.input_timeout)  # fmt: skip
+        return scene, options
     src = open_input(args.scene, inputs, fps=options.get("fps"))
     if src.audio is None and src.audio_streams:
         log.info("%s: audio is not streamed (glrec streams video only).", src.spec.label)
     out = dict(options)
     out.setdefault("size", src.size)
     out.setdefault("fps", float(src.rate) if src.rate else 30.0)
-    return VideoScene(src, make_overlay(inputs.overlay, src, inputs.channels(), trusted=inputs.trust_export)), out
+    overlay = make_overlay(inputs.overlay, src, inputs.channels(), trusted=inputs.trust_export,
+                           input_timeout=inputs.input_timeout)  # fmt: skip
+    return VideoScene(src, overlay), out
 
 
 __all__ = ["VideoScene", "is_input", "live_scene", "make_overlay", "scene_with_channels", "transcode"]
