@@ -12,6 +12,7 @@ reference (:func:`reference`).
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from typing import Any, ClassVar, TypeVar
@@ -83,12 +84,12 @@ class OptionTable:
     @classmethod
     def parse(cls: type[T], values: Mapping[str, object]) -> T:
         """Check each given value with its option's parser; the rest keep their defaults."""
-        known = {f.name: spec for f, spec in declared(cls)}
+        known = {f.name: (f, spec) for f, spec in declared(cls)}
         checked: dict[str, Any] = {}
         for name, value in values.items():
             if name not in known:
                 raise unknown_option(name, known)
-            checked[name] = None if value is None else known[name].parse(value)
+            checked[name] = None if value is None else _checked(name, *known[name], value)
         return cls(**{k: v for k, v in checked.items() if v is not None})
 
     def with_(self: T, **changes: object) -> T:
@@ -96,6 +97,22 @@ class OptionTable:
 
     def check(self) -> None:
         """Raise ConfigError where this table's own options contradict each other (none by default)."""
+
+
+def _checked(name: str, f: Field[Any], spec: OptionSpec, value: object) -> Any:
+    """``value`` through the option's parser, with the checks every option shares, whatever its parser does.
+
+    A boolean option takes True or False only: ``overwrite="False"`` (a string from a config file) is truthy
+    and would do the opposite of what it says. A number an option ends up holding is finite: inf or NaN
+    passes most range checks (``x < lo`` is False for NaN) and then misbehaves far from where it was given.
+    """
+    if (spec.boolean or isinstance(f.default, bool)) and not isinstance(value, bool):
+        raise ConfigError(f"{name} {value!r} must be True or False.")
+    parsed = spec.parse(value)
+    numbers = parsed if isinstance(parsed, tuple) else (parsed,)
+    if any(isinstance(v, float) and not math.isfinite(v) for v in numbers):
+        raise ConfigError(f"{name} {value!r} must be a finite number.")
+    return parsed
 
 
 def unknown_option(name: str, valid: Iterable[str]) -> ConfigError:

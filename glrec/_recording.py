@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ._lifecycle import deferred_signals, frame_gate, track, untrack
 from .errors import ContextThreadError, GlrecError, RecorderClosedError
 from .gl.context import GLContext
-from .options import PipelineOptions, VideoOptions, split_options, with_output_codec
+from .options import OutputOptions, PipelineOptions, VideoOptions, split_options, with_output_codec
 from .pipeline import StageTimers
 from .pipeline.session import Session
 from .result import RecordResult
@@ -57,15 +57,18 @@ class Recording:
         sink_options: dict[str, Any] | None = None,
         **options: Unpack[RecorderOptions],
     ) -> None:
+        out = OutputOptions.parse({"overwrite": overwrite, "sink": sink, "sink_options": sink_options})
+        sink, overwrite = out.sink, out.overwrite
         video, pipeline = split_options(options)
         video = with_output_codec(video, path if sink is None else None)  # -o x.hevc: hevc, the only one it takes
         self.options = VideoOptions.create(**video)
         self.pipeline_options = PipelineOptions.parse(pipeline)
         # A given sink (a network stream, say) replaces the file; path then only names it.
         output = output_kind(path, self.options.codec) if sink is None else custom_output(self.options.codec)
+        out.check_for(output if sink is None else None)
         self.path = check_output_path(path, overwrite) if sink is None else Path(path)
         self._sink = sink
-        self._sink_options = dict(sink_options or {})
+        self._sink_options = out.sink_options or {}
         self._overwrite = overwrite
         self.frames_submitted = 0
         self._closed = False

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import moderngl
 
 from .errors import ConfigError
-from .options import InputOptions, LengthOptions, VideoOptions, split_options
+from .options import InputOptions, LengthOptions, OutputOptions, VideoOptions, split_options
 from .recorder import Recorder
 from .result import RecordResult
 from .scenes import BUILTINS, Scene, load_scene
@@ -59,10 +59,12 @@ def _is_shader(spec: object) -> bool:
     return isinstance(spec, (str, os.PathLike)) and resolve_source(spec).kind == "shader"
 
 
-def scene_with_channels(spec: Scene | str, channels: dict[Any, Any] | None, *, trusted: bool = False) -> Scene:
+def scene_with_channels(spec: Scene | str, channels: dict[Any, Any] | None, *, trusted: bool = False,
+                        input_timeout: float = 10.0) -> Scene:  # fmt: skip
     """``spec`` as a scene; a Shadertoy shader gets ``channels`` bound (others refuse them).
 
-    ``trusted`` lets a Shadertoy export name media outside its folder (``--trust-export``).
+    ``trusted`` lets a Shadertoy export name media outside its folder (``--trust-export``);
+    ``input_timeout`` bounds the waits for a channel that is a stream, camera or pipe.
     """
     if not _is_shader(spec):
         if channels:
@@ -71,7 +73,7 @@ def scene_with_channels(spec: Scene | str, channels: dict[Any, Any] | None, *, t
             raise ConfigError(f"--trust-export is for Shadertoy exports; {spec!r} is not a shader.")
         return load_scene(spec)
     assert isinstance(spec, (str, os.PathLike))
-    return ShadertoyScene(spec, channels=channels or None, trusted=trusted)
+    return ShadertoyScene(spec, channels=channels or None, trusted=trusted, input_timeout=input_timeout)
 
 
 class VideoScene:
@@ -118,7 +120,7 @@ class VideoScene:
 
 
 def make_overlay(spec: Scene | str | None, source: VideoSource, channels: dict[Any, Any] | None = None, *,
-                 trusted: bool = False) -> Scene | None:  # fmt: skip
+                 trusted: bool = False, input_timeout: float = 10.0) -> Scene | None:  # fmt: skip
     """The overlay for ``source``: a shader gets it as ``iChannel0`` (unless ``channels`` binds 0)."""
     if spec is None:
         if trusted:
@@ -126,7 +128,8 @@ def make_overlay(spec: Scene | str | None, source: VideoSource, channels: dict[A
         return None
     if _is_shader(spec):
         assert isinstance(spec, (str, os.PathLike))
-        return ShadertoyScene(spec, channels={0: source, **(channels or {})}, trusted=trusted)
+        return ShadertoyScene(spec, channels={0: source, **(channels or {})}, trusted=trusted,
+                              input_timeout=input_timeout)  # fmt: skip
     if trusted:
         raise ConfigError(f"--trust-export is for Shadertoy exports; the overlay {spec!r} is not a shader.")
     if channels:
@@ -218,6 +221,7 @@ def transcode(
     inputs = InputOptions.parse({k: v for k, v in options.items() if k in input_names})
     rec_options: dict[str, Any] = {k: v for k, v in options.items() if k not in input_names}
     split_options(rec_options)  # an unknown keyword fails here, before the input is opened
+    OutputOptions.parse({"overwrite": overwrite})  # so does overwrite="False"
     codec = str(rec_options.get("codec") or sole_codec(output) or "h264")  # the Recorder infers it the same way
     output_kind(output, codec)  # as should a bad output name
     channels = {**inputs.channels(), **(channels or {})}
@@ -237,7 +241,9 @@ def transcode(
         n = LengthOptions.parse({"seconds": seconds, "frames": frames}).count(
             fps, default=5.0 if (src.still or src.loop) else None
         )
-        scene = VideoScene(src, make_overlay(overlay, src, channels, trusted=inputs.trust_export), own_source=False)
+        overlay_scene = make_overlay(overlay, src, channels, trusted=inputs.trust_export,
+                                     input_timeout=inputs.input_timeout)  # fmt: skip
+        scene = VideoScene(src, overlay_scene, own_source=False)
         sink_options = {"audio": src.audio} if audio else None
         with Recorder(output, size=size, fps=fps, overwrite=overwrite, sink_options=sink_options,
                       **rec_options) as rec:  # fmt: skip
@@ -266,12 +272,16 @@ def live_scene(spec: str, inputs: InputOptions, options: dict[str, Any]) -> tupl
     if not is_input(spec):
         if inputs.overlay is not None:
             raise ConfigError(f"--overlay draws over a video input; {spec!r} is a scene.")
-        return scene_with_channels(spec, inputs.channels(), trusted=inputs.trust_export), options
+        scene = scene_with_channels(spec, inputs.channels(), trusted=inputs.trust_export,
+                                    input_timeout=inputs.input_timeout)  # fmt: skip
+        return scene, options
     src = open_input(spec, inputs, fps=options.get("fps"))
     if src.audio is None and src.audio_streams:
         log.info("%s: audio is not streamed (glrec streams video only).", src.spec.label)
     out = {**input_defaults(src), **options}
-    return VideoScene(src, make_overlay(inputs.overlay, src, inputs.channels(), trusted=inputs.trust_export)), out
+    overlay = make_overlay(inputs.overlay, src, inputs.channels(), trusted=inputs.trust_export,
+                           input_timeout=inputs.input_timeout)  # fmt: skip
+    return VideoScene(src, overlay), out
 
 
 __all__ = ["VideoScene", "input_defaults", "is_input", "live_scene", "make_overlay", "scene_with_channels",

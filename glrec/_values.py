@@ -10,9 +10,20 @@ from .errors import ConfigError
 
 
 def check_number(
-    what: str, value: object, lo: float, hi: float | None, *, integer: bool = False, example: str = ""
+    what: str,
+    value: object,
+    lo: float,
+    hi: float | None,
+    *,
+    integer: bool = False,
+    example: str = "",
+    cap: float | None = None,
 ) -> float:
-    """Return ``value`` as a finite float in ``lo..hi`` (whole if ``integer``), else raise ConfigError."""
+    """Return ``value`` as a finite float in ``lo..hi`` (whole if ``integer``), else raise ConfigError.
+
+    ``cap`` is a ceiling the machinery sets where the meaning sets none (``hi`` None; a C int, say): a value
+    below ``lo`` is told "at least", one above ``cap`` the range.
+    """
     hint = f" (e.g. {example})" if example else ""
     try:
         if isinstance(value, bool):  # True is an int to Python, never a count to a user
@@ -25,10 +36,17 @@ def check_number(
     if not math.isfinite(number):
         raise ConfigError(f"{what} {value!r} must be finite{hint}.")
     if hi is None and number < lo:
-        raise ConfigError(f"{what} {value!r} must be at least {lo:g}{hint}.")
+        raise ConfigError(f"{what} {value!r} must be at least {_bound(lo)}{hint}.")
     if hi is not None and not lo <= number <= hi:
-        raise ConfigError(f"{what} {value!r} is outside {lo:g}..{hi:g}{hint}.")
+        raise ConfigError(f"{what} {value!r} is outside {_bound(lo)}..{_bound(hi)}{hint}.")
+    if cap is not None and number > cap:
+        raise ConfigError(f"{what} {value!r} is outside {_bound(lo)}..{_bound(cap)}{hint}.")
     return number
+
+
+def _bound(x: float) -> str:
+    """A range's end as a user would type it: whole numbers in full (2147483647, not 2.14748e+09)."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 def check_choice(what: str, value: object, valid: Iterable[str]) -> str:
@@ -120,9 +138,11 @@ def parse_encoder_options(value: object) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def _number(what: str, lo: float, hi: float | None, *, integer: bool = False, example: str = "") -> Callable[..., Any]:
+def _number(
+    what: str, lo: float, hi: float | None, *, integer: bool = False, example: str = "", cap: float | None = None
+) -> Callable[..., Any]:
     def parse(value: object) -> float | int:
-        number = check_number(what, value, lo, hi, integer=integer, example=example)
+        number = check_number(what, value, lo, hi, integer=integer, example=example, cap=cap)
         return int(number) if integer else number
 
     return parse

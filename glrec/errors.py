@@ -87,6 +87,13 @@ class OutputError(GlrecError, OSError):
     frames_written: int | None = None
     frames_kept: int | None = None
 
+    def __str__(self) -> str:
+        # Made as OutputError(errno, message): the message alone. OSError's "[Errno 28] ..." form would lead
+        # the line with a number; the number stays in ``errno``.
+        if len(self.args) == 2 and isinstance(self.args[0], int) and isinstance(self.strerror, str):
+            return self.strerror
+        return super().__str__()
+
 
 class OutputExistsError(OutputError, FileExistsError):
     """The output path exists and overwriting was not asked for."""
@@ -109,7 +116,11 @@ class DatasetError(GlrecError, RuntimeError):
 
 
 class ProcessError(GlrecError, RuntimeError):
-    """A processing stage (``Recorder(process=...)``) could not be set up or run."""
+    """A processing stage (``Recorder(process=...)``) could not be set up or run.
+
+    An exception the function itself raises is not wrapped in this: it reaches the caller as itself,
+    with glrec's note naming the function and the frame (:func:`note_user_error`).
+    """
 
 
 class ProcessOutputError(ProcessError, ValueError):
@@ -139,3 +150,31 @@ class InputTimeoutError(InputError, TimeoutError):
 class UnsupportedInputError(GlrecError, ValueError):
     """The input holds nothing glrec can use: no video stream, a codec without a decoder, an unsupported
     Shadertoy input (sound, keyboard, cubemap), or a channel a shader samples that nothing is bound to."""
+
+
+# -- a user's own exception, let through as itself ---------------------------------------------------
+
+_CONTEXT = "__glrec_context__"  # the attribute that marks an exception note_user_error saw
+
+
+def note_user_error(exc: BaseException, line: str) -> None:
+    """Attach glrec's account (``line``: what raised, where) to an exception of the user's own code.
+
+    glrec lets such an exception through as itself, so the caller's ``except ZeroDivisionError``
+    catches it, rather than wrapping it in one of glrec's. ``line`` becomes a note of the
+    exception (``add_note``, printed under its traceback; on Python 3.10, which has no
+    ``add_note``, the same ``__notes__`` list that the ``exceptiongroup`` backport prints), and
+    :func:`user_error_line` gives it back: the one line the command line prints.
+    """
+    add_note = getattr(exc, "add_note", None)
+    if add_note is not None:
+        add_note(f"glrec: {line}")
+    else:  # Python 3.10
+        exc.__notes__ = [*getattr(exc, "__notes__", ()), f"glrec: {line}"]  # type: ignore[attr-defined]
+    setattr(exc, _CONTEXT, line)
+
+
+def user_error_line(exc: BaseException) -> str | None:
+    """The line :func:`note_user_error` attached to ``exc`` (None for any other exception)."""
+    line = getattr(exc, _CONTEXT, None)
+    return line if isinstance(line, str) else None

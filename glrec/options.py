@@ -6,7 +6,8 @@ flag and the parser that validates it (:mod:`glrec._declare` is how a
 declaration works). A table is declared beside what it configures: the
 stream's own options here (:class:`VideoOptions`), each encoder's table in its
 room under :mod:`glrec.encoders` (listed by the encoder registry's rows), the
-pipeline's in :mod:`glrec.pipeline.options`, how long a recording is
+pipeline's in :mod:`glrec.pipeline.options`, the recorder's own about its
+output in :mod:`glrec.sinks.output_options`, how long a recording is
 (:class:`LengthOptions`) and how a video input is read (:class:`InputOptions`)
 here. :class:`VideoOptions` is composed at import from the stream's options and
 every row's table, so an encoder added to the registry brings its options
@@ -44,20 +45,23 @@ from ._values import (
     parse_size,
 )
 from .colour import ColourSpec, Matrix, Range
-from .encoders.options import EncoderOptions, RateOptions
+from .encoders.options import MAX_GOP, EncoderOptions, RateOptions
 from .encoders.registry import AUTO_ORDER, ENCODERS, encoder_row, option_tables, request
 from .encoders.row import EncodeRequest
 from .errors import ConfigError
 from .pipeline.options import PipelineOptions
+from .sinks.output_options import OutputOptions
 from .sinks.registry import sole_codec
 from .video_facts import SUBSAMPLED, VideoFacts
 
 __all__ = [
     "DEFAULT_SECONDS",
+    "MAX_GOP",
     "EncoderName",
     "InputOptions",
     "LengthOptions",
     "Matrix",
+    "OutputOptions",
     "PipelineOptions",
     "Range",
     "VideoOptions",
@@ -322,7 +326,8 @@ class InputOptions(OptionTable):
         None, "FFmpeg demuxer to force for the input (v4l2, mpegts, image2, ...)", str, flags=_flag("input-format")
     )
     input_timeout: float = option(
-        10.0, "seconds to wait for a network input or camera (to open, and between packets)",
+        10.0, "seconds to wait for a network input, camera or named pipe, also as a Shadertoy channel (to open, and "
+        "between packets)",
         _number("input_timeout", 0.1, 3600, example="10"), flags=_flag("input-timeout"),
     )  # fmt: skip
     input_retries: int = option(
@@ -374,11 +379,18 @@ def split_options(values: Mapping[str, object]) -> tuple[dict[str, object], dict
 def reference() -> str:
     """The option reference in Markdown (``python -m glrec.options > docs/options.md``)."""
     encoder_tables = tuple(t for t in reversed(VideoOptions.__mro__[1:]) if issubclass(t, EncoderOptions))
-    tables: tuple[type, ...] = (VideoOptions, *encoder_tables, PipelineOptions, LengthOptions, InputOptions)
+    tables: tuple[type, ...] = (
+        VideoOptions,
+        *encoder_tables,
+        PipelineOptions,
+        LengthOptions,
+        InputOptions,
+        OutputOptions,
+    )
     intro = ("Generated from the declarations (`python -m glrec.options`): `glrec/options.py`, each encoder's own "
              "table in its room (`glrec/encoders/*/options.py`) beside the tables they share "
-             "(`glrec/encoders/options.py`, `glrec/encoders/jpeg_options.py`), and the pipeline's "
-             "(`glrec/pipeline/options.py`).")  # fmt: skip
+             "(`glrec/encoders/options.py`, `glrec/encoders/jpeg_options.py`), the pipeline's "
+             "(`glrec/pipeline/options.py`), and the outputs' (`glrec/sinks/output_options.py`).")  # fmt: skip
     return _reference(tables, intro)
 
 

@@ -100,3 +100,65 @@ def pyav_clip(path: Path, codec: str, *, size: tuple[int, int] = (256, 144), rat
             for p in a.encode(None):
                 out.mux(p)
     return path
+
+
+#: Indexed pictures: the index's 8 bits as white/black blocks across the top, the rest noise (so that a
+#: clip has enough bytes for a stalled download to cut it mid-way). Robust to lossy coding.
+INDEX_SIZE = (160, 96)
+
+
+def indexed_picture(i: int, rng: np.random.Generator, size: tuple[int, int] = INDEX_SIZE) -> np.ndarray:
+    """RGB picture ``i``: its index burnt in (read it back with :func:`read_index`)."""
+    w, h = size
+    img = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    img[:32] = 0
+    for bit in range(8):
+        if (i >> bit) & 1:
+            img[:32, bit * w // 8 : (bit + 1) * w // 8] = 255
+    return img
+
+
+def read_index(rgb: np.ndarray) -> int:
+    """The index :func:`indexed_picture` burnt into an RGB picture (any size: read in eighths)."""
+    h, w = rgb.shape[:2]
+    top = rgb[: h // 3].astype(np.float64)
+    value = 0
+    for bit in range(8):
+        x0, x1 = bit * w // 8, (bit + 1) * w // 8
+        if top[h // 24 : h // 3 - h // 24, x0 + w // 40 : x1 - w // 40].mean() > 128:
+            value |= 1 << bit
+    return value
+
+
+def indexed_clip(path: Path, frames: int, *, rate: int = 30, bframes: int = 3, gop: int = 30) -> Path:
+    """An H.264 clip (with B-frames, so pictures decode out of order) of :func:`indexed_picture` 0..frames-1."""
+    rng = np.random.default_rng(1)
+    with av.open(str(path), "w", options={"movflags": "+faststart"}) as out:
+        s = out.add_stream("libx264", rate=rate, options={"bf": str(bframes), "g": str(gop), "crf": "18",
+                                                          "preset": "veryfast"})  # fmt: skip
+        s.width, s.height, s.pix_fmt = INDEX_SIZE[0], INDEX_SIZE[1], "yuv420p"
+        for i in range(frames):
+            frame = av.VideoFrame.from_ndarray(indexed_picture(i, rng), format="rgb24")
+            frame.pts = i
+            for p in s.encode(frame):
+                out.mux(p)
+        for p in s.encode(None):
+            out.mux(p)
+    return path
+
+
+def indices_of(path: Path | str) -> list[int]:
+    """The index burnt into each picture of ``path``, as PyAV decodes it, in order."""
+    with av.open(str(path)) as c:
+        return [read_index(f.to_ndarray(format="rgb24")) for f in c.decode(video=0)]
+
+
+def ffprobe_count(path: Path | str) -> int:
+    """Pictures in ``path``'s first video stream as ffprobe decodes them (an independent count)."""
+    exe = shutil.which("ffprobe")
+    if exe is None:
+        pytest.skip("needs ffprobe (apt-get install ffmpeg)")
+    out = subprocess.run([exe, "-v", "quiet", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                          "stream=nb_read_frames", "-of", "csv=p=0", str(path)],
+                         capture_output=True, text=True, timeout=60).stdout  # fmt: skip
+    return int(out.strip().splitlines()[0])

@@ -19,11 +19,14 @@ Jobs (``kind``):
   lossless with every keyword that might set NVENC's transform bypass flag, and the flag NVENC got.
 - ``doctor_rgb``: ``glrec doctor``'s NVENC rgba colour check, with its colour bars in ``inputs/``.
 - ``gl_encode``: the GPU tier, through glrec's real GL -> CUDA handoffs (``gl_reference.py``).
+- ``open``: plan, then set ``open_env`` and open the planned encoder (auto's fallback when it cannot open).
+- ``record``: the GPU tier, a whole ``glrec.record`` after a plan, with ``open_env`` set in between.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sys
@@ -128,24 +131,47 @@ def plan(job: dict, work: Path) -> dict:
     return {"encoder": p.encoder, "handoff": p.handoff, "describe": p.describe()}
 
 
+class _Said(logging.Handler):
+    """The glrec log's warnings, as lines."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
 def open_encoder(job: dict, work: Path) -> dict:
-    """Plan (the probe opens a session and is cached), then set ``open_env`` and open the planned encoder."""
+    """Plan (the probe opens a session and is cached), then set ``open_env`` and open the planned encoder.
+
+    ``pipeline``: the pipeline options (cuda_device, handoff); ``again``: plan once more afterwards (what a
+    second recording in the process would get), reported as ``replanned``.
+    """
     from glrec.options import PipelineOptions, VideoOptions
     from glrec.pipeline.build import _open_encoder
     from glrec.pipeline.plan import make_plan
     from glrec.sinks.registry import output_kind
 
     video = VideoOptions.create(**job["options"])
-    pipeline, output = PipelineOptions(), output_kind("out.mp4", video.codec)
+    pipeline, output = PipelineOptions.parse(job.get("pipeline", {})), output_kind("out.mp4", video.codec)
     p = make_plan(video, pipeline, output)
     first = p.encoder
     before = {k: os.environ.get(k) for k in job.get("open_env", {})}
     os.environ.update(job.get("open_env", {}))
+    out: dict = {"planned": first}
+    said = _Said()
+    logging.getLogger("glrec").addHandler(said)
     try:
-        encoder, p = _open_encoder(p, video, pipeline, output)
+        encoder, p, _ = _open_encoder(p, video, pipeline, output)
+        out.update(encoder=p.encoder, name=encoder.name, fallbacks=list(p.fallbacks), describe=p.describe(),
+                   handoff=p.handoff, device=p.device.ordinal if p.uses_cuda and p.device else None)  # fmt: skip
+        encoder.close()
     except Exception as exc:
-        return {"planned": first, "error": error_json(exc)}
+        out["error"] = error_json(exc)
     finally:
+        logging.getLogger("glrec").removeHandler(said)
+        out["log"] = said.lines
         for k, v in before.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -153,10 +179,33 @@ def open_encoder(job: dict, work: Path) -> dict:
                 os.environ[k] = v
         if p.device is not None:
             p.device.release()
-    name = encoder.name
-    encoder.close()
-    return {"planned": first, "encoder": p.encoder, "name": name, "fallbacks": list(p.fallbacks),
-            "describe": p.describe()}  # fmt: skip
+    if job.get("again"):
+        out["replanned"] = plan({"options": job["options"], **job.get("pipeline", {})}, work)
+    return out
+
+
+def record(job: dict, work: Path) -> dict:
+    """A whole recording (``glrec.record`` of plasma to ``out.mp4``), after a plan that caches a successful probe,
+    with ``open_env`` set in between (the GPU tier: glrec's real GL and CUDA)."""
+    import glrec
+    from glrec.options import PipelineOptions, VideoOptions
+    from glrec.pipeline.plan import make_plan
+    from glrec.sinks.registry import output_kind
+
+    options = job["options"]
+    video = VideoOptions.create(**{k: v for k, v in options.items() if k in VideoOptions.names()})
+    pipeline = PipelineOptions.parse({k: v for k, v in options.items() if k in PipelineOptions.names()})
+    warm = make_plan(video, pipeline, output_kind("out.mp4", video.codec))
+    if warm.device is not None:
+        warm.device.release()
+    os.environ.update(job.get("open_env", {}))
+    path = work / "out.mp4"
+    try:
+        result = glrec.record("plasma", path, frames=job["frames"], **options)
+    except Exception as exc:
+        return {"planned": warm.encoder, "error": error_json(exc)}
+    return {"planned": warm.encoder, "encoder": result.encoder, "fallback": result.fallback,
+            "summary": result.summary(), "frames": result.frames, "path": str(path)}  # fmt: skip
 
 
 def introspect(job: dict, work: Path) -> dict:
@@ -215,7 +264,7 @@ def info(job: dict, work: Path) -> dict:
 
 
 KINDS = {"encode": encode, "probe": probe, "plan": plan, "info": info, "introspect": introspect,
-         "gl_encode": gl_encode, "doctor_rgb": doctor_rgb, "open": open_encoder}  # fmt: skip
+         "gl_encode": gl_encode, "doctor_rgb": doctor_rgb, "open": open_encoder, "record": record}  # fmt: skip
 
 
 def run_one(job: dict, work: Path, env: dict[str, str | None]) -> dict:

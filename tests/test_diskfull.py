@@ -43,6 +43,7 @@ def test_file_size_limit_raises_disk_full_and_keeps_complete_fragments(gl, tmp_p
     assert result["errno"] == errno.EFBIG
     message = result["message"]
     assert str(path) in message and f"failed after {result['frames_written']} frames" in message
+    assert "Errno" not in message and "(File too large)" in message, message  # the system's words, no number
     kept = result["frames_kept"]
     assert 0 < kept <= result["frames_written"] <= result["submitted"]
     assert f"keeps the first {kept} frames" in message
@@ -92,6 +93,23 @@ def test_enospc_from_a_full_device_is_a_disk_full_error(gl, tmp_path, name):
     assert glrec_threads() == [] and live_gl_objects(mgl) == []
     with pytest.raises(glrec.GlrecError, match="closed"):
         rec.render("plasma")
+    assert stat.S_ISCHR(os.lstat(path).st_mode)
+
+
+@pytest.mark.parametrize("name", ["devfull.h264", "devfull.mkv"])
+def test_the_command_line_says_disk_full_in_one_plain_line(gl, tmp_path, capsys, name):
+    """Issue 30 item 12: the line read "[Errno 28] Writing ... ([Errno 28] No space left on device)"."""
+    from glrec.cli import main
+
+    path = tmp_path / name
+    _dev_full(path)
+    code = main(["record", "plasma", "-q", "--size", "64x48", "--frames", "300", "--encoder", "cpu", "-o", str(path)])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 1 and len(lines) == 1, lines
+    (line,) = lines
+    assert line.startswith(f"glrec: error: Writing {str(path)!r} failed after "), line
+    assert "(No space left on device): the disk is full" in line and "Free space" in line, line
+    assert "Errno" not in line, line
     assert stat.S_ISCHR(os.lstat(path).st_mode)
 
 
@@ -190,6 +208,7 @@ def test_full_disk_in_the_final_rewrite_is_reported_and_keeps_the_complete_fragm
         glrec.record("bars", path, size=(192, 128), fps=FPS, frames=75, encoder="cpu")
     assert info.value.frames_written == info.value.frames_kept == 75
     assert "complete fragmented MP4 with all 75 frames" in str(info.value)
+    assert "Errno" not in str(info.value) and "(No space left on device)" in str(info.value), str(info.value)
     assert b"moof" in path.read_bytes()  # the fragmented original, untouched
     assert decode_indices(path, FPS) == list(range(75))
     assert not list(tmp_path.glob(".*glrec-tmp*"))

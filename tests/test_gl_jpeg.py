@@ -271,6 +271,18 @@ def test_too_large_refused_before_any_gl_object(mgl, monkeypatch):
 
 
 @pytest.mark.gl
+@pytest.mark.parametrize("pix_fmt", ["yuv420p", "yuv444p"])
+def test_too_large_suggests_yuv420p_only_where_it_is_not_in_use(mgl, pix_fmt):
+    """Issue 30 item 12: at yuv420p the storage-buffer refusal suggested yuv420p."""
+    limit = int(mgl.info["GL_MAX_TEXTURE_SIZE"])
+    with pytest.raises(ConfigError, match="storage buffer") as info:
+        GlJpegStage(mgl, (limit, limit), pix_fmt=pix_fmt)
+    message = str(info.value)
+    assert "Use a smaller size (about " in message
+    assert ("yuv420p instead of yuv444p" in message) == (pix_fmt == "yuv444p"), message
+
+
+@pytest.mark.gl
 def test_bad_options_refused(mgl):
     with pytest.raises(ConfigError, match="quality 0"):
         GlJpegStage(mgl, (8, 8), quality=0)

@@ -483,6 +483,33 @@ def test_auto_falls_back_when_the_encoder_it_chose_cannot_open(contract):
     assert "NV_ENC_ERR_OUT_OF_MEMORY" in explicit["error"]["message"]
 
 
+# Issue 30 item 10: the consumer-GPU session limit (the stand-in's MAX_SESSIONS: one more session gets
+# NV_ENC_ERR_OUT_OF_MEMORY) reached after a cached successful probe, with the encoder left to auto but the
+# handoff chosen: auto fell back only where nothing at all was chosen.
+LIMIT = {"GLREC_FAKE_NVENC_MAX_SESSIONS": "0"}
+job("limit-register-auto", kind="open", options={"size": SIZE}, pipeline={"handoff": "register"}, open_env=LIMIT)
+job("limit-register-nvenc", kind="open", options={"size": SIZE, "encoder": "nvenc"}, pipeline={"handoff": "register"},
+    open_env=LIMIT)  # fmt: skip
+job("limit-auto", kind="open", options={"size": SIZE}, open_env=LIMIT)
+
+
+def test_auto_falls_back_at_the_session_limit_also_on_a_chosen_handoff(contract):
+    for name in ("limit-register-auto", "limit-auto"):
+        got = contract(name)[0]
+        assert "error" not in got, got
+        assert got["planned"] == "nvenc" and got["encoder"] == "cpu" and got["name"] == "libx264", got
+        (reason,) = [r for r in got["fallbacks"] if "could not open" in r]
+        assert "NV_ENC_ERR_OUT_OF_MEMORY" in reason and "consumer GPUs" in reason, got
+        assert "NV_ENC_ERR_OUT_OF_MEMORY" in got["describe"], got  # what the summary's "auto:" part is made of
+        assert any("NV_ENC_ERR_OUT_OF_MEMORY" in line and "auto tries the next encoder" in line for line in got["log"])
+    # the chosen handoff is kept: the CPU encoder is fed from CUDA device frames through it
+    got = contract("limit-register-auto")[0]
+    assert got["handoff"] == "register" and got["device"] == 0, got
+    explicit = contract("limit-register-nvenc")[0]  # a chosen encoder keeps its clear error
+    assert explicit["planned"] == "nvenc" and explicit["error"]["type"] == "EncoderUnavailableError", explicit
+    assert "NV_ENC_ERR_OUT_OF_MEMORY" in explicit["error"]["message"]
+
+
 @pytest.fixture(scope="session")
 def cuda_only_libs(tmp_path_factory, fake_libs):
     """The stand-in libcuda without any libnvidia-encode.so.1: ``import PyNvVideoCodec`` raises RuntimeError."""
@@ -547,3 +574,18 @@ def test_gpu_surfaces_equal_glreadpixels_through_the_handoffs(tmp_path, nvenc_on
 def test_gpu_real_module_takes_gpu_id(tmp_path, nvenc_only_libs):
     got = run_child({"kind": "introspect"}, nvenc_only_libs, tmp_path)
     assert "out of range" in (got["gpu_id"] or "") and got["gpuid"] is None, got
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("handoff", ["auto", "register"])
+def test_gpu_a_recording_falls_back_at_the_session_limit(tmp_path, nvenc_only_libs, handoff):
+    """Issue 30 item 10 end to end: the probe's success cached, then the session limit; the file decodes whole."""
+    import av
+
+    opts = {"size": [320, 240], "fps": 30, "handoff": handoff}
+    got = run_child({"kind": "record", "options": opts, "frames": 20, "open_env": LIMIT}, nvenc_only_libs, tmp_path)
+    assert "error" not in got, got
+    assert got["planned"] == "nvenc" and got["encoder"].startswith("libx264"), got
+    assert "NV_ENC_ERR_OUT_OF_MEMORY" in got["fallback"] and "NV_ENC_ERR_OUT_OF_MEMORY" in got["summary"], got
+    with av.open(got["path"]) as container:
+        assert sum(1 for _ in container.decode(video=0)) == got["frames"] == 20

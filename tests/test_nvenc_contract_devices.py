@@ -60,9 +60,17 @@ job("probe-0-lacks", {NO_ENCODER: "0"}, kind="probe", device=1, steps=probe_step
 job("probe-both", {NO_ENCODER: ""}, kind="probe", device=1, steps=probe_steps)
 job("plan-1-lacks", {NO_ENCODER: "1"}, kind="plan", cuda_device=1, options={"size": [64, 64], "encoder": "nvenc"})
 job("plan-1-lacks-auto", {NO_ENCODER: "1"}, kind="plan", cuda_device=1, options={"size": [64, 64]})
-job("plan-0-lacks", {NO_ENCODER: "0"}, kind="plan", cuda_device=1, options={"size": [64, 64], "encoder": "nvenc"})
+job("open-0-lacks", {NO_ENCODER: "0"}, kind="open", pipeline={"cuda_device": 1}, again=True,
+    options={"size": [64, 64], "encoder": "nvenc"})  # fmt: skip
+job("open-0-lacks-auto", {NO_ENCODER: "0"}, kind="open", pipeline={"cuda_device": 1}, again=True,
+    options={"size": [64, 64]})  # fmt: skip
 job("encode-0-lacks", {NO_ENCODER: "0"}, kind="encode", device=1, frames=[0],
     options={"size": [64, 64], "fps": 30, "encoder": "nvenc"})  # fmt: skip
+
+
+def contexts(cuda: list[dict]) -> list[int]:
+    """The CUDA device of every context made or retained (the stand-in logs both), in order."""
+    return [r["device"] for r in cuda if r["call"] in ("cuCtxCreate", "cuDevicePrimaryCtxRetain")]
 
 
 def test_a_device_without_nvenc_is_found_out_on_that_device(two_gpus):
@@ -76,28 +84,40 @@ def test_a_device_without_nvenc_is_found_out_on_that_device(two_gpus):
     assert auto["encoder"] == "cpu" and UNSUPPORTED in auto["describe"], auto
 
 
+def test_the_probe_for_device_1_makes_no_context_and_no_session_on_device_0(two_gpus):
+    """Issue 30 item 11: the caps for cuda_device=1 come from device 1 alone (device 0 was asked too)."""
+    for name in ("probe-0-lacks", "probe-both"):
+        got, nvenc, work = two_gpus(name)
+        assert got["problems"] == [None, None, None], got  # device 1 has NVENC, for all three codecs
+        assert sessions(nvenc) == [1], sessions(nvenc)  # one session, for all three codecs, on device 1
+        assert [r["event"] for r in nvenc if r["event"] in ("open", "destroy")] == ["open", "destroy"]
+        cuda = records(work / "cuda.jsonl")
+        assert contexts(cuda) and set(contexts(cuda)) == {1}, contexts(cuda)
+
+
 def test_a_device_with_nvenc_next_to_device_0_without_says_what_pynvvideocodec_needs(two_gpus):
-    # device 1 has NVENC, device 0 has none: glrec's own query finds device 1's encoder...
-    got, nvenc, _ = two_gpus("probe-0-lacks")
-    for p in got["problems"]:
-        assert p.startswith("CUDA device 1 has NVENC, but PyNvVideoCodec checks NVENC on CUDA device 0"), p
-        assert UNSUPPORTED in p and "CUDA_VISIBLE_DEVICES=GPU-" in p and "cuda_device 0" in p, p
-    assert sessions(nvenc) == [1, 0]  # one per device, for all three codecs
-    explicit = two_gpus("plan-0-lacks")[0]["error"]
-    assert explicit["type"] == "EncoderUnavailableError" and "CUDA_VISIBLE_DEVICES" in explicit["message"]
-    assert "\n" not in explicit["message"] and ".." not in explicit["message"]
-    # ...and this is why the message is needed: PyNvVideoCodec 2.2.4's CreateEncoder for device 1 first
-    # opens a caps session on device 0 and fails there. A version that stops doing so changes this test.
+    # device 1 has NVENC, device 0 has none. PyNvVideoCodec 2.2.4's CreateEncoder for device 1 first opens
+    # a caps session on device 0 and fails there (a version that stops doing so changes this test)...
     result, nvenc, _ = two_gpus("encode-0-lacks")
     assert result["error"]["type"] == "EncoderUnavailableError" and UNSUPPORTED in result["error"]["message"]
     assert sessions(nvenc) == [0]
-
-
-def test_both_devices_with_nvenc_are_asked_once_each(two_gpus):
-    got, nvenc, _ = two_gpus("probe-both")
-    assert got["problems"] == [None, None, None]
+    # ...so opening the planned encoder says what it needs; the plan asked device 1 only
+    got, nvenc, _ = two_gpus("open-0-lacks")
+    assert got["planned"] == "nvenc" and got["error"]["type"] == "EncoderUnavailableError", got
+    message = got["error"]["message"]
+    assert "CUDA device 1 has NVENC, but PyNvVideoCodec checks NVENC on CUDA device 0" in message, message
+    assert UNSUPPORTED in message and "CUDA_VISIBLE_DEVICES=GPU-" in message and "cuda_device 0" in message
+    assert "\n" not in message and ".." not in message
+    assert sessions(nvenc) == [1, 0]  # glrec's probe on device 1, PyNvVideoCodec's own check on device 0
+    # the answer is kept: planning again tries no session (each failed one leaks PyNvVideoCodec's context)
+    again = got["replanned"]["error"]
+    assert again["type"] == "EncoderUnavailableError" and "CUDA_VISIBLE_DEVICES=GPU-" in again["message"], again
+    # auto on device 1 falls back there (issue 30 item 10: a chosen device no longer stops the fallback)
+    auto, nvenc, _ = two_gpus("open-0-lacks-auto")
+    assert auto["planned"] == "nvenc" and auto["encoder"] == "cpu" and auto["device"] == 1, auto
+    assert any("CUDA_VISIBLE_DEVICES=GPU-" in r for r in auto["fallbacks"]), auto
+    assert auto["replanned"]["encoder"] == "cpu" and "CUDA_VISIBLE_DEVICES" in auto["replanned"]["describe"], auto
     assert sessions(nvenc) == [1, 0]
-    assert [r["event"] for r in nvenc if r["event"] in ("open", "destroy")] == ["open", "destroy"] * 2
 
 
 # -- item 5: one session per device, not per codec -------------------------------------------------

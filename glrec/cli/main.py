@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import __version__
 from .._lifecycle import Terminated, catch_termination, restore_handlers
-from ..errors import GlrecError
+from ..errors import GlrecError, user_error_line
 from .stdout import StdoutError, abandon_stdout, checked_stdout, say
 
 log = logging.getLogger("glrec")
@@ -127,6 +127,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GlrecError as exc:
         say(f"glrec: error: {exc}")
         return EXIT_USAGE if isinstance(exc, ValueError) else EXIT_ERROR
+    except Exception as exc:  # the user's own code (a --process function) raised: glrec's line about it
+        line = user_error_line(exc)
+        if line is None:
+            raise
+        say(f"glrec: error: {line}")
+        return EXIT_ERROR
     finally:
         sys.stdout = stdout
         if not (status == EXIT_INTERRUPTED and argv is None):  # else done above, for the program's last moments

@@ -56,7 +56,8 @@ def _cmd_record(args: argparse.Namespace) -> int:
     if inputs.overlay is not None:
         raise ConfigError(f"--overlay draws over a video input; {args.scene!r} is a scene (draw in it instead).")
     # A bad scene name fails before any GL object or file exists.
-    scene = scene_with_channels(args.scene, inputs.channels(), trusted=inputs.trust_export)
+    scene = scene_with_channels(args.scene, inputs.channels(), trusted=inputs.trust_export,
+                                input_timeout=inputs.input_timeout)  # fmt: skip
     with Recorder(args.output, overwrite=args.overwrite, **options) as rec:
         args.recorder = rec  # for main()'s message if Ctrl-C or SIGTERM ends the recording
         bar = tqdm(total=n, unit="frame", disable=args.quiet or None, leave=False, dynamic_ncols=True)

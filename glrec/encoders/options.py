@@ -16,6 +16,8 @@ from .._declare import OptionTable, flag, option
 from .._values import _number, parse_bitrate, parse_encoder_options
 from ..errors import ConfigError
 
+MAX_GOP = 2**31 - 1  # the largest C int: FFmpeg's gop_size and NVENC's gopLength hold it
+
 
 @dataclass(frozen=True)
 class EncoderOptions(OptionTable):
@@ -50,8 +52,9 @@ class RateOptions(EncoderOptions):
         flags=flag("preset"),
     )  # fmt: skip
     gop: int | None = option(
-        None, "frames between keyframes", _number("gop", 1, None, integer=True, example="60"), flags=flag("gop")
-    )
+        None, "frames between keyframes", _number("gop", 1, None, integer=True, example="60", cap=MAX_GOP),
+        flags=flag("gop"),
+    )  # fmt: skip
     bframes: int | None = option(
         None, "B-frames between references", _number("bframes", 0, 16, integer=True, example="0 or 2"),
         flags=flag("bframes"),

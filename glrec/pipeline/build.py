@@ -209,14 +209,17 @@ def _open_encoder(
     plan: Plan, video: StreamRequest, pipeline: PipelineOptions, output: OutputKind
 ) -> tuple[Encoder, Plan, EncodeRequest[Any]]:
     """The plan's encoder and what it was opened with; under auto, one that fails to open (a session limit)
-    gives way to the next row."""
+    gives way to the next row.
+
+    Also where the handoff or CUDA device was chosen: the next row runs on that same handoff and device.
+    """
     while True:
         asked = request(plan.row, video.facts, video.given(), raw_output=output.raw,
                         device=plan.device if plan.uses_cuda else None)  # fmt: skip
         try:
             return plan.row.open(asked), plan, asked
         except EncoderUnavailableError as exc:
-            if plan.explicit:
+            if plan.explicit and not plan.auto_encoder:
                 raise
             plan = next_plan(plan, video, pipeline, output, f"{plan.row.label} could not open ({exc})",
                              keep_cuda=True)  # fmt: skip

@@ -18,7 +18,8 @@ CUDA device that cannot work raises an error naming the reason instead of
 falling back; when no row fits, the error lists every row's reason. A plan is
 frozen: building may only *refine* it (``auto`` handoff resolved), or, under
 ``auto``, move on to the next row (:func:`next_plan`) when the GL cannot share
-memory with the CUDA device or the chosen encoder fails to open.
+memory with the CUDA device or the chosen encoder fails to open (the latter also
+where only the handoff or CUDA device was chosen: the next row keeps them).
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ class Plan:
     convert: str | None = "yuv"
     #: The user chose the encoder, handoff or CUDA device: never dropped for a fallback.
     explicit: bool = False
+    #: The encoder was left to auto, whatever else was chosen: where only the handoff or CUDA device made the
+    #: plan explicit, an encoder that fails to open gives way to the next one, on that same handoff and device.
+    auto_encoder: bool = False
     #: Why auto passed over the rows before this one (also at build time), for the log and the summary.
     fallbacks: tuple[str, ...] = ()
 
@@ -194,7 +198,7 @@ def make_plan(
             asked = request(row, facts, given, raw_output=output.raw, device=dev)
             plan = _fit(row, asked, chosen, handoff, reasons, cuda.problem)
             if plan is not None:
-                return plan.with_(explicit=explicit)
+                return plan.with_(explicit=explicit, auto_encoder=not chosen)
         raise _nothing_fits(facts, reasons, misfits, cuda.problem)
     except BaseException:
         cuda.release()
@@ -257,10 +261,11 @@ def next_plan(
     """Under auto, the plan with the next row that fits, after ``plan`` failed for ``reason``.
 
     ``keep_cuda`` False: the CUDA device cannot be used (a GL without it), so the host path only; the
-    device stays open either way (the pipeline's stack owns it). An explicit choice raises instead
-    (callers re-raise their own error before asking).
+    device stays open either way (the pipeline's stack owns it). A chosen encoder raises instead, and so
+    does a chosen handoff or device that the host path would drop (callers re-raise their own error
+    before asking); with ``keep_cuda`` the next encoder runs on the chosen handoff and device.
     """
-    if plan.explicit:
+    if plan.explicit and not (keep_cuda and plan.auto_encoder):
         raise ConfigError(f"{reason}, and encoder {plan.encoder} was asked for")
     log.warning("glrec: %s; auto tries the next encoder", reason)
     fallbacks = (*plan.fallbacks, reason)
@@ -269,4 +274,5 @@ def next_plan(
     if not keep_cuda:
         pipeline = pipeline.with_(handoff="host")
     new = make_plan(video, pipeline, output, skip=skip, device=device, fallbacks=fallbacks)
-    return new.with_(explicit=False, fallbacks=fallbacks + new.fallbacks[len(fallbacks) :])
+    # The choices that made the plan explicit (handoff, device) hold for the new one only where CUDA is kept.
+    return new.with_(explicit=plan.explicit and keep_cuda, fallbacks=fallbacks + new.fallbacks[len(fallbacks) :])

@@ -18,7 +18,8 @@ each frame, so a frame keeps its identity whatever the lag.
 
 If the function raises, that frame and the ones rendered after it are dropped;
 frames processed before it are still emitted, so the file is finished with
-every frame before the failure, and the exception propagates once.
+every frame before the failure, and the function's own exception propagates
+once, as itself, with a note naming the function and the frame.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 import moderngl
 
-from ..errors import ContextError, GlrecError, ProcessError
+from ..errors import ContextError, GlrecError, note_user_error
 from ..gl import glsl
 from ..gl.fences import Fence, dispatch_compute
 from .arrays import host_array
@@ -145,9 +146,12 @@ class ProcessStage:
         except GlrecError as exc:
             self._fail(exc, index, slot)
             raise
-        except Exception as exc:  # the user's function raised: one line naming it and the frame
-            self._fail(exc, index, slot)
-            raise ProcessError(f"{self.spec.label} raised {type(exc).__name__} at frame {index}: {exc}") from exc
+        except Exception as exc:
+            # The user's function raised: its own exception goes on as itself (the caller's `except
+            # ZeroDivisionError` catches it), with glrec's line naming the function and the frame attached.
+            self._fail(exc, index, slot, note=False)
+            note_user_error(exc, f"{self.spec.label} raised {type(exc).__name__} at frame {index}: {exc}")
+            raise
         except BaseException as exc:
             self._fail(exc, index, slot)
             raise
@@ -180,7 +184,7 @@ class ProcessStage:
         self._free.append(slot)  # GL reads it before any later GL write: command order
         emit(index, self.output)
 
-    def _fail(self, exc: BaseException, index: int, slot: int) -> None:
+    def _fail(self, exc: BaseException, index: int, slot: int, *, note: bool = True) -> None:
         """Drop frame ``index`` and every frame after it; the ones before stay for :meth:`drain`."""
         self.failed = True
         self._free.append(slot)
@@ -193,7 +197,7 @@ class ProcessStage:
             self._processed.clear()
         # Debug only: the error itself reaches the caller (and the CLI prints it), once.
         log.debug("%s failed at frame %d: %s: %s", self.spec.label, index, type(exc).__name__, exc)
-        if hasattr(exc, "add_note"):
+        if note and hasattr(exc, "add_note"):
             exc.add_note(f"glrec: raised by {self.spec.label} at frame {index}")
 
     def _dispatch(self, shader: moderngl.ComputeShader, size: tuple[int, int]) -> None:

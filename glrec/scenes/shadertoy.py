@@ -26,7 +26,7 @@ from typing import Any
 
 import moderngl
 
-from ..errors import SceneError
+from ..errors import ConfigError, SceneError
 from ..gl import glsl
 from .shadertoy_channels import GENERATED, BufferTarget, SourceChannels, make_sampler
 from .shadertoy_load import BUFFERS, Channel, Pass, Program, channel_from, load_program, pass_name
@@ -51,7 +51,10 @@ class ShadertoyScene:
     dict ``{"src": ..., "filter": "mipmap|linear|nearest", "wrap":
     "repeat|clamp", "vflip": True, "srgb": False}``. These override what a
     folder's ``shadertoy.toml`` or a JSON export binds. ``date`` fixes ``iDate``
-    at ``t = 0``.
+    at ``t = 0``. ``trusted`` lets a JSON export name media outside its folder
+    (refused for other shaders: they name nothing themselves). ``input_timeout``
+    (default 10 s) bounds the waits for a channel that is a stream, camera or
+    named pipe (``--input-timeout``).
 
     >>> scene = ShadertoyScene("toy.glsl", channels={0: "photo.jpg"})  # doctest: +SKIP
     >>> glrec.record(scene, "toy.mp4", seconds=5)  # doctest: +SKIP
@@ -64,7 +67,10 @@ class ShadertoyScene:
         channels: dict[Any, Any] | None = None,
         date: dt.datetime | None = None,
         trusted: bool = False,
+        input_timeout: float = 10.0,
     ) -> None:
+        if trusted and isinstance(path, Program):
+            raise ConfigError("trusted=True is for loading a Shadertoy export; this Program is loaded already.")
         self.program = path if isinstance(path, Program) else load_program(path, trusted=trusted)
         self.origin = self.program.origin
         self.path = Path(self.origin) if self.origin else None
@@ -72,7 +78,8 @@ class ShadertoyScene:
         self._bind(channels or {}, base)
         self._check_buffers()
         self._date = date
-        self._sources = SourceChannels([ch for p in self.program.passes for ch in p.channels.values()])
+        self._sources = SourceChannels([ch for p in self.program.passes for ch in p.channels.values()],
+                                       input_timeout=input_timeout)  # fmt: skip
         self._progs: list[moderngl.Program] = []
         self._vaos: list[moderngl.VertexArray] = []
         self._samplers: list[dict[int, moderngl.Sampler]] = []

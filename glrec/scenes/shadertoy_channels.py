@@ -124,14 +124,16 @@ class GeneratedTexture:
 class SourceChannels:
     """The image, video and live inputs of a program, one VideoSource per distinct input.
 
-    Inputs named by path are opened here (so a bad file fails before GL work)
-    and closed with the scene; VideoSource objects the caller passed are only
-    used, never closed.
+    Inputs named by path are opened here (so a bad file fails before GL work),
+    waiting ``input_timeout`` seconds at most for a stream, camera or pipe, and
+    closed with the scene; VideoSource objects the caller passed are only used,
+    never closed.
     """
 
-    def __init__(self, channels: list[Channel]) -> None:
+    def __init__(self, channels: list[Channel], *, input_timeout: float = 10.0) -> None:
         self.sources: dict[tuple[object, ...], Any] = {}
         self.owned: list[Any] = []
+        self.input_timeout = input_timeout
         for ch in channels:
             self.add(ch, channels)
 
@@ -147,7 +149,8 @@ class SourceChannels:
                 self.owned.append(src)
             elif isinstance(ch.source, str):
                 mipmaps = any(c.filter == "mipmap" and self.key(c) == key for c in channels)
-                src = VideoSource(ch.source, loop=ch.kind == "video", mipmaps=mipmaps, vflip=ch.vflip, srgb=ch.srgb)
+                src = VideoSource(ch.source, loop=ch.kind == "video", mipmaps=mipmaps, vflip=ch.vflip, srgb=ch.srgb,
+                                  timeout=self.input_timeout, untrusted=ch.untrusted)  # fmt: skip
                 self.owned.append(src)
             else:
                 src = ch.source
@@ -160,7 +163,7 @@ class SourceChannels:
         if ch.kind == "generated":
             return ("generated", ch.source)
         if isinstance(ch.source, str):
-            return (ch.source, ch.vflip, ch.srgb)
+            return (ch.source, ch.vflip, ch.srgb, ch.untrusted)
         return (id(ch.source),)
 
     def setup(self, ctx: moderngl.Context) -> None:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .._userfile import inside_folder
-from ..errors import SceneError, UnsupportedInputError
+from ..errors import ConfigError, SceneError, UnsupportedInputError
 
 BUFFERS = ("Buffer A", "Buffer B", "Buffer C", "Buffer D")
 PASS_ORDER = (*BUFFERS, "Image")
@@ -70,6 +70,7 @@ class Channel:
     wrap: str
     vflip: bool = True
     srgb: bool = False
+    untrusted: bool = False  # named by a downloaded export: read as that one file only
 
 
 @dataclass
@@ -199,11 +200,18 @@ def load_program(path: str | Path, *, trusted: bool = False) -> Program:
     """Read a Shadertoy program from a shader file, a folder of passes, or a JSON export.
 
     Media an export names (a downloaded file, so its names are not the user's) resolve inside the
-    export's own folder only; ``trusted=True`` lets them name any file.
+    export's own folder only and are read as single files (no playlist that names others);
+    ``trusted=True`` lets them name any file. A shader file or folder binds only what the user
+    names, so ``trusted`` is refused for them rather than ignored.
     """
     p = Path(path)
     if not p.exists():
         raise SceneError(f"Shader {str(p)!r} does not exist; check the path.")
+    if trusted and (p.is_dir() or p.suffix.lower() != ".json"):
+        raise ConfigError(
+            f"--trust-export (trusted=True) is for Shadertoy exports (.json); {str(p)!r} is a shader "
+            f"{'folder' if p.is_dir() else 'file'}, whose channels you bind yourself. Leave the option out."
+        )
     if p.is_dir():
         return _from_folder(p)
     if p.suffix.lower() == ".json":
@@ -381,7 +389,9 @@ def _json_input(inp: dict[str, Any], where: str, base: Path, ids: dict[str, str]
                 f"{where} names {src!r}, which lies outside the export's folder {base}; an export's media must "
                 "sit beside it. Move the file there, or load the export with trusted=True if you trust it."
             )
-        return channel_from({"src": str(candidate.absolute()), **settings}, where, base)
+        channel = channel_from({"src": str(candidate.absolute()), **settings}, where, base)
+        channel.untrusted = not trusted
+        return channel
     raise UnsupportedInputError(
         f"{where} is the {kind} {src!r}, which is not next to the JSON file; save it as {base / name} "
         "or bind another file to this channel."

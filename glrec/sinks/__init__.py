@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..frame import Packet
 from .registry import OUTPUTS, STREAMS, OutputKind, is_stream_url, output_kind
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .stream_info import DescribesStream
 
 
+@runtime_checkable  # Recorder(sink=...) checks what it is given (glrec.sinks.output_options)
 class Sink(Protocol):
     """The sink stage.
 

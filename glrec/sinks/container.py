@@ -42,7 +42,7 @@ from ..timebase import frame_rate
 from . import mpegts
 from .mux import Muxer
 from .paths import OutputFile
-from .raw import DISK_FULL, write_error
+from .raw import DISK_FULL, os_words, write_error
 from .registry import OUTPUTS, OutputKind
 from .stream_info import DescribesStream, StreamInfo
 from .trim import trim_to_complete_fragments
@@ -147,7 +147,7 @@ class CheckedWriter(io.RawIOBase):
 class ContainerSink:
     """Mux packets into a container file, made with its first packet (see :mod:`glrec.sinks.paths`).
 
-    ``audio`` (an :class:`~glrec.sources.audio.AudioPassthrough`) copies a video
+    ``audio`` (an :class:`~glrec.sources.video.audio.AudioPassthrough`) copies a video
     input's audio into the file alongside the frames.
     """
 
@@ -284,9 +284,10 @@ class ContainerSink:
             if getattr(exc, "errno", None) in DISK_FULL:
                 err = DiskFullError(
                     exc.errno,
-                    f"Rewriting {str(self.path)!r} as a normal MP4 failed ({exc}): the disk is full or a file-size "
-                    f"limit was reached. The file is the complete fragmented MP4 with all {self.packets} frames "
-                    "(it plays; some players seek it slowly). Free space and record again for a normal MP4.",
+                    f"Rewriting {str(self.path)!r} as a normal MP4 failed ({os_words(exc)}): the disk is full or "
+                    "a file-size limit was reached. The file is the complete fragmented MP4 with all "
+                    f"{self.packets} frames (it plays; some players seek it slowly). Free space and record again "
+                    "for a normal MP4.",
                 )
                 err.frames_written = err.frames_kept = self.packets
                 raise err from exc

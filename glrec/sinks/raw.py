@@ -146,6 +146,12 @@ class IvfSink(AnnexBSink):
                 pass  # the count is advisory; the frames are already on disk
 
 
+def os_words(exc: BaseException) -> str:
+    """What the system said, in its words ("No space left on device"), without OSError's "[Errno 28]" number."""
+    words = getattr(exc, "strerror", None)
+    return words if isinstance(words, str) and words else str(exc)
+
+
 def write_error(path: Path, exc: BaseException, written: int, kept: int | None, where: str = "") -> OutputError:
     """Turn a failed write into a typed error that names the path, the frames written and those kept.
 
@@ -163,13 +169,14 @@ def write_error(path: Path, exc: BaseException, written: int, kept: int | None, 
     else:
         kept_text = f"no complete fragment had been written, so no file was left{where}"
     err: OutputError
+    said = os_words(exc)
     if code in DISK_FULL:
         err = DiskFullError(
             code,
-            f"Writing {str(path)!r} failed after {written} frames ({exc}): the disk is full or a file-size "
+            f"Writing {str(path)!r} failed after {written} frames ({said}): the disk is full or a file-size "
             f"limit was reached; {kept_text}. Free space or lift the limit and record again.",
         )
     else:
-        err = OutputError(code, f"Writing {str(path)!r} failed after {written} frames ({exc}); {kept_text}.")
+        err = OutputError(code, f"Writing {str(path)!r} failed after {written} frames ({said}); {kept_text}.")
     err.frames_written, err.frames_kept = written, kept
     return err

@@ -8,6 +8,7 @@ entry here and, if no existing sink fits, a sink module beside this one.
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,9 +37,16 @@ class OutputKind:
     note: str = ""
 
     def open(self, target: str | Path, options: DescribesStream, **kwargs: Any) -> Sink:
+        return self._sink_class()(target, options, **kwargs)
+
+    def keywords(self) -> tuple[str, ...]:
+        """What its sink takes as ``sink_options`` (its keyword-only arguments but overwrite, which glrec passes)."""
+        params = inspect.signature(self._sink_class().__init__).parameters.values()
+        return tuple(p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name != "overwrite")
+
+    def _sink_class(self) -> Any:
         module, _, cls = self.sink.partition(":")
-        sink_cls = getattr(importlib.import_module(f"glrec.sinks.{module}"), cls)
-        return sink_cls(target, options, **kwargs)
+        return getattr(importlib.import_module(f"glrec.sinks.{module}"), cls)
 
 
 _MP4 = OutputKind("mp4", ("h264", "hevc"), "container:ContainerSink", muxer="mp4", fragmented=True,
@@ -76,7 +84,7 @@ STREAMS: dict[str, OutputKind] = {
 def is_stream_url(target: str | os.PathLike[str]) -> bool:
     """True for an output that is a network stream (``udp://``, ``rtsp://``, ...), not a file.
 
-    (Inputs are told apart by :func:`glrec.sources.media.is_url`, which knows the input protocols.)
+    (Inputs are told apart by :func:`glrec.sources.video.media.is_url`, which knows the input protocols.)
     """
     return isinstance(target, str) and "://" in target
 

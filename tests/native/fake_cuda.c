@@ -8,7 +8,8 @@
  *
  * Environment:
  *   GLREC_FAKE_CUDA_DEVICES  number of devices (default 1)
- *   GLREC_FAKE_CUDA_LOG      file that gets one JSON line per call of interest (copies, events)
+ *   GLREC_FAKE_CUDA_LOG      file that gets one JSON line per call of interest (contexts made or retained,
+ *                            with their device; copies, events)
  *   GLREC_FAKE_CUDA_DTOH_STATUS  status cuMemcpyDtoH returns without copying (700: a device read that faults)
  *
  * Types come from the ffnvcodec headers (Debian package libffmpeg-nvenc-dev).
@@ -189,6 +190,9 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) {
     primary_refs[dev]++;
     pthread_mutex_unlock(&lock);
     *ctx = &primary[dev];
+    /* logged like cuCtxCreate: together they say on which devices a context was made (a probe must stay on its own) */
+    note("{\"call\": \"cuDevicePrimaryCtxRetain\", \"device\": %d, \"ctx\": %llu}", dev,
+         (unsigned long long)(uintptr_t)*ctx);
     return OK;
 }
 

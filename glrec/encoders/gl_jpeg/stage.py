@@ -138,10 +138,12 @@ def check_limits(ctx: moderngl.Context, geo: JpegGeometry, source_size: tuple[in
     largest = max(geo.max_bytes + 4, geo.coefficient_bytes)
     if max_ssbo and largest > max_ssbo:
         side = int(math.sqrt(max_ssbo / largest) * min(geo.width, geo.height)) // 16 * 16
+        # 4:2:0 holds half the samples of 4:4:4: worth suggesting only where 4:4:4 is what was asked for
+        other = ", or yuv420p instead of yuv444p" if geo.subsampling == SUBSAMPLING["yuv444p"] else ""
         raise ConfigError(
             f"A {geo.width}x{geo.height} JPEG needs a {largest >> 20} MiB storage buffer (its worst case); this GL "
             f"allows {max_ssbo >> 20} MiB. Use a smaller size (about {side} pixels on the short side at this "
-            "aspect), or yuv420p instead of yuv444p."
+            f"aspect){other}."
         )
     groups = int(ctx.info["GL_MAX_COMPUTE_WORK_GROUP_COUNT"][0])
     if max(-(-geo.blocks // 64), geo.segments) > groups * groups:

@@ -50,8 +50,10 @@ from .probe import (
     INSTALL_HINT,
     UNAVAILABLE_CODES,
     NvencCaps,
+    device_zero_hint,
     explain_nvenc_error,
     load_pynvvideocodec,
+    remember_open_failure,
 )
 from .vui import VuiWriter
 
@@ -262,6 +264,8 @@ class NvencEncoder:
             code, why = explain_nvenc_error(exc)
             if code == 10 and NvencEncoder._open:
                 why += f" ({NvencEncoder._open} of them held by this process)"
+            why = device_zero_hint(device.ordinal, code, why)
+            remember_open_failure(device.ordinal, code, why)
             cls = EncoderUnavailableError if code in UNAVAILABLE_CODES or code is None else EncoderError
             raise cls(f"NVENC could not open a session ({why}).") from exc
         with NvencEncoder._open_lock:

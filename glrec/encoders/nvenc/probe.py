@@ -18,8 +18,11 @@ session limit of a consumer GPU, say) are probed again next time.
 
 PyNvVideoCodec 2.2.4 itself still checks NVENC on CUDA device 0 inside every
 ``CreateEncoder``, whichever ``gpu_id`` it is given, and fails when device 0 has
-none; so for a device other than 0, :func:`nvenc_problem` also asks device 0 and
-says, when that fails, how to make the chosen GPU device 0 for the process.
+none. The probe does not ask device 0 for a recording on another device (it
+would make a context and open a session there, on a GPU the user did not pick):
+when ``CreateEncoder`` then fails that way, :func:`device_zero_hint` says how to
+make the chosen GPU device 0 for the process, and :func:`remember_open_failure`
+keeps the answer, so ``auto`` does not try again in this process.
 """
 
 from __future__ import annotations
@@ -144,7 +147,7 @@ class NvencCaps:
 
 
 _cache: dict[int, dict[str, NvencCaps | str]] = {}  # per CUDA ordinal: each codec's caps, or why not
-_failed: dict[int, str] = {}  # per CUDA ordinal: a permanent "no NVENC on this device"
+_failed: dict[int, str] = {}  # per CUDA ordinal: a permanent "no NVENC on this device" (or no session opens there)
 _lock = threading.Lock()  # held across a query, so two threads asking about one device open one session
 
 
@@ -215,22 +218,44 @@ def _visible_as(ordinal: int) -> str:
 
 
 def nvenc_problem(codec: str, device: Any) -> str | None:
-    """Why NVENC cannot encode ``codec`` on ``device`` (None when it can); a clause, no full stop."""
+    """Why NVENC cannot encode ``codec`` on ``device`` (None when it can); a clause, no full stop.
+
+    Asks ``device`` only (its caps, one session, cached), never device 0 (see the module docstring).
+    """
     device.bind()
     try:
         nvenc_caps(codec, device.ordinal)
-        if device.ordinal != 0:
-            try:
-                _device_caps(0)
-            except EncoderUnavailableError as exc:
-                status = str(exc).split(":", 1)[0]
-                return (f"CUDA device {device.ordinal} has NVENC, but PyNvVideoCodec checks NVENC on CUDA device 0 "
-                        f"inside every CreateEncoder, whatever gpu_id, and device 0 fails ({status}); "
-                        f"start the process with CUDA_VISIBLE_DEVICES={_visible_as(device.ordinal)} and use "
-                        "cuda_device 0")  # fmt: skip
     except EncoderUnavailableError as exc:
         return str(exc).rstrip(".")
     return None
+
+
+def device_zero_hint(ordinal: int, code: int | None, why: str) -> str:
+    """``why`` a session on CUDA device ``ordinal`` did not open, with what PyNvVideoCodec's device-0 check means.
+
+    For device 0, or a status that is not "no NVENC", ``why`` as it is.
+    """
+    if ordinal == 0 or code not in PERMANENT_CODES:
+        return why
+    status = why.split(":", 1)[0]
+    cached = _cache.get(ordinal)
+    has = cached is not None and any(not isinstance(c, str) for c in cached.values())
+    lead = (f"CUDA device {ordinal} has NVENC, but PyNvVideoCodec checks NVENC on CUDA device 0 inside every "
+            f"CreateEncoder, whatever gpu_id, and device 0 fails ({status})" if has else
+            f"{why}; PyNvVideoCodec checks NVENC on CUDA device 0 inside every CreateEncoder, whatever gpu_id, "
+            "so this may be device 0's answer")  # fmt: skip
+    return f"{lead}; start the process with CUDA_VISIBLE_DEVICES={_visible_as(ordinal)} and use cuda_device 0"
+
+
+def remember_open_failure(ordinal: int, code: int | None, message: str) -> None:
+    """A session on device ``ordinal`` failed for good (``code`` permanent): later probes there say ``message``.
+
+    Each failed PyNvVideoCodec session leaks its CUDA context, so a recording loop under ``auto`` must not try again.
+    """
+    if code in PERMANENT_CODES:
+        with _lock:
+            _cache.pop(ordinal, None)
+            _failed[ordinal] = message
 
 
 def nvenc_status(codecs: tuple[str, ...] = ("h264",), ordinal: int = 0) -> dict[str, str | None]:

@@ -15,14 +15,18 @@ Needs ``pip install glrec[nvjpeg]`` (nvImageCodec) and the nvJPEG library
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import EncoderError, EncoderUnavailableError
 from ...frame import Frame, Packet
 from ...video_facts import VideoFacts
 from ..encoder import device_frame
 from ..jpeg_options import JpegOptions
+
+if TYPE_CHECKING:
+    from ...cuda.driver import CudaDevice
 
 log = logging.getLogger("glrec")
 
@@ -48,12 +52,73 @@ def _params(nvimgcodec: Any, quality: int, subsampling: str) -> Any:
         return nvimgcodec.EncodeParams(quality=float(quality), chroma_subsampling=css)
 
 
+class _Codecs:
+    """nvImageCodec encoders kept for reuse, per CUDA device, each warmed at the sizes it has encoded.
+
+    A new ``nvimgcodec.Encoder``'s first encode costs about 290 ms at 1080p on an H200 (the second 0.4 ms:
+    benchmarks/results/2026-12-02_nvidia-h200_turns-probe.txt), inside the first frame of a recording that
+    makes its own. So an encoder is warmed when a recording opens (one encode of a blank frame of its size),
+    and given back when the recording closes, for the next one in the process to take as it is.
+    """
+
+    KEEP = 4  # idle encoders kept per device; more recordings at once make more and drop the extra on close
+
+    def __init__(self) -> None:
+        self._idle: dict[int, list[tuple[Any, set[tuple[Any, ...]]]]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, nvimgcodec: Any, ordinal: int) -> tuple[Any, set[tuple[Any, ...]]]:
+        """An idle encoder of device ``ordinal`` with the sizes it is warm for, or a new one."""
+        with self._lock:
+            idle = self._idle.get(ordinal)
+            if idle:
+                return idle.pop()
+        try:
+            return nvimgcodec.Encoder(device_id=ordinal), set()
+        except Exception as exc:
+            raise EncoderUnavailableError(f"nvImageCodec could not create an encoder: {exc}; {INSTALL_HINT}.") from exc
+
+    def give_back(self, ordinal: int, encoder: Any, warm: set[tuple[Any, ...]]) -> None:
+        with self._lock:
+            idle = self._idle.setdefault(ordinal, [])
+            if len(idle) < self.KEEP:
+                idle.append((encoder, warm))
+
+
+_CODECS = _Codecs()
+
+
+class _Blank:
+    """A zeroed ``height x width x 3`` device buffer as a CUDA array, for warming an encoder at a size."""
+
+    def __init__(self, device: CudaDevice, size: tuple[int, int]) -> None:
+        from ...cuda.driver import call
+
+        width, height = size
+        nbytes = width * height * 3
+        device.bind()
+        self.ptr = int(call("cuMemAlloc", nbytes))
+        call("cuMemsetD8", self.ptr, 0, nbytes)
+        self.__cuda_array_interface__ = {
+            "shape": (height, width, 3), "strides": None, "typestr": "|u1", "data": (self.ptr, False), "version": 3,
+            "stream": None,
+        }  # fmt: skip
+
+    def free(self) -> None:
+        from ...cuda.driver import call
+
+        ptr, self.ptr = self.ptr, 0
+        if ptr:
+            call("cuMemFree", ptr)
+
+
 class NvJpegEncoder:
     """Encode ``rgb24`` device frames to JPEG with nvJPEG; every packet is a keyframe.
 
     ``options.jpeg_quality`` (1-100, default 90) is the JPEG quality; the stream's
     ``pix_fmt`` picks 4:2:0 (``yuv420p``) or 4:4:4 (``yuv444p``) chroma. ``device``
-    is the CUDA device the frames are on (anything with its ``ordinal``).
+    is the CUDA device the frames are on; the encoder is warmed there at the
+    stream's size when it opens (see :class:`_Codecs`).
 
     >>> enc = NvJpegEncoder(facts, options, device)  # doctest: +SKIP
     >>> enc.encode(frame)[0].data[:2]  # doctest: +SKIP
@@ -64,18 +129,32 @@ class NvJpegEncoder:
     codec = "mjpeg"
     input_format = "rgb24"
 
-    def __init__(self, facts: VideoFacts, options: JpegOptions, device: Any, raw_output: bool = False) -> None:
+    def __init__(self, facts: VideoFacts, options: JpegOptions, device: CudaDevice, raw_output: bool = False) -> None:
         nvimgcodec = load_nvimgcodec()
-        self.facts, self.options = facts, options
         if device is None:
             raise EncoderUnavailableError(f"nvJPEG reads CUDA device frames; it needs a CUDA device; {INSTALL_HINT}.")
-        try:
-            self._encoder = nvimgcodec.Encoder(device_id=device.ordinal)
-        except Exception as exc:
-            raise EncoderUnavailableError(f"nvImageCodec could not create an encoder: {exc}; {INSTALL_HINT}.") from exc
+        self.facts, self.options = facts, options
+        self._ordinal = device.ordinal
+        self._encoder, self._warm = _CODECS.take(nvimgcodec, device.ordinal)
         self._nvimgcodec = nvimgcodec
+        self._failed = False  # an encoder that raised is not handed to the next recording
         self._params = _params(nvimgcodec, options.jpeg_quality, "444" if facts.pix_fmt == "yuv444p" else "420")
+        self._warm_up(device, facts.size)
         log.info("encoder: nvJPEG (nvImageCodec) quality %d, %s chroma", options.jpeg_quality, facts.pix_fmt)
+
+    def _warm_up(self, device: CudaDevice, size: tuple[int, int]) -> None:
+        """Encode one blank frame of ``size`` now, so the first recorded frame does not pay the set-up."""
+        key = (size, self.options.jpeg_quality, self.facts.pix_fmt)
+        if key in self._warm:
+            return
+        blank = _Blank(device, size)
+        try:
+            self._encoder.encode([self._nvimgcodec.as_image(blank)], "jpeg", params=self._params)
+        except Exception as exc:
+            raise EncoderUnavailableError(f"nvJPEG could not encode a {size[0]}x{size[1]} frame: {exc}") from exc
+        finally:
+            blank.free()
+        self._warm.add(key)
 
     def encode(self, frame: Frame) -> list[Packet]:
         """One JPEG of ``frame``, now (one nvImageCodec call)."""
@@ -106,9 +185,15 @@ class NvJpegEncoder:
                 size = int(getattr(stream, "size", 0) or 0)
                 out.append(Packet(data[:size] if 0 < size < len(data) else data, f.index, f.index, True))
             return out
+        except BaseException:
+            self._failed = True
+            raise
         finally:
             for f in device_frames:
                 f.release()
 
     def close(self) -> None:
-        self._encoder = None
+        """Give the nvImageCodec encoder back for the next recording in the process. Safe twice."""
+        encoder, self._encoder = self._encoder, None
+        if encoder is not None and not self._failed:
+            _CODECS.give_back(self._ordinal, encoder, self._warm)

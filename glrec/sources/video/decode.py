@@ -18,9 +18,14 @@ Damaged and network input loses no more than FFmpeg's own CLI would:
 - a network input or camera that breaks is reopened up to ``retries`` times in a
   row, within a total of :data:`MAX_RECONNECTS` reopenings and ``stall_limit``
   seconds away; a recording resumes after the last picture it received (it seeks
-  there and skips what it already has: no picture twice), a live view continues
+  there and skips, for the whole reconnected segment, every picture that presents
+  at or before that one: no picture twice, none out of order), a live view continues
   with the time away added. Past the bounds the input ends with what was received,
-  said in the log and in :attr:`DecodeWorker.gave_up`.
+  said in the log and in :attr:`DecodeWorker.gave_up`;
+- a read that gets nothing for the input's bound (:func:`~glrec.sources.video.media.read_bound`)
+  ends it the same way, in words saying that glrec stopped waiting;
+- a numbered image sequence with gaps is read one run of numbers after another
+  (:mod:`glrec.sources.video.sequence`), on one timeline.
 
 Timestamps are the stream's own: a picture's ``time`` is its pts in seconds
 minus the first picture's, so variable frame rates come through unchanged.
@@ -40,6 +45,7 @@ import av
 from ...errors import InputError
 from .formats import FORMATS, cpu_fallback
 from .media import InputSpec, close_container, open_container, open_error, video_stream
+from .resume import ResumeFilter, seek_near, why
 
 log = logging.getLogger("glrec")
 
@@ -54,14 +60,9 @@ _JUMP_S = 10.0
 _TS_DISCONT = 0x0200  # AVFMT_TS_DISCONT
 
 
-def _why(exc: BaseException) -> str:
-    # av.ExitError is glrec's own read bound firing (PyAV's interrupt callback), not the server's answer.
-    return "nothing arrived within the input timeout" if isinstance(exc, av.ExitError) else str(exc)
-
-
 @dataclass
 class Picture:
-    """One decoded picture: an ``av.VideoFrame`` in a format of :data:`~glrec.sources.formats.FORMATS`."""
+    """One decoded picture: an ``av.VideoFrame`` in a format of :data:`~glrec.sources.video.formats.FORMATS`."""
 
     frame: Any
     time: float  # seconds since the input's first picture
@@ -109,8 +110,11 @@ class DecodeWorker:
         self._broke_at: float | None = None
         self._last_wall: float | None = None  # when the last picture was received
         self._jumps = False  # the format allows timestamp jumps (MPEG-TS and the like)
-        self._resume_after: float | None = None  # a resumed recording skips pictures up to this pts (seconds)
+        self._resume = ResumeFilter()  # a resumed recording: what came before the break is skipped
         self._last_pts: float | None = None
+        self._time_base: Any = None  # the stream's: PyAV leaves the time base of a drained frame unset
+        self._run_index = 0  # an image sequence with gaps: the run of numbers being read
+        self._run_offset = 0.0  # seconds: where that run starts on the sequence's clock
         self._origin: float | None = None
         self._last_time = 0.0
         self._last_duration: float | None = None
@@ -200,8 +204,10 @@ class DecodeWorker:
             while not self._stop:
                 try:
                     if self._container is None:  # reconnecting
-                        self._container = open_container(self.spec)
+                        self._container = open_container(self.spec, self._run_index)
                     self._decode_all()
+                    if self._next_run():
+                        continue
                     break  # the input ended normally
                 except (av.FFmpegError, OSError) as exc:
                     if self._stop:
@@ -215,10 +221,13 @@ class DecodeWorker:
                         continue
                     if self.decoded:
                         # A file cut short or a stream that broke for good: what was decoded stands.
-                        log.warning("%s stopped after %d pictures: %s", self.spec.label, self.decoded, exc)
+                        reason = why(exc, self.spec)
+                        log.warning("%s stopped after %d pictures: %s", self.spec.label, self.decoded, reason)
                         if self.reconnects and self.gave_up is None:
-                            self.gave_up = (f"broke again after {self.reconnects} reconnects ({_why(exc)}); kept the "
+                            self.gave_up = (f"broke again after {self.reconnects} reconnects ({reason}); kept the "
                                             f"{self.decoded} pictures received")  # fmt: skip
+                        elif isinstance(exc, av.ExitError) and self.gave_up is None:
+                            self.gave_up = f"ended early: {reason}; kept the {self.decoded} pictures received"
                         break
                     if isinstance(exc, InputError):
                         raise
@@ -236,8 +245,8 @@ class DecodeWorker:
         if self.reconnects < MAX_RECONNECTS and stalled < self.stall_limit:
             return True
         self.gave_up = (
-            f"gave up after {self.reconnects} reconnects and {stalled:.0f} s without pictures ({_why(exc)}); "
-            f"kept the {self.decoded} pictures received"
+            f"gave up after {self.reconnects} reconnects and {stalled:.0f} s without pictures "
+            f"({why(exc, self.spec)}); kept the {self.decoded} pictures received"
         )
         log.warning("%s: %s", self.spec.label, self.gave_up)
         return False
@@ -246,27 +255,51 @@ class DecodeWorker:
         container = self._container
         assert container is not None
         stream = video_stream(container, self.spec)
+        self._time_base = stream.time_base
         self._jumps = bool(container.format.flags & _TS_DISCONT)
         # Slice threads only: frame threads add a picture of delay per thread, and PyAV loses the pictures
         # in flight in frame threads when a file ends on a read error (2 of a cut MP4), which FFmpeg keeps.
         stream.codec_context.thread_type = "SLICE"
-        if self._resume_after is not None:
-            self._seek(container, stream, self._resume_after)
+        if self._resume.mark is not None:
+            seek_near(container, stream, self._resume.mark, self.spec.label)
+        # A run of a numbered sequence ends after its images: image2 would read on into the gap (its search
+        # for the last number can leap over one) and fail there.
+        images = self.spec.runs[self._run_index][1] if self.spec.runs else None
         try:
             for packet in container.demux(stream):
                 if self._stop:
                     return
+                if images is not None and packet.size:
+                    images -= 1
                 try:
                     frames = stream.decode(packet)
                 except av.error.InvalidDataError as exc:
                     self._bad_packet(packet, exc)
-                    continue
+                    frames = []
                 for frame in frames:
                     self._emit(frame)
+                if images == 0:
+                    self._drain(stream)
+                    return
             # The demuxer's last packet per stream is empty: decoding it above flushed the decoder.
         except (av.FFmpegError, OSError):
             self._drain(stream)  # the container broke: the decoder still holds pictures of packets it read
             raise
+
+    def _next_run(self) -> bool:
+        """An image sequence with gaps: open the run of numbers after the next gap (False: none left)."""
+        runs = self.spec.runs
+        if self._stop or self._run_index + 1 >= len(runs):
+            return False
+        # image2 stamps each run's images 0, 1, ... in 1/framerate: the next run starts where this one ends.
+        step = float(self._time_base) if self._time_base else 1.0 / 25
+        self._run_offset += runs[self._run_index][1] * step
+        self._run_index += 1
+        container, self._container = self._container, None
+        if container is not None:
+            close_container(container)
+        self._container = open_container(self.spec, self._run_index)
+        return True
 
     def _bad_packet(self, packet: Any, exc: BaseException) -> None:
         self.bad_packets += 1
@@ -281,15 +314,6 @@ class DecodeWorker:
         except (av.FFmpegError, OSError) as exc:
             log.debug("%s: draining the decoder after a read error: %s", self.spec.label, exc)
 
-    def _seek(self, container: Any, stream: Any, seconds: float) -> None:
-        """A resumed recording: start near the last picture received (pictures up to it are skipped)."""
-        try:
-            if stream.time_base is not None:
-                container.seek(int(seconds / stream.time_base), stream=stream, backward=True)
-        except (av.FFmpegError, OSError, ValueError) as exc:  # not seekable: decode from the start, skipping
-            log.debug("%s: cannot seek to %.3f s on reconnect (%s); skipping from the start", self.spec.label,
-                      seconds, exc)  # fmt: skip
-
     def _emit(self, frame: Any) -> None:
         if self._stop:
             return
@@ -300,7 +324,7 @@ class DecodeWorker:
                 log.info("%s: converting %s to %s on the CPU (no GPU layout for it)", self.spec.label,
                          frame.format.name, target)  # fmt: skip
             frame = frame.reformat(format=target)
-        tb = frame.time_base
+        tb = frame.time_base or self._time_base  # a frame drained from the decoder comes without one
         seconds = float(frame.pts * tb) if frame.pts is not None and tb is not None else None
         self._put(frame, seconds, float(frame.duration * tb) if frame.duration and tb is not None else None)
 
@@ -313,11 +337,11 @@ class DecodeWorker:
 
     def _put(self, payload: Any, seconds: float | None, duration: float | None) -> None:
         """Queue ``payload`` as the next picture, stamped ``seconds`` (its pts; None if it has none)."""
-        if self._resume_after is not None and seconds is not None:
-            if seconds <= self._resume_after + 1e-6:
-                self._discard_payload(payload)  # received before the break: never twice
-                return
-            self._resume_after = None
+        if seconds is not None:
+            seconds += self._run_offset
+        if self._resume.replayed(seconds, self._rate()):
+            self._discard_payload(payload)  # recorded before the break: never twice, never out of order
+            return
         if not self._wait_for_room():
             return
         if seconds is not None:
@@ -372,8 +396,8 @@ class DecodeWorker:
     def _reconnect(self, exc: BaseException, attempt: int) -> None:
         self.reconnects += 1
         wait = _BACKOFF_S[min(attempt - 1, len(_BACKOFF_S) - 1)]
-        log.warning("%s broke (%s); reconnecting in %.2g s (attempt %d of %d)", self.spec.label, exc, wait,
-                    attempt, self.retries)  # fmt: skip
+        log.warning("%s broke (%s); reconnecting in %.2g s (attempt %d of %d)", self.spec.label,
+                    why(exc, self.spec), wait, attempt, self.retries)  # fmt: skip
         if self._container is not None:
             close_container(self._container)
             self._container = None
@@ -385,7 +409,7 @@ class DecodeWorker:
         away = time.monotonic() - gone
         if not self.live and self._last_pts is not None:
             # A recording: the same stream again, resumed after its last picture, on the same clock.
-            self._resume_after = self._last_pts
+            self._resume.arm(self._last_pts)
             return
         # Live: the new connection's timestamps start anywhere: continue from the last picture, plus the
         # time away.

@@ -17,6 +17,7 @@ broken connection (PyAV's interrupt callback, so it works for every protocol).
 from __future__ import annotations
 
 import errno
+import functools
 import glob
 import logging
 import os
@@ -25,6 +26,7 @@ import select
 import shutil
 import stat
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -32,6 +34,8 @@ from typing import Any, Literal
 import av
 
 from ...errors import InputError, InputNotFoundError, InputTimeoutError, UnsupportedInputError
+from . import sequence
+from .confine import Confined
 
 log = logging.getLogger("glrec")
 
@@ -71,6 +75,10 @@ class InputSpec:
     format: str | None = None
     options: dict[str, str] = field(default_factory=dict)
     timeout: float = 10.0
+    #: Named by a downloaded file (a Shadertoy export): opened as that one file only (:mod:`.confine`).
+    untrusted: bool = False
+    #: A numbered image sequence with gaps: ``(first number, images)`` of each run (:mod:`.sequence`).
+    runs: tuple[tuple[int, int], ...] = ()
 
     @property
     def live(self) -> bool:
@@ -79,6 +87,16 @@ class InputSpec:
     @property
     def label(self) -> str:
         return self.source
+
+
+def read_bound(spec: InputSpec) -> float:
+    """Seconds that opening ``spec`` or one read from it may wait for data.
+
+    The input timeout for streams, cameras and named pipes (another program's output, which may stall);
+    at least 30 s for files, so that a file on a stalled network mount neither hangs for ever nor fails
+    at a short ``timeout`` meant for streams.
+    """
+    return spec.timeout if spec.live or _is_pipe(spec.source) else max(spec.timeout, 30.0)
 
 
 def is_url(text: str) -> bool:
@@ -114,12 +132,14 @@ def classify(
     format: str | None = None,
     fps: float | None = None,
     timeout: float = 10.0,
+    untrusted: bool = False,
 ) -> InputSpec:
     """Classify ``source`` and build FFmpeg's options for it (nothing is opened yet).
 
     ``fps`` sets the rate of an image sequence (FFmpeg's default is 25) or asks
     a camera for a rate. Unknown option names reach FFmpeg, which ignores them
-    with a warning in its log; values are passed as strings.
+    with a warning in its log; values are passed as strings. ``untrusted``: the
+    name comes from a downloaded file, so it must be a local file, read alone.
     """
     text = os.fspath(source)
     if not text:
@@ -128,6 +148,13 @@ def classify(
         raise UnsupportedInputError(f"timeout {timeout!r} must be positive (seconds), e.g. 10.")
     user = {str(k): str(v) for k, v in (options or {}).items()}
     base: dict[str, str] = {}
+    runs: tuple[tuple[int, int], ...] = ()
+    if untrusted:
+        # Taken literally: no URL, camera, pattern or glob (the confined open reads this one file only).
+        path = Path(text)
+        _check_file(path)
+        kind_: Kind = "image" if path.suffix.lower() in IMAGE_SUFFIXES else "file"
+        return InputSpec(text, kind_, format, user, float(timeout), untrusted=True)
     if is_url(text):
         kind: Kind = "url"
         if text.partition("://")[0].lower() in _REALTIME_SCHEMES:
@@ -153,13 +180,15 @@ def classify(
             base["pattern_type"] = "glob"
             if not glob.glob(text):
                 raise InputNotFoundError(f"No file matches the image pattern {text!r}; check the path.")
+        elif format == "image2" and user.get("pattern_type", "sequence") == "sequence":
+            runs = sequence.runs(text, user)  # image2 stops at a gap in the numbering: glrec reads on
         if fps is not None:
             base["framerate"] = f"{fps:g}"
     else:
         path = Path(text)
         kind = "image" if path.suffix.lower() in IMAGE_SUFFIXES else "file"
         _check_file(path)
-    return InputSpec(text, kind, format, {**base, **user}, float(timeout))
+    return InputSpec(text, kind, format, {**base, **user}, float(timeout), runs=runs)
 
 
 def _check_file(path: Path) -> None:
@@ -171,44 +200,72 @@ def _check_file(path: Path) -> None:
         raise InputError(f"Input {str(path)!r} cannot be read (permission denied); check its permissions.")
 
 
-def open_container(spec: InputSpec) -> av.container.InputContainer:
-    """Open ``spec`` with PyAV, turning FFmpeg's failures into glrec errors that say what to do."""
-    # Files get a generous bound too: a file on a stalled network mount must not hang forever.
-    bound = spec.timeout if spec.live else max(spec.timeout, 30.0)
-    pipe = _wait_for_writer(spec) if spec.kind in ("file", "image") else None
+def open_container(spec: InputSpec, run: int = 0) -> av.container.InputContainer:
+    """Open ``spec`` with PyAV, turning FFmpeg's failures into glrec errors that say what to do.
+
+    ``run``: for a numbered image sequence with gaps (``spec.runs``), which run of consecutive
+    numbers to open.
+    """
+    bound = read_bound(spec)
+    options = dict(spec.options)
+    if spec.runs:
+        options.update(start_number=str(spec.runs[run][0]), start_number_range="1")
+    confined = Confined(spec.source) if spec.untrusted else None
+    extra: dict[str, Any] = {}
+    if confined is not None:
+        options.update(confined.options())
+        extra["io_open"] = confined.io_open
+    pipe = _wait_for_writer(spec) if spec.kind in ("file", "image") and confined is None else None
     try:
         # A named pipe is read through the descriptor that waited for its writer: opening the path again
         # would block once the writer has finished (a pipe without a writer cannot be opened).
         source = spec.source if pipe is None else f"pipe:{pipe}"
-        container = av.open(source, "r", format=spec.format, options=dict(spec.options), timeout=(bound, bound))
+        container = av.open(source, "r", format=spec.format, options=options, timeout=(bound, bound), **extra)
         if pipe is not None:
-            _PIPES[id(container)] = pipe  # FFmpeg's pipe: protocol leaves the descriptor open: close_container
+            _OPENED[id(container)] = functools.partial(os.close, pipe)  # FFmpeg's pipe: leaves it open
             pipe = None
+        if confined is not None:
+            _OPENED[id(container)] = confined.close
+            confined = None
         return container
     except av.ExitError as exc:  # the interrupt callback fired: nothing came within the bound
-        raise InputTimeoutError(
-            f"No answer from {spec.label!r} within {bound:g} s; check that the sender or camera is running "
-            f"(or allow longer with timeout=).",
-        ) from exc
-    except av.FFmpegError as exc:
+        raise timeout_error(spec, bound, opening=True) from exc
+    except (av.FFmpegError, OSError) as exc:
+        refused = confined.error(spec.label) if confined is not None else None
+        if refused is not None:
+            raise refused from None
         raise open_error(spec, exc) from exc
     finally:
         if pipe is not None:  # opening failed
             os.close(pipe)
+        if confined is not None:
+            confined.close()
 
 
-#: Descriptors of named pipes, by the id of the container reading them (closed by close_container).
-_PIPES: dict[int, int] = {}
+def timeout_error(spec: InputSpec, bound: float, *, opening: bool) -> InputTimeoutError:
+    """glrec's own bound fired (PyAV's interrupt callback; FFmpeg calls it "Immediate exit requested")."""
+    if _is_pipe(spec.source):
+        hint = "check the program that writes the pipe, or allow longer with --input-timeout (timeout=)"
+    elif spec.live:
+        hint = "check that the sender or camera is running, or allow longer with --input-timeout (timeout=)"
+    else:
+        hint = "check the file's storage (a stalled network mount?)"
+    what = "No answer from" if opening else "Nothing more arrived from"
+    return InputTimeoutError(f"{what} {spec.label!r} within {bound:g} s, so glrec stopped waiting; {hint}.")
+
+
+#: What to close after a container, by its id: a named pipe's descriptor, a confined input's files.
+_OPENED: dict[int, Callable[[], None]] = {}
 
 
 def close_container(container: av.container.InputContainer) -> None:
-    """Close an input opened by :func:`open_container`, and the pipe descriptor it reads, if any."""
+    """Close an input opened by :func:`open_container`, and the pipe descriptor or files it reads, if any."""
     try:
         container.close()
     finally:
-        fd = _PIPES.pop(id(container), None)
-        if fd is not None:
-            os.close(fd)
+        close = _OPENED.pop(id(container), None)
+        if close is not None:
+            close()
 
 
 def _wait_for_writer(spec: InputSpec) -> int | None:
@@ -229,7 +286,9 @@ def _wait_for_writer(spec: InputSpec) -> int | None:
                 f"Nothing was written to the pipe {spec.label!r} within {spec.timeout:g} s; start the program "
                 "that writes it first, or allow longer with --input-timeout."
             )
-        os.set_blocking(fd, True)  # FFmpeg reads it as it reads a pipe: waiting for the writer's data
+        # The descriptor stays non-blocking: FFmpeg then polls it (its EAGAIN retries), asking PyAV's
+        # interrupt callback each time, so a writer that stalls while holding the pipe open cannot hold
+        # a read past the input timeout (a blocking read() would wait for as long as the writer does).
     except BaseException:
         os.close(fd)
         raise
@@ -238,6 +297,8 @@ def _wait_for_writer(spec: InputSpec) -> int | None:
 
 def open_error(spec: InputSpec, exc: BaseException) -> InputError:
     """A clear error for FFmpeg's failure ``exc`` while opening or reading ``spec``."""
+    if isinstance(exc, av.ExitError):
+        return timeout_error(spec, read_bound(spec), opening=False)
     code = getattr(exc, "errno", None)
     reason = getattr(exc, "strerror", None) or str(exc)
     what = {"camera": "camera", "url": "stream"}.get(spec.kind, "input")
@@ -288,7 +349,7 @@ def video_stream(container: av.container.InputContainer, spec: InputSpec) -> av.
 def _codec_name(spec: InputSpec) -> str:
     # PyAV cannot name a codec it has no decoder for; ffprobe (when installed) can.
     exe = shutil.which("ffprobe")
-    if exe and not spec.live:
+    if exe and not spec.live and not spec.untrusted:  # ffprobe would follow what an untrusted file names
         try:
             out = subprocess.run(
                 [exe, "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name", "-of",

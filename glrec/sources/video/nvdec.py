@@ -11,7 +11,7 @@ thread goes straight on to the next packet while the GPU copies. On the GL
 thread the event is waited for (long done, as a rule: decoding runs pictures
 ahead), the planes are unpacked from that buffer into textures (a copy inside
 GPU memory, no map, no host round trip) and converted to RGB like any other
-picture (:mod:`glrec.sources.nvdec_gl`). A slot goes back to the pool once the
+picture (:mod:`glrec.sources.video.nvdec_gl`). A slot goes back to the pool once the
 GL fence after its unpack has signalled.
 
 Needs an NVIDIA GPU with NVDEC, ``pip install glrec[nvdec]`` (PyNvVideoCodec,

@@ -1,9 +1,9 @@
 """The GL side of NVDEC input: the decoder's pool as one GL buffer, unpacked into plane textures per picture.
 
-:class:`~glrec.sources.nvdec.NvdecWorker` fills pool slots on its thread and
+:class:`~glrec.sources.video.nvdec.NvdecWorker` fills pool slots on its thread and
 queues them with a CUDA event behind each copy. Here, on the GL thread, the
 event is waited for, the planes are unpacked from the buffer into the same
-plane textures the CPU path fills (:class:`~glrec.sources.upload.PlaneTextures`,
+plane textures the CPU path fills (:class:`~glrec.sources.video.upload.PlaneTextures`,
 nearest or linear as ``chroma_filter`` says) and a fence is placed behind the
 unpack; a slot goes back to the pool once its fence has signalled.
 """
@@ -36,7 +36,7 @@ class UploadTimes:
 
 
 class NvdecUploader(PlaneUploader):
-    """GL side of :class:`~glrec.sources.nvdec.NvdecWorker`: the pool as a GL buffer, unpacked into textures."""
+    """GL side of :class:`~glrec.sources.video.nvdec.NvdecWorker`: the pool as a GL buffer, unpacked into textures."""
 
     def __init__(self, ctx: moderngl.Context, worker: NvdecWorker, *, linear: bool = False) -> None:
         self.ctx = ctx

@@ -55,7 +55,7 @@ def _pitch(cai: dict[str, Any], row_bytes: int) -> int:
 
 
 def plane_copies(cais: list[dict[str, Any]], textures: tuple[Texture, ...], size: tuple[int, int]) -> list[PlaneCopy]:
-    """The copy of each of ``textures`` (a :class:`~glrec.sources.formats.PlaneFormat`'s) from a decoded frame.
+    """The copy of each of ``textures`` (a :class:`~glrec.sources.video.formats.PlaneFormat`'s) from a decoded frame.
 
     ``cais`` are the ``__cuda_array_interface__`` dicts of the frame's views: one per texture, or one over
     all planes stacked (then ``size``, the picture's width and height, gives the luma size).

@@ -1,14 +1,14 @@
 """VideoSource: a video file, image, image sequence, network stream or camera as a GL texture per frame.
 
-Decoding runs on a worker thread (:mod:`glrec.sources.decode`), pictures
-reach the GPU through a PBO ring (:mod:`glrec.sources.upload`) and become RGB
-there (:mod:`glrec.sources.rgb`); with ``decoder="nvdec"`` NVIDIA's decoder
+Decoding runs on a worker thread (:mod:`glrec.sources.video.decode`), pictures
+reach the GPU through a PBO ring (:mod:`glrec.sources.video.upload`) and become RGB
+there (:mod:`glrec.sources.video.rgb`); with ``decoder="nvdec"`` NVIDIA's decoder
 writes them into CUDA memory that GL reads directly
-(:mod:`glrec.sources.nvdec`). The texture is RGBA8 with rows bottom-up, like
+(:mod:`glrec.sources.video.nvdec`). The texture is RGBA8 with rows bottom-up, like
 glrec's render targets, so a scene samples it with ``uv`` as it samples
 anything it drew.
 
-Which picture is shown at time ``t`` is :mod:`glrec.sources.timeline`'s: for
+Which picture is shown at time ``t`` is :mod:`glrec.sources.video.timeline`'s: for
 files, the last one whose timestamp is at or before ``t``; for live inputs,
 the newest one that has arrived.
 """
@@ -39,7 +39,7 @@ class VideoSource:
     """Decode ``source`` and show the picture for time ``t`` in :attr:`texture`.
 
     Defaults: ``loop`` False (a Shadertoy channel loops, as on the site);
-    ``timeout`` 10 s for opening or hearing from a network input or camera;
+    ``timeout`` 10 s for opening or hearing from a network input, camera or named pipe;
     ``retries`` 3 reconnects of a live input before it counts as ended;
     ``depth`` 4 pictures decoded ahead. ``options`` go to FFmpeg (e.g.
     ``{"input_format": "mjpeg", "video_size": "1280x720"}`` for a camera,
@@ -52,7 +52,10 @@ class VideoSource:
     keeps subsampled chroma exactly as coded, so a transcode through glrec
     does not soften it; ``linear`` interpolates it. ``vflip=False`` stores the
     top row first and ``srgb=True`` samples as linear light (Shadertoy's
-    sampler flags of the same names).
+    sampler flags of the same names). ``untrusted=True`` is for a name that
+    comes from a downloaded file (a Shadertoy export): it is read as that one
+    local file, never as a playlist or list that opens other files
+    (:mod:`glrec.sources.video.confine`).
 
     The input is opened and its first picture decoded here, so a bad input
     fails before anything else is made.
@@ -84,8 +87,10 @@ class VideoSource:
         vflip: bool = True,
         srgb: bool = False,
         audio: bool = False,
+        untrusted: bool = False,
     ) -> None:
-        self.spec: InputSpec = classify(source, options=options, format=format, fps=fps, timeout=timeout)
+        self.spec: InputSpec = classify(source, options=options, format=format, fps=fps, timeout=timeout,
+                                        untrusted=untrusted)  # fmt: skip
         # live: show the newest picture (streams and cameras by default); otherwise every picture in order.
         self.live = self.spec.live if live is None else bool(live)
         self.loop = loop and not self.live
@@ -120,6 +125,8 @@ class VideoSource:
             self.rate: Fraction | None = Fraction(rate) if rate and 0 < float(rate) <= 1000 else None
             tolerance = stamp_tolerance(stream.time_base, self.rate)
             self.duration = _duration(container, stream)
+            if self.spec.runs and stream.time_base:  # the first run's container knows its own images only
+                self.duration = sum(n for _, n in self.spec.runs) * float(stream.time_base)
             self.audio_streams = list(container.streams.audio)
             #: Copies the input's audio (``audio=True``): hand it to the output's sink.
             self.audio = AudioPassthrough(self.spec, self.audio_streams) if audio and self.audio_streams else None
@@ -277,6 +284,9 @@ class VideoSource:
             notes.append(f"continued across {n} timestamp jump{'s' * (n != 1)} of the input")
         if gave_up:
             notes.append(f"the input {gave_up}")
+        if len(self.spec.runs) > 1:
+            n = len(self.spec.runs) - 1
+            notes.append(f"read the image sequence past {n} gap{'s' * (n != 1)} in its numbering")
         return notes
 
     @property

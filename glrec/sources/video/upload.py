@@ -77,7 +77,7 @@ class PlaneTextures:
 
 
 class PlaneUploader:
-    """What an uploader shows the RGB pass (:mod:`glrec.sources.rgb`): its last picture's plane textures."""
+    """What an uploader shows the RGB pass (:mod:`glrec.sources.video.rgb`): its last picture's plane textures."""
 
     _planes: PlaneTextures | None = None
 

@@ -1,0 +1,119 @@
+"""Probe: where glrec's nvJPEG stage loses against nvImageCodec alone (same frames, same run).
+
+    source .gpu/boot.sh && python3 benchmarks/nvjpeg_stage_probe.py --frames 600
+
+nvImageCodec alone (cached or fresh images, with glrec's stream), then glrec's NvJpegEncoder with the pool's
+acquire/release, pending frames, 8 per call, and a cProfile of the glrec path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--frames", type=int, default=600)
+    ap.add_argument("--size", default="1920x1080")
+    a = ap.parse_args()
+    w, h = map(int, a.size.split("x"))
+    import numpy as np
+
+    from glrec.cuda.driver import CudaDevice, call
+    from glrec.cuda.pool import DeviceFrame, DevicePool
+    from glrec.encoders.nvjpeg.encoder import NvJpegEncoder, _params, load_nvimgcodec
+    from glrec.layout import PlaneLayout
+    from glrec.options import VideoOptions
+
+    nv = load_nvimgcodec()
+    dev = CudaDevice.open(0)
+    layout = PlaneLayout.for_format("rgb24", w, h)
+    n = 16
+    pool = DevicePool(dev, layout.nbytes, n)
+    yy, xx = np.mgrid[0:h, 0:w]
+    for s in range(n):
+        img = np.stack([(xx + 7 * s) % 256, (yy + 3 * s) % 256, (xx + yy) % 256], -1).astype(np.uint8)
+        call("cuMemcpyHtoD", pool.address(s), img.ctypes.data, img.nbytes)
+    params = _params(nv, 90, "420")
+    res = {}
+
+    def timed(name, fn):
+        for i in range(30):
+            fn(i)
+        dev.synchronize()
+        t = time.perf_counter()
+        for i in range(a.frames):
+            fn(i)
+        dev.synchronize()
+        res[name] = a.frames / (time.perf_counter() - t)
+
+    enc = nv.Encoder(device_id=0)
+    frames = [DeviceFrame(s, layout, pool, s, pending=False) for s in range(n)]
+    images = [nv.as_image(f) for f in frames]
+    timed("A lib cached images", lambda i: bytes(memoryview(enc.encode([images[i % n]], "jpeg", params=params)[0])))
+    timed(
+        "B lib + stream",
+        lambda i: bytes(
+            memoryview(enc.encode([images[i % n]], "jpeg", params=params, cuda_stream=dev.stream_handle)[0])
+        ),
+    )
+    timed(
+        "C lib fresh as_image",
+        lambda i: bytes(memoryview(enc.encode([nv.as_image(frames[i % n])], "jpeg", params=params)[0])),
+    )
+    timed("C2 lib single (not list)", lambda i: bytes(memoryview(enc.encode(images[i % n], "jpeg", params=params))))
+    opts = VideoOptions.create((w, h), 60.0, codec="mjpeg", encoder="nvjpeg")
+    asked = opts.request(device=dev)
+    genc = NvJpegEncoder(asked.facts, asked.options, dev)
+
+    def glrec_stage(i):
+        slot = pool.acquire()
+        f = DeviceFrame(i, layout, pool, slot, pending=False)
+        return genc.encode(f)
+
+    timed("D glrec NvJpegEncoder.encode (pool acquire/release)", glrec_stage)
+
+    def glrec_pending(i):
+        slot = pool.acquire()
+        call("cuEventRecord", pool.events[slot], dev.stream)
+        f = DeviceFrame(i, layout, pool, slot, pending=True)
+        return genc.encode(f)
+
+    timed("E glrec, frames pending (event + CAI stream)", glrec_pending)
+    batch = []
+
+    def glrec_batch(i):
+        slot = pool.acquire()
+        batch.append(DeviceFrame(i, layout, pool, slot, pending=False))
+        if len(batch) == 8:
+            imgs = [nv.as_image(f) for f in batch]
+            out = [bytes(memoryview(s)) for s in genc._encoder.encode(imgs, "jpeg", params=genc._params)]
+            for f in batch:
+                f.release()
+            batch.clear()
+            return out
+
+    timed("F 8 per call", glrec_batch)
+    pr = cProfile.Profile()
+    pr.enable()
+    for i in range(300):
+        glrec_stage(i)
+    pr.disable()
+    s = io.StringIO()
+    pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(14)
+    print(s.getvalue()[-3500:])
+    for k, v in res.items():
+        print(f"{k:55s} {v:8.0f} fps  {1000 / v:.3f} ms")
+
+
+if __name__ == "__main__":
+    main()
