@@ -27,7 +27,6 @@ EGL_SUCCESS = 0x3000
 EGL_BAD_CONTEXT = 0x3006
 EGL_BAD_DISPLAY = 0x3008
 EGL_NOT_INITIALIZED = 0x3001
-EGL_CONFIG_ID = 0x3028
 #: Errors meaning the context or its display no longer exists.
 GONE = (0x3001, 0x3006, 0x3008)
 
