@@ -8,28 +8,8 @@ completed, ``drain()`` returns the rest, oldest first. Host frames are
 :class:`~glrec.frame.HostFrame`; CUDA frames are :class:`~glrec.cuda.pool.DeviceFrame`.
 """
 
-from __future__ import annotations
-
-from collections.abc import Sequence
-from typing import Protocol
-
 from ..frame import Frame
 from .host import HostReadback
-
-
-class Handoff(Protocol):
-    """The handoff stage."""
-
-    kind: str  # "host", "register" or "shared"
-
-    def before_frame(self) -> None:
-        """Before a frame's GL work is issued: where the handoff paces GL against its consumer, wait here."""
-
-    def submit(self, index: int) -> Sequence[Frame]: ...
-
-    def drain(self) -> Sequence[Frame]: ...
-
-    def release(self) -> None: ...
-
+from .protocol import Handoff
 
 __all__ = ["Frame", "Handoff", "HostReadback"]

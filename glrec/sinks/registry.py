@@ -19,7 +19,7 @@ from ..errors import ConfigError
 from .paths import has_frame_pattern
 
 if TYPE_CHECKING:
-    from . import Sink
+    from .sink import Sink
     from .stream_info import DescribesStream
 
 
