@@ -6,7 +6,7 @@ written stays playable, and raises if the trailer could not be written.
 Which sink serves a path or URL is decided by :mod:`glrec.sinks.registry`.
 """
 
-from .registry import OUTPUTS, STREAMS, OutputKind, output_kind
-from .sink import Sink, open_sink
+from .registry import OUTPUTS, STREAMS, OutputKind, open_sink, output_kind
+from .sink import Sink
 
 __all__ = ["OUTPUTS", "STREAMS", "OutputKind", "Sink", "open_sink", "output_kind"]

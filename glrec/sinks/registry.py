@@ -144,3 +144,15 @@ def describe() -> str:
     for ext, kind in OUTPUTS.items():
         by_kind.setdefault(kind.name, []).append(ext)
     return ", ".join("/".join(exts) for exts in by_kind.values())
+
+
+def open_sink(target: str | os.PathLike[str], options: DescribesStream, **kwargs: Any) -> Sink:
+    """Open the sink for a path's extension or a URL's scheme (see the module docstring).
+
+    The sink is given the stream's description (:class:`~glrec.sinks.stream_info.StreamInfo`), not ``options``.
+    """
+    from .stream_info import StreamInfo
+
+    stream = StreamInfo.of(options)
+    kind = output_kind(target, stream.codec)
+    return kind.open(str(target) if is_stream_url(target) else Path(target), stream, **kwargs)
