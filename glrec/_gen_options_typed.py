@@ -43,7 +43,7 @@ def _spelled_out(annotation: str, module: str) -> str:
 
     def literal(match: re.Match[str]) -> str:
         value = names.get(match.group(0))
-        if get_origin(value) is not Literal:
+        if match.group(0) in _HERE or get_origin(value) is not Literal:  # EncoderName: the one generated here
             return match.group(0)
         return "Literal[" + ", ".join(f'"{arg}"' for arg in get_args(value)) + "]"
 

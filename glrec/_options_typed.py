@@ -20,7 +20,7 @@ class RecorderOptions(TypedDict, total=False):
     size: tuple[int, int] | str | None
     fps: float | str | None
     codec: Literal["h264", "hevc", "av1", "mjpeg"] | None
-    encoder: Literal["auto", "nvenc", "nvjpeg", "cpu", "gl"] | None
+    encoder: EncoderName | None
     pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba"] | None
     matrix: Literal["bt709", "bt601"] | None
     colour_range: Literal["limited", "full"] | None
@@ -53,7 +53,7 @@ class RecordOptions(TypedDict, total=False):
     size: tuple[int, int] | str | None
     fps: float | str | None
     codec: Literal["h264", "hevc", "av1", "mjpeg"] | None
-    encoder: Literal["auto", "nvenc", "nvjpeg", "cpu", "gl"] | None
+    encoder: EncoderName | None
     pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba"] | None
     matrix: Literal["bt709", "bt601"] | None
     colour_range: Literal["limited", "full"] | None
@@ -88,7 +88,7 @@ class WriteVideoOptions(TypedDict, total=False):
 
     size: tuple[int, int] | str | None
     codec: Literal["h264", "hevc", "av1", "mjpeg"] | None
-    encoder: Literal["auto", "nvenc", "nvjpeg", "cpu", "gl"] | None
+    encoder: EncoderName | None
     pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba"] | None
     matrix: Literal["bt709", "bt601"] | None
     colour_range: Literal["limited", "full"] | None
@@ -124,7 +124,7 @@ class TranscodeOptions(TypedDict, total=False):
     size: tuple[int, int] | str | None
     fps: float | str | None
     codec: Literal["h264", "hevc", "av1", "mjpeg"] | None
-    encoder: Literal["auto", "nvenc", "nvjpeg", "cpu", "gl"] | None
+    encoder: EncoderName | None
     pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba"] | None
     matrix: Literal["bt709", "bt601"] | None
     colour_range: Literal["limited", "full"] | None
