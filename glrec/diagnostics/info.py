@@ -34,6 +34,8 @@ def info_lines() -> list[str]:
     lines.append("Encoders:")
     ordinals = [d.ordinal for d in devices]
     for row in _encoders():  # each encoder's room says what it has here (NVENC: one session per device)
-        if row.status is not None:
+        if row.status is None:  # a row that has nothing to probe: what it encodes, in its own words
+            lines.append(f"    {row.name}: {', '.join(row.codecs)} ({row.note})")
+        else:
             lines += [f"    {line}" for line in row.status(ordinals, problem)]
     return lines
