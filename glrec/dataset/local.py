@@ -117,6 +117,7 @@ class _Worker:
     shard: int | None = None
     sample: int | None = None
     done: list[int] = field(default_factory=list)
+    heard: bool = False  # it has sent something: it started
 
 
 def _child_env(cores_each: int) -> dict[str, str]:
@@ -222,6 +223,7 @@ def _receive(w: _Worker, done: list[int], progress: Progress | None) -> None:
         msg = w.conn.recv()
     except (EOFError, OSError):  # OSError: ConnectionResetError when it died before reading what it was sent
         raise _died(w) from None
+    w.heard = True
     kind = msg[0]
     if kind == "sample":
         w.sample = msg[1]
@@ -246,10 +248,12 @@ def _died(w: _Worker) -> DatasetError:
         how = f"was killed by {signal.Signals(-code).name}"
     else:
         how = f"exited with status {code}" if code is not None else "stopped answering"
-    if w.shard is None:
-        where = "starting"
+    if not w.heard:
+        where = "starting" + ("" if w.shard is None else f" (before its first sample of shard {w.shard})")
+    elif w.sample is not None:
+        where = f"rendering sample {w.sample} of shard {w.shard}"
     else:
-        where = "rendering " + (f"sample {w.sample} of shard {w.shard}" if w.sample is not None else f"shard {w.shard}")
+        where = f"rendering shard {w.shard}"
     return DatasetError(
         f"Dataset worker {w.number} (pid {w.proc.pid}) {how} while {where}; the finished shards are "
         "kept: run again with --resume (resume=True), with --workers 1 to see the error in this process."

@@ -206,6 +206,8 @@ class DatasetSpec:
                 "the endless stream's count; use at most that."
             )
         w, h = parse_size(self.size)
+        if not isinstance(self.size, tuple):
+            raise ConfigError(f'size {self.size!r} must be a (width, height) tuple here; a spec file says "640x480".')
         if w > 16384 or h > 16384:
             raise ConfigError(f"size {w}x{h} must be between 1x1 and 16384x16384.")
         need = w * h * GBUFFER_BYTES_PER_PIXEL
