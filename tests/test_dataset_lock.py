@@ -8,6 +8,7 @@ Python API, ``--only``) is refused with one line naming the holder. And
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -130,6 +131,46 @@ def test_a_second_run_is_refused_naming_the_first_whose_shards_stay_whole(tmp_pa
     assert json.loads((out / "dataset.json").read_text())["status"] == "complete"
     assert tree(out) == tree(whole)  # every shard, record and the manifest: the bytes of an undisturbed run
     assert not (out / ".glrec" / "lock").exists()  # the lock goes with the run
+    check_against_manifest(out)
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry.name))
+        except (OSError, IndexError, ValueError):
+            pass  # a process that ended meanwhile
+    return kids
+
+
+def _holds(pid: int, path: Path) -> bool:
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            if os.readlink(fd) == str(path):
+                return True
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc (Linux)")
+def test_local_workers_hold_the_lock_too(tmp_path):
+    spec, out, gate = write_spec(tmp_path), tmp_path / "out", tmp_path / "gate"
+    cmd = [sys.executable, "-m", "glrec", "dataset", "-q", str(spec), "-o", str(out), "--workers", "2"]
+    run = subprocess.Popen(cmd, env=child_env(GLREC_TEST_GATE=str(gate)), stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not Path(str(gate) + ".waiting").exists():  # a worker is at its 5th frame: in its second shard
+            assert run.poll() is None and time.monotonic() < deadline, "no worker got to its second shard"
+            time.sleep(0.05)
+        lock = (out / ".glrec" / "lock").resolve()
+        workers = _children(run.pid)
+        assert len(workers) == 2 and _holds(run.pid, lock)
+        assert all(_holds(w, lock) for w in workers)  # the lock's descriptor, inherited: held while they live
+    finally:
+        gate.touch()
+    _, err = run.communicate(timeout=120)
+    assert run.returncode == 0, err
     check_against_manifest(out)
 
 

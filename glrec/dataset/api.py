@@ -127,7 +127,10 @@ def generate(
     the count. ``ray``: None renders on this machine; ``""`` starts or joins Ray as
     ``ray.init()`` does; an address joins that cluster (Ray then places the
     workers, so ``workers`` is refused with it). ``device``: the EGL device every
-    local worker renders on. ``progress(n)`` is called as samples finish.
+    local worker renders on. ``progress(n)`` is called as samples finish. The
+    folder is locked for the whole run (:mod:`glrec.dataset.lock`): another run
+    writing it is refused with an OutputError naming that run, before anything
+    is touched. ``"complete"`` is written once every shard is found on disk.
 
     >>> glrec.dataset.generate("examples/dataset.toml", "out/")  # doctest: +SKIP
     DatasetResult(path=PosixPath('out'), samples=200, ...)
