@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from ..scenes.capabilities import classes_of
+from .devices import check_egl_device
+from .encode import check_colour_encoder
 from .folder import FORMAT, FORMAT_VERSION, DatasetFolder
+from .lock import FolderLock
 from .render import Sample, SampleRenderer, check_scene
-from .runner import Progress, run_local
-from .spec import DatasetSpec
+from .runner import Progress, ShardQueue, run_local
+from .spec import DatasetSpec, check_flag
 from .writers import disk_full
 
 log = logging.getLogger("glrec")
@@ -122,7 +127,10 @@ def generate(
     the count. ``ray``: None renders on this machine; ``""`` starts or joins Ray as
     ``ray.init()`` does; an address joins that cluster (Ray then places the
     workers, so ``workers`` is refused with it). ``device``: the EGL device every
-    local worker renders on. ``progress(n)`` is called as samples finish.
+    local worker renders on. ``progress(n)`` is called as samples finish. The
+    folder is locked for the whole run (:mod:`glrec.dataset.lock`): another run
+    writing it is refused with an OutputError naming that run, before anything
+    is touched. ``"complete"`` is written once every shard is found on disk.
 
     >>> glrec.dataset.generate("examples/dataset.toml", "out/")  # doctest: +SKIP
     DatasetResult(path=PosixPath('out'), samples=200, ...)
@@ -137,6 +145,8 @@ def generate(
         usable_cores,
     )
 
+    check_flag("resume", resume)
+    check_flag("overwrite", overwrite)
     if ray is not None and workers is not None:
         raise ConfigError(
             "workers= sets local worker processes; with ray= Ray starts one worker per GPU (or per CPU) of the "
@@ -144,6 +154,8 @@ def generate(
         )
     resolve_workers(workers, 1)  # a bad count is refused before anything is written
     spec = _as_spec(spec)
+    check_colour_encoder(spec.output)
+    check_egl_device(device)
     colour = colour_factory(spec) if ray is None and workers != 1 else None
     if colour is None and workers is not None and workers > 1:
         raise colour_stays_here(spec)
@@ -151,60 +163,73 @@ def generate(
     check_scene(scene, spec)  # before anything is written
     info = dataset_info(spec, scene)
     folder = DatasetFolder(Path(out), spec)
-    try:
-        folder.prepare(resume=resume, overwrite=overwrite, info=info)
-    except OSError as exc:
-        full = disk_full(exc, f"Preparing {folder.root}")
-        if full is not None:
-            raise full from exc
-        raise
+    folder.check(resume=resume, overwrite=overwrite, info=info)  # a refusal touches nothing, not even the lock
     started = time.perf_counter()
-    records: dict[int, dict[str, Any]] = {}
-    pending: list[int] = []
-    for shard in range(spec.shards):
-        record = folder.complete(shard)
-        if record is not None:
-            records[shard] = record
-        else:
-            pending.append(shard)
-    skipped = spec.shards - len(pending)
-    if skipped:
-        log.info("%s: %d of %d shards already complete", out, skipped, spec.shards)
-        if progress is not None:
-            progress(sum(len(r["samples"]) for r in records.values()))
-    used = 1
-    if pending:
-        if ray is not None:
-            from .ray_backend import run_on_ray
+    with _locked(folder) as lock:
+        try:
+            folder.prepare(resume=resume, overwrite=overwrite, info=info)
+        except OSError as exc:
+            full = disk_full(exc, f"Preparing {folder.root}")
+            if full is not None:
+                raise full from exc
+            raise
+        done = folder.complete_shards()  # listed, not looked up shard by shard: there may be 2**63 - 1 shards
+        pending = ShardQueue(spec.shards, done)
+        if done:
+            log.info("%s: %d of %d shards already complete", out, len(done), spec.shards)
+            if progress is not None:
+                progress(sum(len(spec.shard_range(s)) for s in done))
+        used = 1
+        rendered: list[int] = []
+        if pending:
+            if ray is not None:
+                from .ray_backend import run_on_ray
 
-            records.update(run_on_ray(spec, folder, pending, address=ray, progress=progress, **(ray_options or {})))
-        else:
-            used = resolve_workers(workers, len(pending))
-            if workers is None and used < min(MAX_DEFAULT_WORKERS, usable_cores()):
-                log.info("%d shard(s) to render: %d worker(s) of the %d cores; a smaller shard_size uses more",
-                         len(pending), used, usable_cores())  # fmt: skip
-            if used > 1 and colour is None:
-                log.info(
-                    "colour encoder %s cannot go to worker processes: one process renders", spec.output.rgb_encoder
-                )
-                used = 1
-            if used > 1:
-                records.update(run_workers(spec, folder, pending, used, device, progress, colour))
+                rendered = run_on_ray(spec, folder, pending, address=ray, progress=progress, **(ray_options or {}))
             else:
-                records.update(run_local(spec, folder, pending, device, progress))
+                used = resolve_workers(workers, len(pending))
+                if workers is None and used < min(MAX_DEFAULT_WORKERS, usable_cores()):
+                    log.info("%d shard(s) to render: %d worker(s) of the %d cores; a smaller shard_size uses more",
+                             len(pending), used, usable_cores())  # fmt: skip
+                if used > 1 and colour is None:
+                    log.info(
+                        "colour encoder %s cannot go to worker processes: one process renders", spec.output.rgb_encoder
+                    )
+                    used = 1
+                if used > 1:
+                    rendered = run_workers(spec, folder, pending, used, device, progress, colour, lock_fd=lock.fd)
+                else:
+                    rendered = run_local(spec, folder, pending, device, progress)
+        try:
+            folder.finish(info)  # every shard checked on disk, the manifest made from the records there
+        except OSError as exc:
+            full = disk_full(exc, f"Writing the manifest of {folder.root}")
+            if full is not None:
+                raise full from exc
+            raise
+    samples = sum(len(spec.shard_range(s)) for s in rendered)
+    return DatasetResult(
+        Path(out), spec.samples, spec.shards, len(done), samples, time.perf_counter() - started, workers=used
+    )
+
+
+@contextlib.contextmanager
+def _locked(folder: DatasetFolder) -> Iterator[FolderLock]:
+    """The folder's lock held (its token given to ``folder``), a full disk said as such."""
+    lock = FolderLock(folder.root)
     try:
-        folder.write_manifest([records[s] for s in range(spec.shards)])
-        info["status"] = "complete"
-        folder.write_info(info)
+        lock.acquire()
     except OSError as exc:
-        full = disk_full(exc, f"Writing the manifest of {folder.root}")
+        full = disk_full(exc, f"Locking {folder.root}")
         if full is not None:
             raise full from exc
         raise
-    rendered = sum(len(spec.shard_range(s)) for s in pending)
-    return DatasetResult(
-        Path(out), spec.samples, spec.shards, skipped, rendered, time.perf_counter() - started, workers=used
-    )
+    folder.owner = lock.token
+    try:
+        yield lock
+    finally:
+        folder.owner = None
+        lock.release()
 
 
 def render_sample(spec: DatasetSpec | str | os.PathLike[str], index: int, *, device: int | None = None) -> Sample:
@@ -219,6 +244,7 @@ def render_sample(spec: DatasetSpec | str | os.PathLike[str], index: int, *, dev
     from ..gl.context import create_context
 
     spec = _as_spec(spec)
+    check_egl_device(device)
     with create_context(device) as gl:
         renderer = SampleRenderer(spec, gl.mgl)
         try:

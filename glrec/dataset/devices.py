@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-__all__ = ["egl_device_for_gpus", "match_cuda_device"]
+from ..errors import ConfigError
+
+__all__ = ["check_egl_device", "egl_device_for_gpus", "match_cuda_device"]
 
 Matcher = Callable[[int], int]
 
@@ -41,3 +43,23 @@ def egl_device_for_gpus(gpu_ids: Sequence[str | int], matcher: Matcher | None = 
     if not gpu_ids:
         return None
     return int((matcher or match_cuda_device)(0))
+
+
+def check_egl_device(device: object, what: str = "device") -> None:
+    """Raise ConfigError unless ``device`` is None or an EGL device index this machine has.
+
+    Checked where the dataset front door is called, so a wrong ``--device`` is
+    one line before any folder is touched, not an error of sample 0 in every worker.
+    """
+    if device is None:
+        return
+    if isinstance(device, bool) or not isinstance(device, int) or device < 0:
+        raise ConfigError(f"{what} {device!r} must be an EGL device index: a whole number of 0 or more, e.g. 0.")
+    from ..gl.devices import egl_devices
+
+    count = len(egl_devices())
+    if count and device >= count:  # no count (EGL cannot list its devices): the context says
+        raise ConfigError(
+            f"{what} {device} is not an EGL device of this machine: EGL lists {count} (0..{count - 1}); "
+            "'glrec doctor' lists them."
+        )

@@ -23,6 +23,7 @@ __all__ = [
     "COLOUR_ENCODERS",
     "ColourEncoder",
     "ColourImage",
+    "check_colour_encoder",
     "encode_jpeg",
     "encode_pass",
     "encode_png",
@@ -160,6 +161,16 @@ def register_colour_encoder(fmt: str, encoder: str, factory: Callable[[OutputSpe
     >>> register_colour_encoder("jpg", "nvjpeg", NvJpegColour)  # doctest: +SKIP
     """
     COLOUR_ENCODERS[(fmt, encoder)] = factory
+
+
+def check_colour_encoder(output: OutputSpec) -> None:
+    """Raise ConfigError unless a colour encoder is registered for ``output`` (before any folder is touched)."""
+    if (output.rgb, output.rgb_encoder) not in COLOUR_ENCODERS:
+        have = ", ".join(f"{f}/{e}" for f, e in sorted(COLOUR_ENCODERS))
+        raise ConfigError(
+            f"[output] rgb_encoder {output.rgb_encoder!r}: no colour encoder for {output.rgb!r} has that name "
+            f"(have: {have}). Use one of those, or register yours with glrec.dataset.register_colour_encoder."
+        )
 
 
 def colour_encoder(output: OutputSpec) -> ColourEncoder:

@@ -6,6 +6,7 @@ Layout (``webdataset``)::
     OUT/manifest.jsonl          one line per sample (written when all shards are done)
     OUT/shard-000000.tar ...    the shards
     OUT/.glrec/shard-000000.json  a shard's record: written last, so its presence means "shard complete"
+    OUT/.glrec/lock             held by the run writing the folder (glrec.dataset.lock); gone when it ends
 
 The ``folder`` layout has ``OUT/KEY/`` sample folders instead of tar files.
 """
@@ -17,12 +18,15 @@ import json
 import logging
 import os
 import re
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import OutputError, OutputExistsError
+from ..errors import DatasetError, OutputError, OutputExistsError
+from .lock import LOCK_NAME, check_owner, probe
 from .spec import DatasetSpec
-from .writers import PARTIAL, atomic_write
+from .writers import PARTIAL, atomic_write, atomic_write_chunks
 
 __all__ = ["DatasetFolder"]
 
@@ -32,14 +36,21 @@ FORMAT = "glrec-dataset"
 FORMAT_VERSION = 1
 # Scratch files a clip shard writes in .glrec/ while it encodes a sample's video.
 _CLIP_SCRATCH = re.compile(r"^clip-\d+-\d+\.mp4$")
+_SHARD_FILE = re.compile(r"shard-(\d{6,})\.tar")
+_RECORD_FILE = re.compile(r"shard-(\d{6,})\.json")
 
 
 class DatasetFolder:
-    """``OUT`` for one spec. :meth:`prepare` applies the resume/overwrite rules before anything is written."""
+    """``OUT`` for one spec. :meth:`prepare` applies the resume/overwrite rules before anything is written.
 
-    def __init__(self, root: str | Path, spec: DatasetSpec) -> None:
+    ``owner``: the token of the run that holds the folder's lock (:mod:`glrec.dataset.lock`); a
+    worker given one checks before each shard that its run still holds the folder.
+    """
+
+    def __init__(self, root: str | Path, spec: DatasetSpec, owner: str | None = None) -> None:
         self.root = Path(root)
         self.spec = spec
+        self.owner = owner
         self.records = self.root / ".glrec"
         self.scratch = self.records  # where clip videos are encoded before they join their sample
 
@@ -73,39 +84,54 @@ class DatasetFolder:
             raise OutputError(f"{self.info_path} is not a glrec dataset description; choose another folder.")
         return info
 
-    def prepare(self, *, resume: bool, overwrite: bool, info: dict[str, Any]) -> None:
-        """Make the folder ready: refuse another dataset unless ``overwrite``; keep this one's shards on ``resume``.
+    def check(
+        self, *, resume: bool, overwrite: bool, info: dict[str, Any], held: bool = False
+    ) -> dict[str, Any] | None:
+        """Apply the rules without writing anything; returns the dataset found there (its ``dataset.json``).
 
-        ``info`` is the ``dataset.json`` to write (status "incomplete").
+        A run that holds the folder now is named first (:func:`~glrec.dataset.lock.probe`),
+        unless ``held``: this run holds the lock itself.
         """
+        if not held:
+            probe(self.root)
         root = self.root
         if root.exists() and not root.is_dir():
             raise OutputError(f"Output {str(root)!r} is a file; give a folder for the dataset.")
         old = self.existing() if root.is_dir() else None
-        if old is None and root.is_dir() and any(root.iterdir()):
+        if old is None and root.is_dir() and holds_anything(root):
             raise OutputExistsError(
                 f"Output folder {str(root)!r} is not empty and holds no glrec dataset; glrec will not write "
                 "into it (nor delete what it holds). Choose an empty or new folder."
             )
-        if old is not None:
+        if old is not None and not overwrite:
             same = old.get("identity") == info["identity"]
-            if overwrite:
-                self.wipe(old)
-            elif not resume:
+            if not resume:
                 what = "this dataset" if same else "another dataset"
                 raise OutputExistsError(
                     f"Output folder {str(root)!r} holds {what} ({old.get('status', '?')}, "
                     f"{old.get('samples', '?')} samples). Pass --resume (resume=True) to finish it"
                     f"{'' if same else ' (only with the same spec)'}, or --overwrite (overwrite=True) to replace it."
                 )
-            elif not same:
+            if not same:
                 raise OutputExistsError(
                     f"Output folder {str(root)!r} holds a dataset made from a different spec "
                     f"(identity {str(old.get('identity'))[:12]}..., this spec {info['identity'][:12]}...), so it "
                     "cannot be resumed with this one. Use the spec it was made with, another folder, or --overwrite."
                 )
-        root.mkdir(parents=True, exist_ok=True)
+        return old
+
+    def prepare(self, *, resume: bool, overwrite: bool, info: dict[str, Any]) -> None:
+        """Make the folder ready: refuse another dataset unless ``overwrite``; keep this one's shards on ``resume``.
+
+        ``info`` is the ``dataset.json`` to write (status "incomplete"). Called with the folder's
+        lock held (:class:`~glrec.dataset.lock.FolderLock`), the rules are applied again under it.
+        """
+        old = self.check(resume=resume, overwrite=overwrite, info=info, held=self.owner is not None)
+        if old is not None and overwrite:
+            self.wipe(old)
+        self.root.mkdir(parents=True, exist_ok=True)
         self.records.mkdir(exist_ok=True)
+        self.remove_scratch()
         self.write_info(info)
 
     def wipe(self, old: dict[str, Any]) -> None:
@@ -114,7 +140,9 @@ class DatasetFolder:
         Only the names that dataset consists of go: its description and manifest,
         its shards (or its samples' files, then their folders if that empties
         them) and its shard records. Anything else in the folder, including
-        files someone added to a sample folder or to ``.glrec/``, stays.
+        files someone added to a sample folder or to ``.glrec/``, stays. The
+        folder is listed, not the dataset's names walked, so a dataset of 2**63 - 1
+        samples is removed in the time its files take.
         """
         try:
             shards, samples, layout = int(old["shards"]), int(old["samples"]), str(old["layout"])
@@ -126,43 +154,99 @@ class DatasetFolder:
             ) from None
         for name in ("dataset.json", "manifest.jsonl"):
             _remove_file(self.root / name)
-        for shard in range(shards):
+        width = max(6, len(str(samples - 1)))
+        for entry in os.scandir(self.root):
+            name = entry.name.removesuffix(PARTIAL)
             if layout == "webdataset":
-                _remove_file(self.root / self.shard_name(shard))
-            _remove_file(self.record_path(shard))
-        if layout == "folder":
-            width = max(6, len(str(samples - 1)))
-            for i in range(samples):
-                for folder in (self.root / f"{i:0{width}d}", self.root / f"{i:0{width}d}{PARTIAL}"):
-                    _remove_sample_folder(folder, members)
+                m = _SHARD_FILE.fullmatch(name)
+                if m and int(m[1]) < shards and name == self.shard_name(int(m[1])):
+                    _remove_one(Path(entry.path))
+            elif layout == "folder" and len(name) == width and name.isdigit() and int(name) < samples:
+                _remove_sample_folder(Path(entry.path), members)
         if self.records.is_dir() and not self.records.is_symlink():
             for entry in os.scandir(self.records):
-                if _CLIP_SCRATCH.match(entry.name):
-                    _remove_file(Path(entry.path))
+                name = entry.name.removesuffix(PARTIAL)
+                m = _RECORD_FILE.fullmatch(name)
+                mine = m is not None and int(m[1]) < shards and name == self.record_path(int(m[1])).name
+                if mine or _CLIP_SCRATCH.match(entry.name):
+                    _remove_one(Path(entry.path))
             with contextlib.suppress(OSError):
                 self.records.rmdir()  # only if that emptied it
+
+    def remove_scratch(self) -> None:
+        """Remove clip videos a killed run left in ``.glrec/`` (no other run writes here: the folder is locked)."""
+        if not self.records.is_dir() or self.records.is_symlink():
+            return
+        for entry in os.scandir(self.records):
+            if _CLIP_SCRATCH.match(entry.name):
+                _remove_one(Path(entry.path))
 
     def write_info(self, info: dict[str, Any]) -> None:
         atomic_write(self.info_path, (json.dumps(info, indent=2) + "\n").encode())
 
     # -- shards ------------------------------------------------------------------------------
 
-    def complete(self, shard: int) -> dict[str, Any] | None:
-        """The shard's record if it is complete (record present, file there with the recorded size)."""
+    def _record(self, shard: int) -> dict[str, Any] | None:
         try:
-            record: dict[str, Any] = json.loads(self.record_path(shard).read_text())
-        except (FileNotFoundError, ValueError):
+            record = json.loads(self.record_path(shard).read_text())
+        except (OSError, ValueError):
             return None
-        name = record.get("file")
-        if name is not None:
-            p = self.root / name
-            if not p.is_file() or p.stat().st_size != record.get("bytes"):
-                return None
-        else:
-            keys = [s["key"] for s in record.get("samples", [])]
-            if not all((self.root / k / "meta.json").is_file() for k in keys):
-                return None
-        return record
+        return record if isinstance(record, dict) else None
+
+    def problem(self, shard: int, record: dict[str, Any] | None) -> str | None:
+        """What is wrong on disk with ``shard`` whose record is ``record``, or None if it is complete.
+
+        Complete: the record lists the shard's samples, and every file it names is
+        there with the recorded size (the tar shard, or each sample's files).
+        """
+        if record is None:
+            return f"its record {self.record_path(shard).relative_to(self.root)} is missing or unreadable"
+        lines = record.get("samples")
+        if record.get("shard") != shard or not isinstance(lines, list):
+            return "its record is not this shard's"
+        if [line.get("index") if isinstance(line, dict) else None for line in lines] != list(
+            self.spec.shard_range(shard)
+        ):
+            return "its record lists other samples than the shard's"
+        if self.spec.output.layout == "webdataset":
+            name = self.shard_name(shard)
+            if record.get("file") != name:
+                return f"its record names {record.get('file')!r}, not {name}"
+            return _size_problem(self.root / name, record.get("bytes"), name)
+        for line in lines:
+            files = line.get("files")
+            if not isinstance(files, dict) or not isinstance(line.get("key"), str):
+                return f"its record of sample {line.get('index')} lists no files"
+            for fname, digest in files.items():
+                shown = f"{line['key']}/{fname}"
+                bad = _size_problem(self.root / shown, digest.get("bytes") if isinstance(digest, dict) else None, shown)
+                if bad is not None:
+                    return bad
+        return None
+
+    def complete(self, shard: int) -> dict[str, Any] | None:
+        """The shard's record if it is complete (record present, every file there with the recorded size)."""
+        record = self._record(shard)
+        return record if self.problem(shard, record) is None else None
+
+    def complete_shards(self) -> set[int]:
+        """The shards already complete, found by listing ``.glrec/`` (not by asking each of the spec's shards)."""
+        done: set[int] = set()
+        if not self.records.is_dir():
+            return done
+        for entry in os.scandir(self.records):
+            m = _RECORD_FILE.fullmatch(entry.name)
+            if m is None:
+                continue
+            shard = int(m[1])
+            if shard < self.spec.shards and entry.name == self.record_path(shard).name and self.complete(shard):
+                done.add(shard)
+        return done
+
+    def check_owner(self) -> None:
+        """Raise OutputError if the run this folder object writes for no longer holds the folder's lock."""
+        if self.owner is not None:
+            check_owner(self.root, self.owner)
 
     def clean(self, shard: int) -> None:
         """Remove whatever an unfinished attempt at ``shard`` left behind."""
@@ -178,12 +262,74 @@ class DatasetFolder:
                 for p in (self.root / self.spec.key(i), self.root / (self.spec.key(i) + PARTIAL)):
                     _remove_sample_folder(p, members)
 
+    def discard(self, shard: int) -> None:
+        """After a worker stopped on ``shard``: remove what it left unfinished, never a complete shard."""
+        if self.complete(shard) is None:
+            self.clean(shard)
+
     def write_record(self, shard: int, record: dict[str, Any]) -> None:
         atomic_write(self.record_path(shard), (json.dumps(record) + "\n").encode())
 
-    def write_manifest(self, records: list[dict[str, Any]]) -> None:
-        lines = [json.dumps(s) for r in records for s in r["samples"]]
-        atomic_write(self.manifest_path, ("\n".join(lines) + "\n").encode())
+    def finish(self, info: dict[str, Any]) -> None:
+        """Check every shard on disk, write the manifest from the records on disk, then mark the dataset complete.
+
+        What the workers reported in memory is not trusted for this: a shard
+        removed since it was written (by hand, or by a process that ignored the
+        lock) leaves the dataset "incomplete" with a DatasetError naming it.
+        """
+        found = self.existing()
+        if found is None or found.get("identity") != info["identity"]:
+            raise DatasetError(
+                f"{self.info_path} no longer describes this run's dataset (it was removed or replaced while the "
+                "run wrote); the dataset is left as it is: check the folder, then run again with --resume."
+            )
+
+        def lines() -> Iterator[bytes]:
+            for shard in range(self.spec.shards):
+                record = self._record(shard)
+                problem = self.problem(shard, record)
+                if problem is not None:
+                    raise DatasetError(
+                        f"Shard {shard} of {self.root} is not complete on disk: {problem}. The dataset stays "
+                        '"incomplete"; run again with --resume (resume=True) to render what is missing.'
+                    )
+                assert record is not None
+                for sample in record["samples"]:
+                    yield (json.dumps(sample) + "\n").encode()
+
+        atomic_write_chunks(self.manifest_path, lines())
+        self.write_info({**info, "status": "complete"})
+
+
+def holds_anything(root: Path) -> bool:
+    """Whether ``root`` holds anything but an empty ``.glrec/`` or one with only the lock in it."""
+    for entry in os.scandir(root):
+        if entry.name == ".glrec" and entry.is_dir(follow_symlinks=False):
+            if any(e.name != LOCK_NAME for e in os.scandir(entry.path)):
+                return True
+            continue
+        return True
+    return False
+
+
+def _size_problem(path: Path, size: object, name: str) -> str | None:
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return f"{name} is missing"
+    except OSError as exc:
+        return f"{name} cannot be read ({exc.strerror})"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{name} is not a plain file"
+    if st.st_size != size:
+        return f"{name} has {st.st_size} bytes where its record says {size}"
+    return None
+
+
+def _remove_one(path: Path) -> None:
+    """Remove ``path`` if it is a file or a link (never what a link points to)."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
 
 
 def _remove_file(path: Path) -> None:

@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import traceback
+from collections.abc import Iterable, Iterator, Sized
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, Pipe, wait
 from pathlib import Path
@@ -116,6 +117,7 @@ class _Worker:
     shard: int | None = None
     sample: int | None = None
     done: list[int] = field(default_factory=list)
+    heard: bool = False  # it has sent something: it started
 
 
 def _child_env(cores_each: int) -> dict[str, str]:
@@ -128,54 +130,61 @@ def _child_env(cores_each: int) -> dict[str, str]:
     return env
 
 
-def _start(number: int, setup: dict[str, Any], env: dict[str, str]) -> _Worker:
+def _start(number: int, setup: dict[str, Any], env: dict[str, str], keep: tuple[int, ...] = ()) -> _Worker:
+    """Start worker ``number``; ``keep``: descriptors it inherits (the folder's lock, held while it lives)."""
     ours, theirs = Pipe(duplex=True)
     fd = theirs.fileno()
     cmd = [sys.executable, "-m", "glrec.dataset.local", str(fd), str(os.getpid())]
     try:
-        proc = subprocess.Popen(cmd, pass_fds=(fd,), env=env, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(cmd, pass_fds=(fd, *keep), env=env, stdin=subprocess.DEVNULL)
     finally:
         theirs.close()  # the child holds its own copy; ours must go so its death reads as EOF
-    ours.send(setup)
     return _Worker(number, proc, ours)
 
 
 def run_workers(
-    spec: DatasetSpec, folder: DatasetFolder, shards: list[int], workers: int, device: int | None,
-    progress: Progress | None, colour: bytes | None = None,
-) -> dict[int, dict[str, Any]]:  # fmt: skip
-    """Render ``shards`` on ``workers`` local processes and return their records by shard.
+    spec: DatasetSpec, folder: DatasetFolder, shards: Iterable[int], workers: int, device: int | None,
+    progress: Progress | None, colour: bytes | None = None, *, lock_fd: int | None = None,
+) -> list[int]:  # fmt: skip
+    """Render ``shards`` on ``workers`` local processes; returns the shards rendered.
 
-    ``colour``: :func:`colour_factory` of the spec (made here when None).
+    ``shards`` is taken lazily (it may be a :class:`~glrec.dataset.runner.ShardQueue` of any length).
+    ``colour``: :func:`colour_factory` of the spec (made here when None). ``lock_fd``: the folder's
+    lock (:class:`~glrec.dataset.lock.FolderLock`), which every worker inherits and so holds too.
     """
     colour = colour_factory(spec) if colour is None else colour
     if colour is None:
         raise colour_stays_here(spec)
-    queue = list(shards)
-    n = max(1, min(workers, len(queue)))
+    count = len(shards) if isinstance(shards, Sized) else None
+    queue = iter(shards)
+    n = max(1, min(workers, workers if count is None else count))
     cores_each = max(1, usable_cores() // n)
+    keep = () if lock_fd is None else (lock_fd,)
     setup = {
         "spec": spec, "root": str(folder.root), "scratch": str(folder.scratch), "device": device,
         "threads": min(8, cores_each), "log_level": log.getEffectiveLevel(), "colour": colour,
+        "owner": folder.owner, "keep": keep,
     }  # fmt: skip
     env = _child_env(cores_each)
-    log.info("%d shards on %d local workers, %d core(s) each", len(queue), n, cores_each)
-    records: dict[int, dict[str, Any]] = {}
+    log.info("%s shards on %d local workers, %d core(s) each", "?" if count is None else count, n, cores_each)
+    done: list[int] = []
     pool: list[_Worker] = []
     try:
         for i in range(n):
-            pool.append(_start(i + 1, setup, env))
+            pool.append(_start(i + 1, setup, env, keep))
+            _send(pool[-1], setup)
         for w in pool:
             _hand_out(w, queue)
         while any(w.shard is not None for w in pool):
             busy = [w for w in pool if w.shard is not None]
             for conn in wait([w.conn for w in busy]):
                 w = next(x for x in busy if x.conn is conn)
-                _receive(w, records, progress)
+                _receive(w, done, progress)
                 if w.shard is None:
                     _hand_out(w, queue)
         for w in pool:
-            w.conn.send(None)  # done: the worker releases its context and exits
+            with contextlib.suppress(OSError):  # one that died now has nothing left to do anyway
+                w.conn.send(None)  # done: the worker releases its context and exits
         for w in pool:
             w.proc.wait(timeout=60)
     finally:
@@ -187,25 +196,34 @@ def run_workers(
                 w.proc.wait(timeout=10)
             w.conn.close()
             if w.shard is not None and w.proc.returncode is not None:
-                # What a stopped worker left of its shard goes, as one process removes its own on an
-                # error or Ctrl-C; complete shards stay for --resume.
+                # What a stopped worker left unfinished of its shard goes, as one process removes its
+                # own on an error or Ctrl-C; a complete shard (its record written) stays for --resume.
                 with contextlib.suppress(OSError):
-                    folder.clean(w.shard)
-    return records
+                    folder.discard(w.shard)
+    return done
 
 
-def _hand_out(w: _Worker, queue: list[int]) -> None:
-    if queue:
-        w.shard = queue.pop(0)
+def _send(w: _Worker, message: Any) -> None:
+    try:
+        w.conn.send(message)
+    except OSError:  # BrokenPipeError, ConnectionResetError: the worker is gone
+        raise _died(w) from None
+
+
+def _hand_out(w: _Worker, queue: Iterator[int]) -> None:
+    shard = next(queue, None)
+    if shard is not None:
+        w.shard = shard
         w.sample = None
-        w.conn.send(w.shard)
+        _send(w, shard)
 
 
-def _receive(w: _Worker, records: dict[int, dict[str, Any]], progress: Progress | None) -> None:
+def _receive(w: _Worker, done: list[int], progress: Progress | None) -> None:
     try:
         msg = w.conn.recv()
-    except EOFError:
+    except (EOFError, OSError):  # OSError: ConnectionResetError when it died before reading what it was sent
         raise _died(w) from None
+    w.heard = True
     kind = msg[0]
     if kind == "sample":
         w.sample = msg[1]
@@ -213,7 +231,7 @@ def _receive(w: _Worker, records: dict[int, dict[str, Any]], progress: Progress 
         if progress is not None:
             progress(msg[1])
     elif kind == "done":
-        records[msg[1]] = msg[2]
+        done.append(msg[1])
         w.done.append(msg[1])
         w.shard = None
     elif kind == "failed":
@@ -230,9 +248,14 @@ def _died(w: _Worker) -> DatasetError:
         how = f"was killed by {signal.Signals(-code).name}"
     else:
         how = f"exited with status {code}" if code is not None else "stopped answering"
-    where = f"sample {w.sample} of shard {w.shard}" if w.sample is not None else f"shard {w.shard}"
+    if not w.heard:
+        where = "starting" + ("" if w.shard is None else f" (before its first sample of shard {w.shard})")
+    elif w.sample is not None:
+        where = f"rendering sample {w.sample} of shard {w.shard}"
+    else:
+        where = f"rendering shard {w.shard}"
     return DatasetError(
-        f"Dataset worker {w.number} (pid {w.proc.pid}) {how} while rendering {where}; the finished shards are "
+        f"Dataset worker {w.number} (pid {w.proc.pid}) {how} while {where}; the finished shards are "
         "kept: run again with --resume (resume=True), with --workers 1 to see the error in this process."
     )
 
@@ -279,7 +302,9 @@ def _serve(conn: Connection) -> None:
         from .encode import register_colour_encoder
 
         register_colour_encoder(spec.output.rgb, spec.output.rgb_encoder, factory)
-    folder = DatasetFolder(setup["root"], spec)
+    for fd in setup["keep"]:
+        os.set_inheritable(fd, False)  # held while this worker lives; not by what it may start
+    folder = DatasetFolder(setup["root"], spec, owner=setup["owner"])
     folder.scratch = Path(setup["scratch"])
     with ShardWorker(spec, folder, setup["device"], threads=setup["threads"]) as worker:
         while (shard := conn.recv()) is not None:

@@ -18,6 +18,7 @@ import logging
 import os
 import socket
 from collections import deque
+from collections.abc import Iterable, Sized
 from typing import Any
 
 from ..errors import ConfigError, DatasetError, OutputError
@@ -40,14 +41,15 @@ def _import_ray() -> Any:
 class _ShardActor:
     """One Ray worker: a ShardWorker made once, rendering the shards it is given."""
 
-    def __init__(self, spec: DatasetSpec, root: str, cpus: int) -> None:
+    def __init__(self, spec: DatasetSpec, root: str, cpus: int, owner: str | None = None) -> None:
         import ray
 
         gpu_ids = [str(g) for g in ray.get_gpu_ids()]
         if not gpu_ids:
             # llvmpipe starts a thread per core by default; keep to the cores Ray gave this worker
             os.environ.setdefault("LP_NUM_THREADS", str(cpus))
-        folder = DatasetFolder(root, spec)
+        # owner: the driver holds the folder's lock; this worker checks before each shard that it still does
+        folder = DatasetFolder(root, spec, owner=owner)
         if not folder.info_path.is_file():
             raise OutputError(
                 f"{root} holds no dataset.json on node {socket.gethostname()}: the workers write into the output "
@@ -81,25 +83,25 @@ class _Counter:
         return dict(self.done)
 
 
-def _workers(ray: Any, shards: int, gpus: bool, cpus_per_task: int) -> int:
+def _workers(ray: Any, shards: int | None, gpus: bool, cpus_per_task: int) -> int:
     """Actors to start: one per GPU (or per ``cpus_per_task`` CPUs) of the cluster, at most one per shard."""
     resources = ray.cluster_resources()
     slots = int(resources.get("GPU", 0)) if gpus else int(resources.get("CPU", 1)) // max(1, cpus_per_task)
-    return max(1, min(shards, slots))
+    return max(1, slots if shards is None else min(shards, slots))
 
 
 def run_on_ray(
     spec: DatasetSpec,
     folder: DatasetFolder,
-    shards: list[int],
+    shards: Iterable[int],
     *,
     address: str = "",
     progress: Progress | None = None,
     max_retries: int = 3,
     gpus: bool | None = None,
     cpus_per_task: int = 1,
-) -> dict[int, dict[str, Any]]:
-    """Render ``shards`` on Ray actors and return their records.
+) -> list[int]:
+    """Render ``shards`` (taken lazily) on Ray actors; returns the shards rendered.
 
     ``address`` "" starts or joins Ray as ``ray.init()`` does (a local cluster unless
     ``RAY_ADDRESS`` is set); if Ray is already initialised that session is used.
@@ -120,9 +122,11 @@ def run_on_ray(
             num_gpus=1 if gpus else 0,
             max_restarts=-1,  # a dead worker is started again; the shard's retries are counted below
         )(_ShardActor)
-        n = _workers(ray, len(shards), bool(gpus), cpus_per_task)
-        log.info("ray: %d shards on %d workers, %s each", len(shards), n, "one GPU" if gpus else f"{cpus_per_task} CPU")
-        actors = [actor_class.remote(spec, str(folder.root), cpus_per_task) for _ in range(n)]
+        count = len(shards) if isinstance(shards, Sized) else None
+        n = _workers(ray, count, bool(gpus), cpus_per_task)
+        log.info("ray: %s shards on %d workers, %s each", "?" if count is None else count, n,
+                 "one GPU" if gpus else f"{cpus_per_task} CPU")  # fmt: skip
+        actors = [actor_class.remote(spec, str(folder.root), cpus_per_task, folder.owner) for _ in range(n)]
         return _schedule(ray, actors, shards, counter, progress, max_retries)
     finally:
         for actor in actors:
@@ -131,19 +135,20 @@ def run_on_ray(
             ray.shutdown()
 
 
-def _schedule(ray: Any, actors: list[Any], shards: list[int], counter: Any, progress: Progress | None,
-              max_retries: int) -> dict[int, dict[str, Any]]:  # fmt: skip
+def _schedule(ray: Any, actors: list[Any], shards: Iterable[int], counter: Any, progress: Progress | None,
+              max_retries: int) -> list[int]:  # fmt: skip
     """Keep every actor on the next pending shard until all are done; try a failed shard again on any actor."""
-    records: dict[int, dict[str, Any]] = {}
-    queue = deque(shards)
-    attempts = dict.fromkeys(shards, 0)
+    finished: dict[int, int] = {}  # shard -> its samples
+    fresh = iter(shards)  # taken as actors come free: there may be 2**63 - 1
+    retry: deque[int] = deque()
+    attempts: dict[int, int] = {}  # shards started and not finished
     running: dict[Any, tuple[int, Any]] = {}  # ref -> (shard, actor)
     reported = 0
 
     def start(actor: Any) -> None:
-        if queue:
-            shard = queue.popleft()
-            attempts[shard] += 1
+        shard = retry.popleft() if retry else next(fresh, None)
+        if shard is not None:
+            attempts[shard] = attempts.get(shard, 0) + 1
             running[actor.run.remote(shard, counter)] = (shard, actor)
 
     for actor in actors:
@@ -154,7 +159,8 @@ def _schedule(ray: Any, actors: list[Any], shards: list[int], counter: Any, prog
             for ref in ready:
                 shard, actor = running.pop(ref)
                 try:
-                    records[shard] = ray.get(ref)
+                    finished[shard] = len(ray.get(ref)["samples"])
+                    attempts.pop(shard, None)
                 except Exception as exc:
                     if attempts[shard] > max_retries:
                         raise DatasetError(
@@ -162,12 +168,12 @@ def _schedule(ray: Any, actors: list[Any], shards: list[int], counter: Any, prog
                             "fix the cause and run again with --resume."
                         ) from exc
                     log.warning("shard %d failed (attempt %d), trying again: %s", shard, attempts[shard], exc)
-                    queue.appendleft(shard)
+                    retry.appendleft(shard)
                 start(actor)
             if progress is not None:
                 # finished shards count in full: their last report may still be on its way to the actor
                 done = ray.get(counter.counts.remote())
-                done.update({s: len(r["samples"]) for s, r in records.items()})
+                done.update(finished)
                 total = sum(done.values())
                 if total > reported:
                     progress(total - reported)
@@ -176,4 +182,4 @@ def _schedule(ray: Any, actors: list[Any], shards: list[int], counter: Any, prog
         for ref in running:
             ray.cancel(ref)  # actor calls cannot be force-cancelled; the actors are killed after this
         raise
-    return records
+    return list(finished)

@@ -9,17 +9,19 @@ import os
 import shutil
 import tempfile
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, cast
 
 from ..errors import SceneError
 from ..gl.context import GLContext, create_context
-from .encode import ColourEncoder, colour_encoder, encode_clip_pass, encode_pass
-from .folder import DatasetFolder
+from .devices import check_egl_device
+from .encode import ColourEncoder, check_colour_encoder, colour_encoder, encode_clip_pass, encode_pass
+from .folder import DatasetFolder, holds_anything
+from .lock import FolderLock
 from .render import Sample, SampleRenderer, finish_colour
-from .spec import DatasetSpec
+from .spec import DatasetSpec, check_flag
 from .writers import FolderWriter, ShardWriter, TarWriter, disk_full
 
 log = logging.getLogger("glrec")
@@ -204,6 +206,7 @@ class ShardWorker:
         after an error :attr:`failed_index` names the sample that raised.
         """
         spec, folder = self.spec, self.folder
+        folder.check_owner()  # this run still holds the folder: what is there of the shard is its own to redo
         folder.clean(shard)
         writer: ShardWriter
         if spec.output.layout == "webdataset":
@@ -285,12 +288,34 @@ class ShardWorker:
         self.close()
 
 
+class ShardQueue:
+    """The shards still to render, lowest first, made as they are taken: a spec may have 2**63 - 1 shards.
+
+    >>> list(ShardQueue(5, {0, 2})), len(ShardQueue(5, {0, 2}))
+    ([1, 3, 4], 3)
+    """
+
+    def __init__(self, total: int, done: set[int]) -> None:
+        self.total = total
+        self.done = done
+
+    def __len__(self) -> int:
+        return self.total - len(self.done)
+
+    def __iter__(self) -> Iterator[int]:
+        return (s for s in range(self.total) if s not in self.done)
+
+
 def run_local(
-    spec: DatasetSpec, folder: DatasetFolder, shards: list[int], device: int | None, progress: Progress | None
-) -> dict[int, dict[str, Any]]:
-    """Render ``shards`` one after another in this process."""
+    spec: DatasetSpec, folder: DatasetFolder, shards: Iterable[int], device: int | None, progress: Progress | None
+) -> list[int]:
+    """Render ``shards`` one after another in this process; returns those rendered."""
     with ShardWorker(spec, folder, device) as worker:
-        return {s: worker.run(s, progress) for s in shards}
+        done = []
+        for shard in shards:
+            worker.run(shard, progress)
+            done.append(shard)
+        return done
 
 
 def write_samples(
@@ -314,24 +339,27 @@ def write_samples(
     bad = [i for i in indices if not 0 <= i < spec.samples]
     if bad:
         raise ConfigError(f"Sample index {bad[0]} is outside the spec's samples 0..{spec.samples - 1}.")
+    check_flag("overwrite", overwrite)
+    check_colour_encoder(spec.output)
+    check_egl_device(device)
     root = Path(out)
-    if root.is_dir() and any(root.iterdir()):
-        if not overwrite:
-            raise OutputExistsError(f"Output folder {str(root)!r} is not empty; pass --overwrite or choose another.")
-        for i in indices:
-            shutil.rmtree(root / spec.key(i), ignore_errors=True)
-    root.mkdir(parents=True, exist_ok=True)
-    folder = DatasetFolder(root, spec)
-    # Clip videos are encoded in a scratch folder of this run's own: .glrec/ may hold a
-    # finished dataset's shard records, which --resume needs.
-    folder.scratch = Path(tempfile.mkdtemp(prefix=".glrec-only-", dir=root))
-    writer = FolderWriter(root)
-    try:
-        with ShardWorker(spec, folder, device) as worker:
+    if root.is_dir() and holds_anything(root) and not overwrite:
+        raise OutputExistsError(f"Output folder {str(root)!r} is not empty; pass --overwrite or choose another.")
+    with FolderLock(root):  # no other run writes here meanwhile (a dataset's run, another --only)
+        if overwrite:
             for i in indices:
-                sample, files, _ = worker.render(i)
-                writer.add(sample.key, files)
-        writer.commit()
-    finally:
-        shutil.rmtree(folder.scratch, ignore_errors=True)
+                shutil.rmtree(root / spec.key(i), ignore_errors=True)
+        folder = DatasetFolder(root, spec)
+        # Clip videos are encoded in a scratch folder of this run's own: .glrec/ may hold a
+        # finished dataset's shard records, which --resume needs.
+        folder.scratch = Path(tempfile.mkdtemp(prefix=".glrec-only-", dir=root))
+        writer = FolderWriter(root)
+        try:
+            with ShardWorker(spec, folder, device) as worker:
+                for i in indices:
+                    sample, files, _ = worker.render(i)
+                    writer.add(sample.key, files)
+            writer.commit()
+        finally:
+            shutil.rmtree(folder.scratch, ignore_errors=True)
     return [root / spec.key(i) for i in indices]

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sys
 from dataclasses import asdict, dataclass, field, replace
@@ -51,7 +52,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10 has the backport (a dependency there)
     import tomli as tomllib
 
-__all__ = ["PASSES", "DatasetSpec", "OutputSpec"]
+__all__ = ["MAX_SAMPLES", "PASSES", "DatasetSpec", "OutputSpec"]
 
 #: Every pass a dataset can hold, in the order of the render targets (fragment output locations).
 LAYOUTS = ("webdataset", "folder")
@@ -64,6 +65,9 @@ VIDEO_CODECS = ("h264", "hevc")
 GBUFFER_BYTES_PER_PIXEL = 36
 #: The most G-buffer one sample may need (a 16384x16384 sample would need 9.7 GB).
 MAX_GBUFFER_BYTES = 4 << 30
+#: The most samples a spec may have: TOML's largest integer, and Python's largest ``len()``. It is
+#: the count of an endless training stream (at a million samples a second it lasts 292,000 years).
+MAX_SAMPLES = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,8 @@ class OutputSpec:
 
     def check(self) -> None:
         check_choice("output layout", self.layout, LAYOUTS)
+        if not isinstance(self.passes, (tuple, list)):
+            raise ConfigError(f'[output] passes {_shown(self.passes)} must be a list, e.g. ["rgb", "depth"].')
         if not self.passes or "rgb" not in self.passes:
             raise ConfigError(f"output passes {list(self.passes)} must include 'rgb'.")
         for p in self.passes:
@@ -91,15 +97,15 @@ class OutputSpec:
         if len(set(self.passes)) != len(self.passes):
             raise ConfigError(f"output passes {list(self.passes)} name a pass twice.")
         check_choice("rgb format", self.rgb, RGB_FORMATS)
+        if not isinstance(self.rgb_encoder, str) or not self.rgb_encoder:
+            raise ConfigError(f'[output] rgb_encoder {self.rgb_encoder!r} must be an encoder name, e.g. "cpu".')
         check_choice("depth format", self.depth, DEPTH_FORMATS)
         check_choice("normal format", self.normal, NORMAL_FORMATS)
         check_choice("video codec", self.video_codec, VIDEO_CODECS)
-        if not 1 <= self.jpeg_quality <= 100:
-            raise ConfigError(f"jpeg_quality {self.jpeg_quality} is outside 1..100.")
-        if not 0 <= self.png_compression <= 9:
-            raise ConfigError(f"png_compression {self.png_compression} is outside 0..9 (zlib levels).")
-        if not self.depth_scale > 0:
-            raise ConfigError(f"depth_scale {self.depth_scale} must be positive, e.g. 1000 for millimetres.")
+        whole_number("[output] jpeg_quality", self.jpeg_quality, 1, 100, "90")
+        whole_number("[output] png_compression", self.png_compression, 0, 9, "3")
+        real_number("[output] depth_scale", self.depth_scale, "1000 for millimetres of metres", positive=True)
+        real_number("[output] video_crf", self.video_crf, "18")
         # The clip's encoding options are the recorder's own, checked by the same declarations.
         from ..options import VideoOptions
 
@@ -130,15 +136,21 @@ class DatasetSpec:
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, allow_scene_outside: bool = False) -> DatasetSpec:
         """Read and validate a TOML spec file."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise ConfigError(f"Dataset spec {path!r} must be the path of a TOML file (or a DatasetSpec).")
         p = Path(path)
         try:
             data = tomllib.loads(p.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ConfigError(f"Dataset spec {str(p)!r} does not exist; check the path.") from None
+        except IsADirectoryError:
+            raise ConfigError(f"Dataset spec {str(p)!r} is a folder; give the spec's TOML file.") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"Dataset spec {str(p)!r} is not valid TOML: {exc}.") from None
         except RecursionError:
             raise ConfigError(f"Dataset spec {str(p)!r} nests tables or lists too deeply to read.") from None
+        except OSError as exc:
+            raise ConfigError(f"Dataset spec {str(p)!r} cannot be read ({exc.strerror or exc}).") from None
         return cls.from_dict(data, base_dir=p.resolve().parent, allow_scene_outside=allow_scene_outside)
 
     @classmethod
@@ -146,22 +158,24 @@ class DatasetSpec:
         cls, data: dict[str, Any], base_dir: str | os.PathLike[str] = ".", *, allow_scene_outside: bool = False
     ) -> DatasetSpec:
         """Validate a spec given as nested dicts (the TOML's tables)."""
+        if not isinstance(data, dict):
+            raise ConfigError(
+                f"A dataset spec is a table of tables ([dataset], [output], [params]), not {_shown(data)}."
+            )
+        check_flag("allow_scene_outside", allow_scene_outside)
         _only(data, {"dataset", "output", "params"}, "top-level table")
-        ds = dict(data.get("dataset", {}))
+        ds = _table(data, "dataset", 'scene = "table", samples = 100, seed = 1')
         _only(ds, {"scene", "samples", "size", "seed", "shard_size", "frames", "fps"}, "[dataset] key")
         for key in ("scene", "samples", "seed"):
             if key not in ds:
                 raise ConfigError(f'[dataset] needs {key!r}, e.g. scene = "table", samples = 100, seed = 1.')
-        out = dict(data.get("output", {}))
+        out = _table(data, "output", 'rgb = "jpg"')
         _only(out, set(OutputSpec.__dataclass_fields__), "[output] key")
         if "passes" in out:
             if not isinstance(out["passes"], list):
                 raise ConfigError(f'[output] passes {out["passes"]!r} must be a list, e.g. ["rgb", "depth"].')
             out["passes"] = tuple(out["passes"])
-        try:
-            output = OutputSpec(**out)
-        except TypeError as exc:
-            raise ConfigError(f"[output]: {exc}") from None
+        output = OutputSpec(**out)  # the keys are the fields (checked above); the values are checked next
         spec = cls(
             scene=ds["scene"],
             samples=ds["samples"],
@@ -171,7 +185,7 @@ class DatasetSpec:
             frames=ds.get("frames", 1),
             fps=ds.get("fps", 30.0),
             output=output,
-            params=dict(data.get("params", {})),
+            params=_table(data, "params", "objects = { int = [3, 8] }"),
             base_dir=str(base_dir),
             allow_scene_outside=allow_scene_outside,
         )
@@ -186,8 +200,15 @@ class DatasetSpec:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < lo:
                 raise ConfigError(f"{name} {v!r} must be a whole number of at least {lo}.")
-        w, h = self.size
-        if w < 1 or h < 1 or w > 16384 or h > 16384:
+        if self.samples > MAX_SAMPLES:
+            raise ConfigError(
+                f"samples {self.samples} is more than {MAX_SAMPLES} (2**63 - 1, TOML's largest integer), which is "
+                "the endless stream's count; use at most that."
+            )
+        w, h = parse_size(self.size)
+        if not isinstance(self.size, tuple):
+            raise ConfigError(f'size {self.size!r} must be a (width, height) tuple here; a spec file says "640x480".')
+        if w > 16384 or h > 16384:
             raise ConfigError(f"size {w}x{h} must be between 1x1 and 16384x16384.")
         need = w * h * GBUFFER_BYTES_PER_PIXEL
         if need > MAX_GBUFFER_BYTES:
@@ -198,10 +219,16 @@ class DatasetSpec:
             )
         if self.frames > 1 and (w % 2 or h % 2):
             raise ConfigError(f"size {w}x{h} must be even in both dimensions for clips (4:2:0 video).")
-        if not isinstance(self.fps, (int, float)) or not 0 < self.fps <= 1000:
+        real_number("[dataset] fps", self.fps, "30")
+        if not 0 < self.fps <= 1000:
             raise ConfigError(f"fps {self.fps!r} must be a number in (0, 1000], e.g. 30.")
+        if not isinstance(self.output, OutputSpec):
+            raise ConfigError(f"output {_shown(self.output)} must be an OutputSpec (the [output] table).")
         self.output.check()
+        if not isinstance(self.params, dict):
+            raise ConfigError(f"params {_shown(self.params)} must be a table of parameters (the [params] table).")
         self.distributions()
+        check_flag("allow_scene_outside", self.allow_scene_outside)
         self._check_scene_place()
 
     def _check_scene_place(self) -> None:
@@ -279,6 +306,49 @@ class DatasetSpec:
         spec = replace(self, **changes)
         spec.check()
         return spec
+
+
+def _table(data: dict[str, Any], name: str, example: str) -> dict[str, Any]:
+    """The table ``[name]`` of the spec (empty if absent); anything else there is a ConfigError naming it."""
+    table = data.get(name, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"[{name}] must be a table (a [{name}] section, e.g. {example}), not {_shown(table)}.")
+    return dict(table)
+
+
+def _shown(value: object) -> str:
+    """``value`` for a message: its repr, cut short (a spec may hold a long list)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def whole_number(what: str, value: object, lo: int, hi: int | None, example: str) -> int:
+    """``value`` if it is an int (not a bool, not a float) in ``lo..hi``, else a ConfigError naming ``what``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{what} {_shown(value)} must be a whole number, e.g. {example} (no quotes, no fraction).")
+    if hi is None and value < lo:
+        raise ConfigError(f"{what} {value} must be at least {lo}; e.g. {example}.")
+    if hi is not None and not lo <= value <= hi:
+        raise ConfigError(f"{what} {value} is outside {lo}..{hi}; e.g. {example}.")
+    return value
+
+
+def real_number(what: str, value: object, example: str, *, positive: bool = False) -> float:
+    """``value`` if it is a finite int or float (not a bool, not text), else a ConfigError naming ``what``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{what} {_shown(value)} must be a number, e.g. {example} (no quotes).")
+    if not math.isfinite(value):
+        raise ConfigError(f"{what} {value!r} must be a finite number, e.g. {example}.")
+    if positive and not value > 0:
+        raise ConfigError(f"{what} {value!r} must be positive, e.g. {example}.")
+    return float(value)
+
+
+def check_flag(what: str, value: object) -> bool:
+    """``value`` if it is True or False; a string such as "False" from a config file is refused, not read as true."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{what} {_shown(value)} must be True or False.")
+    return value
 
 
 def _only(table: dict[str, Any], valid: set[str], what: str) -> None:

@@ -22,13 +22,14 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
-from ..errors import BuffersHeldError, ConfigError, GlrecError, SceneError
+from ..errors import BuffersHeldError, GlrecError, SceneError
 from .batch_memory import BatchLayout, HostSlots, Lease
+from .batches import BatchRanges, check_stream_args, parse_device
 from .gpu_pack import PackTarget
 from .render import SampleRenderer
 from .spec import DatasetSpec
@@ -53,27 +54,13 @@ STREAM_PID: int | None = None
 _END = object()
 
 
-def parse_device(device: str) -> int | None:
-    """``"cpu"`` -> None; ``"cuda"`` / ``"cuda:N"`` -> the CUDA ordinal; anything else is a ConfigError."""
-    if device == "cpu":
-        return None
-    m = re.fullmatch(r"cuda(?::(\d+))?", str(device))
-    if m is None:
-        raise ConfigError(f"Unknown device {device!r}. Valid: cpu, cuda, cuda:N (N a CUDA device ordinal).")
-    return int(m.group(1) or 0)
-
-
-def batch_ranges(start: int, stop: int, batch_size: int, part: tuple[int, int] = (0, 1)) -> list[range]:
-    """The batches of samples ``start..stop-1`` that part ``part[0]`` of ``part[1]`` renders.
+def batch_ranges(start: int, stop: int, batch_size: int, part: tuple[int, int] = (0, 1)) -> BatchRanges:
+    """The batches of samples ``start..stop-1`` that part ``part[0]`` of ``part[1]`` renders (:class:`BatchRanges`).
 
     Batch k holds samples ``start + k * batch_size`` onwards (the last may be short);
-    part p takes batches k = p, p + parts, p + 2 * parts, ... So every sample is in
-    exactly one part, and a DataLoader, which takes one batch from each worker in
-    turn, delivers the batches in index order whatever the number of workers.
+    part p takes batches k = p, p + parts, ...: a sequence computed as it is read, never listed.
     """
-    p, parts = part
-    starts = range(start, stop, batch_size)
-    return [range(s, min(stop, s + batch_size)) for k, s in enumerate(starts) if k % parts == p]
+    return BatchRanges(start, stop, batch_size, part)
 
 
 class _Slots(Protocol):
@@ -152,7 +139,7 @@ def _object_arrays(metas: list[dict[str, Any]]) -> dict[str, list[np.ndarray]]:
 class _Producer:
     """The render thread's side: context, renderer, slots; hands batches to ``out``. Holds no SampleStream."""
 
-    def __init__(self, spec: DatasetSpec, ranges: list[range], batch_size: int, buffers: int,
+    def __init__(self, spec: DatasetSpec, ranges: Sequence[range], batch_size: int, buffers: int,
                  cuda: int | None, gl_device: int | None) -> None:  # fmt: skip
         self.spec = spec
         self.ranges = ranges
@@ -284,7 +271,7 @@ class SampleStream:
     object; batches the caller still holds stay valid (their memory goes when they do).
     """
 
-    def __init__(self, spec: DatasetSpec, ranges: list[range], batch_size: int, *, buffers: int,
+    def __init__(self, spec: DatasetSpec, ranges: Sequence[range], batch_size: int, *, buffers: int,
                  cuda: int | None, gl_device: int | None, timeout: float) -> None:  # fmt: skip
         self.spec = spec
         self.ranges = ranges
@@ -303,7 +290,8 @@ class SampleStream:
 
     @property
     def samples(self) -> int:
-        return sum(len(r) for r in self.ranges)
+        ranges = self.ranges
+        return ranges.samples if isinstance(ranges, BatchRanges) else sum(len(r) for r in ranges)
 
     def __iter__(self) -> Iterator[Batch]:
         return self
@@ -378,32 +366,13 @@ def stream(
     ((8, 480, 640, 3), dtype('float32'))
     """
     spec = spec if isinstance(spec, DatasetSpec) else DatasetSpec.load(spec)
-    stop = spec.samples if stop is None else stop
-    for name, value in (("batch_size", batch_size), ("start", start), ("stop", stop), ("buffers", buffers)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{name} {value!r} must be a whole number.")
-    if batch_size < 1:
-        raise ConfigError(f"batch_size {batch_size} must be at least 1.")
-    if not 0 <= start <= stop <= spec.samples:
-        raise ConfigError(f"Samples {start}..{stop - 1} are outside the spec's 0..{spec.samples - 1}; "
-                          "use 0 <= start <= stop <= samples.")  # fmt: skip
-    p, parts = part
-    if not (isinstance(parts, int) and isinstance(p, int) and 0 <= p < parts):
-        raise ConfigError(f"part {part!r} must be (p, parts) with 0 <= p < parts.")
-    if buffers < 2:
-        raise ConfigError(f"buffers {buffers} must be at least 2 (one rendered while one is read).")
-    if not timeout > 0:
-        raise ConfigError(f"timeout {timeout!r} must be a positive number of seconds.")
-    cuda = parse_device(device)
-    if cuda is not None:
-        from .batch_cuda import check_cuda
-
-        check_cuda(cuda)  # here, in the caller's thread: a missing GPU is one clear error
+    args = check_stream_args(spec, batch_size, device=device, start=start, stop=stop, part=part, buffers=buffers,
+                             gl_device=gl_device, timeout=timeout)  # fmt: skip
     from ..scenes import load_scene
     from .render import check_scene
 
     check_scene(load_scene(spec.scene_ref()), spec)  # a spec the scene cannot make fails before any thread
     global STREAM_PID
     STREAM_PID = os.getpid()
-    return SampleStream(spec, batch_ranges(start, stop, batch_size, part), batch_size, buffers=buffers,
-                        cuda=cuda, gl_device=gl_device, timeout=timeout)  # fmt: skip
+    return SampleStream(spec, BatchRanges(start, args.stop, batch_size, part), args.slot_batch, buffers=buffers,
+                        cuda=args.cuda, gl_device=gl_device, timeout=timeout)  # fmt: skip

@@ -27,8 +27,9 @@ import torch
 import torch.utils.dlpack
 from torch.utils.data import IterableDataset, get_worker_info
 
-from ..errors import ConfigError, ContextError
-from .spec import DatasetSpec
+from ..errors import ContextError
+from .batches import check_stream_args
+from .spec import DatasetSpec, whole_number
 from .tensors import Batch, batch_ranges, parse_device, stream
 
 __all__ = ["StreamDataset", "to_torch"]
@@ -108,17 +109,20 @@ class StreamDataset(IterableDataset):  # type: ignore[type-arg]  # torch is a so
     ) -> None:
         super().__init__()
         self.spec = spec if isinstance(spec, DatasetSpec) else DatasetSpec.load(spec)
-        if not (isinstance(world_size, int) and isinstance(rank, int) and 0 <= rank < world_size):
-            raise ConfigError(f"rank {rank!r} must be in 0..world_size-1 (world_size {world_size!r}).")
-        cuda = parse_device(device)
-        if cuda is not None:
-            from .batch_cuda import check_cuda
+        world_size = whole_number("world_size", world_size, 1, None, "the number of ranks")
+        whole_number("rank", rank, 0, world_size - 1, "0")
+        # Everything a worker's stream would refuse is refused here, in the training process, before any
+        # DataLoader worker starts: the arguments, the device, and what the scene cannot make.
+        args = check_stream_args(self.spec, batch_size, device=device, start=start, stop=stop, part=(0, 1),
+                                 buffers=buffers, gl_device=gl_device, timeout=timeout)  # fmt: skip
+        from ..scenes import load_scene
+        from .render import check_scene
 
-            check_cuda(cuda)
+        check_scene(load_scene(self.spec.scene_ref()), self.spec)
         self.device = device
         self.batch_size = batch_size
         self.start = start
-        self.stop = self.spec.samples if stop is None else stop
+        self.stop = args.stop
         self.rank = rank
         self.world_size = world_size
         self.options = {"buffers": buffers, "gl_device": gl_device, "timeout": timeout}
@@ -129,7 +133,7 @@ class StreamDataset(IterableDataset):  # type: ignore[type-arg]  # torch is a so
         return self.rank * workers + worker, self.world_size * workers
 
     def __len__(self) -> int:
-        """Batches this rank yields (all its workers together)."""
+        """Batches this rank yields (all its workers together); computed, never listed."""
         info = get_worker_info()
         workers = 1 if info is None else info.num_workers
         parts = self.world_size * workers

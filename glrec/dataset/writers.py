@@ -17,12 +17,21 @@ import io
 import os
 import shutil
 import tarfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO, Protocol, cast
 
 from ..errors import DiskFullError, GlrecError
 
-__all__ = ["FolderWriter", "ShardWriter", "TarWriter", "atomic_write", "disk_full", "sha256_file"]
+__all__ = [
+    "FolderWriter",
+    "ShardWriter",
+    "TarWriter",
+    "atomic_write",
+    "atomic_write_chunks",
+    "disk_full",
+    "sha256_file",
+]
 
 PARTIAL = ".partial"
 
@@ -59,14 +68,23 @@ def disk_full(exc: BaseException, what: str) -> DiskFullError | None:
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename, so readers never see half of it."""
+    atomic_write_chunks(path, (data,))
+
+
+def atomic_write_chunks(path: Path, chunks: Iterable[bytes]) -> None:
+    """:func:`atomic_write` of the concatenated ``chunks``, written as they come (a manifest of any length).
+
+    If ``chunks`` raises, the temporary file goes and ``path`` is left as it was.
+    """
     tmp = path.with_name(path.name + PARTIAL)
     try:
         with open(tmp, "wb") as f:
-            f.write(data)
+            for data in chunks:
+                f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except OSError:
+    except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
