@@ -9,13 +9,13 @@ import statistics
 from pathlib import Path
 
 import pytest
+from where import ROOT
 
 from glrec.bench.analysis import X264_THREADING, analyse
 from glrec.bench.meter import STAGES
 from glrec.bench.report import table
 from glrec.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
 ROW_KEYS = {"row", "scene", "size", "frames", "status", "seconds", "fps", "cpu_seconds", "cpu_use", "peak_rss_mb"}
 
 

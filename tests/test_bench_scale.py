@@ -2,16 +2,15 @@
 
 import json
 import math
-from pathlib import Path
 
 import pytest
+from where import ROOT
 
 from glrec.bench.scale import DATASET_SPEC
 from glrec.cli import main
 from glrec.dataset import DatasetSpec
 
 pytestmark = pytest.mark.gl
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_dataset_rows_render_the_example_spec():

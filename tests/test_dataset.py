@@ -9,6 +9,7 @@ import av
 import numpy as np
 import pytest
 from PIL import Image
+from where import EXAMPLES
 
 import glrec
 from glrec.cli import main
@@ -16,7 +17,6 @@ from glrec.dataset import DatasetSpec, generate, render_sample, write_samples
 from glrec.dataset.params import sample_params, sample_seed
 
 pytestmark = pytest.mark.gl
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def make_spec(**over):

@@ -24,8 +24,6 @@ from glrec.dataset import generate
 from glrec.dataset.runner import write_samples
 from glrec.dataset.spec import DatasetSpec
 
-ROOT = Path(__file__).resolve().parent.parent
-
 SPEC = """
 [dataset]
 scene = "table"

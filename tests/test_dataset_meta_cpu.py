@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 from crash_helpers import child_env
 from pyrr import Matrix44
-
-ROOT = Path(__file__).resolve().parent.parent
+from where import ROOT
 
 CHILD = """
 import json, sys, tarfile

@@ -9,13 +9,13 @@ datasets made by that code (commit 7de7833).
 import hashlib
 import io
 import json
-from pathlib import Path
 
 import av
 import numpy as np
 import pytest
 from helpers import shard_members
 from PIL import Image
+from where import DATA, EXAMPLES
 
 from glrec.dataset import DatasetSpec, generate
 from glrec.dataset.encode import colour_encoder, file_array
@@ -27,8 +27,7 @@ from glrec.gl.context import create_context
 from glrec.scenes.camera import mask_boxes
 
 pytestmark = pytest.mark.gl
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-REFERENCE = json.loads((Path(__file__).resolve().parent / "data" / "dataset_reference.json").read_text())
+REFERENCE = json.loads((DATA / "dataset_reference.json").read_text())
 
 
 def table_spec(size="66x50", samples=5, **output):

@@ -5,6 +5,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from where import ROOT
 
 from glrec.dataset import DatasetSpec, generate
 
@@ -45,7 +46,7 @@ def local_ray(monkeypatch, tmp_path):
     marker.write_text("")
     # workers inherit the driver's environment: the marker, and this checkout on the path
     monkeypatch.setenv("GLREC_TEST_DIE_ONCE", str(marker))
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(ROOT)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield marker
@@ -87,7 +88,7 @@ class Counting(Table):
 def test_a_ray_worker_keeps_its_context_across_shards(monkeypatch, tmp_path):
     log = tmp_path / "setups.log"
     monkeypatch.setenv("GLREC_TEST_SETUP_LOG", str(log))
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(ROOT)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
     (tmp_path / "counting.py").write_text(textwrap.dedent(COUNTING_SCENE))
     spec = DatasetSpec.from_dict(

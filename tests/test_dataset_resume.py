@@ -15,7 +15,6 @@ import pytest
 from crash_helpers import child_env
 
 pytestmark = pytest.mark.gl
-ROOT = Path(__file__).resolve().parent.parent
 
 # The table scene, plus ways to die: with GLREC_TEST_KILL_AT=N the process kills itself (SIGKILL,
 # no cleanup of any kind) when it starts rendering its N-th frame; with GLREC_TEST_COUNTER=FILE
@@ -25,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CRASHING_SCENE = """
 import fcntl, os, signal, time
 from glrec.scenes.table import Table
+from where import ROOT
 
 class Crashing(Table):
     frames = 0

@@ -1,13 +1,12 @@
 """The dataset stream in PyTorch: StreamDataset in a DataLoader with workers, tensors, errors from workers."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="needs PyTorch (pip install torch)")
 
 from test_dataset_stream import BAD_SCENE, make_spec  # noqa: E402
+from where import EXAMPLES  # noqa: E402
 
 from glrec.dataset import StreamDataset, stream  # noqa: E402
 from glrec.dataset.tensors import batch_ranges  # noqa: E402
@@ -108,4 +107,4 @@ def test_refuses_cuda_without_it_in_the_training_process():
         StreamDataset(make_spec(samples=2), device="cuda")
 
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "train_on_stream.py"
+EXAMPLE = EXAMPLES / "train_on_stream.py"

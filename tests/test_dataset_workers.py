@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from where import ROOT
 
 from glrec.cli import main
 from glrec.dataset import DatasetSpec, generate
@@ -15,7 +16,6 @@ from glrec.dataset.params import sample_params, sample_seed
 from glrec.errors import ConfigError, DatasetError, SceneError
 
 pytestmark = pytest.mark.gl
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def spec_for(folder: Path, scene: str = "table", layout: str = "webdataset") -> DatasetSpec:

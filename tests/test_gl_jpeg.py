@@ -17,6 +17,7 @@ from conftest import psnr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
+from where import ROOT
 
 from glrec.encoders.gl_jpeg import GlJpegStage, geometry, tables
 from glrec.errors import ConfigError
@@ -219,7 +220,7 @@ def test_same_bytes_in_another_process(mgl):
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parent.parent
+    root = ROOT
     child = """
 import hashlib, sys
 sys.path.insert(0, "tests")

@@ -9,9 +9,10 @@ import importlib.util
 import inspect
 import subprocess
 import sys
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_ceiling.py"
+from where import BENCHMARKS
+
+SCRIPT = BENCHMARKS / "gpu_ceiling.py"
 
 
 def load():

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from conftest import psnr
 from media import pyav_clip, texture_rgb
+from where import ROOT
 
 import glrec
 from glrec import transcode
@@ -26,7 +27,6 @@ from glrec.cli import main
 from glrec.sources import VideoSource
 
 pytestmark = pytest.mark.gpu
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture

@@ -12,13 +12,13 @@ import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import av
 import numpy as np
 import pytest
+from where import BENCHMARKS
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+BENCH = BENCHMARKS
 
 
 def _load(name: str):

@@ -16,6 +16,7 @@ import pytest
 from conftest import psnr
 from helpers import decode_planes, reference_rgb
 from process_helpers import LOSSLESS, assert_planes_equal, converted, decoded_444, require, sobel
+from where import EXAMPLES
 
 import glrec
 from glrec.errors import ConfigError, ProcessOutputError, ProcessUnavailableError
@@ -322,9 +323,8 @@ def test_the_torch_example_runs_and_draws_its_result(gl, tmp_path):
     require("torch", "pip install torch==2.13.0 (CPU build)")
     import os
     import subprocess
-    from pathlib import Path
 
-    example = Path(__file__).resolve().parent.parent / "examples" / "process_torch.py"
+    example = EXAMPLES / "process_torch.py"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(example.parent.parent), os.environ.get("PYTHONPATH", "")])}
     out = tmp_path / "detect.mp4"
     proc = subprocess.run([sys.executable, str(example), str(out), "--size", "160x90", "--frames", "6"],

@@ -6,7 +6,6 @@ their tests; for OpenCL point OCL_ICD_VENDORS at a folder whose .icd file names 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ from conftest import psnr
 from helpers import decode_planes
 from process_helpers import LOSSLESS, assert_planes_equal, cl_counts, converted, fd_growth, open_fds, require, sobel
 from test_process import FPS, bars_rgba, seeded_model, torch_sobel
+from where import EXAMPLES
 
 import glrec
 from glrec.errors import ProcessOutputError
@@ -22,7 +22,7 @@ from glrec.process.memory import CudaMemory
 
 pytestmark = pytest.mark.gpu
 SIZE = (256, 144)
-FILTERS = Path(__file__).resolve().parent.parent / "examples" / "filters.cl"
+FILTERS = EXAMPLES / "filters.cl"
 
 
 def cuda_torch():

@@ -10,17 +10,17 @@ import logging
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from process_helpers import LOSSLESS, assert_planes_equal, cl_counts, converted, fd_growth, open_fds, require, sobel
 from test_process import FPS, SIZE, bars_rgba
+from where import EXAMPLES, ROOT
 
 import glrec
 from glrec.errors import KernelBuildError, ProcessUnavailableError
 from glrec.process import OpenCLKernel, Process, clcontext
 
-FILTERS = Path(__file__).resolve().parent.parent / "examples" / "filters.cl"
+FILTERS = EXAMPLES / "filters.cl"
 
 
 @pytest.fixture
@@ -176,7 +176,7 @@ print("parent has", len(clcontext.entries()), "entries, the same context:",
 
 
 def test_the_shared_context_is_dropped_at_exit_and_not_inherited_by_a_fork(gl, cl, tmp_path):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parent.parent),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
                                                                      os.environ.get("PYTHONPATH")]))}  # fmt: skip
     run = subprocess.run([sys.executable, "-c", EXIT_CHILD, str(FILTERS), str(tmp_path)], env=env,
                          capture_output=True, text=True, timeout=120)  # fmt: skip

@@ -8,7 +8,7 @@ import pytest
 from media import pyav_clip
 
 from glrec.sources import VideoSource
-from glrec.sources.video import stamp_tolerance
+from glrec.sources.video.timeline import stamp_tolerance
 
 
 @pytest.mark.parametrize("rate", [30, 60])

@@ -15,16 +15,15 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 # The stream extra; without it these tests skip with the install hint.
 pytest.importorskip("websockets", reason="needs the stream extra: pip install 'glrec[stream]'")
 from cdp import Browser, chromium_path, environment_note
+from where import DATA
 
-HERE = Path(__file__).resolve().parent
-SCENE = f"{HERE / 'data' / 'input_scene.py'}:InputProbe"
+SCENE = f"{DATA / 'input_scene.py'}:InputProbe"
 
 # In CI (.ci/run installs chromium) a missing browser is a failure, not a skip.
 pytestmark = pytest.mark.skipif(
