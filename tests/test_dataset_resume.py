@@ -24,7 +24,6 @@ pytestmark = pytest.mark.gl
 CRASHING_SCENE = """
 import fcntl, os, signal, time
 from glrec.scenes.table import Table
-from where import ROOT
 
 class Crashing(Table):
     frames = 0

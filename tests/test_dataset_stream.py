@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from gl_child import run_child
 from PIL import Image
-from where import EXAMPLES, TESTS
+from where import EXAMPLES
 
 from glrec.dataset import DatasetSpec, generate, stream
 from glrec.dataset.encode import depth_units
@@ -273,7 +273,7 @@ done(grew={str(k): v for k, v in after.grew_from(before).items()}, fds=fds() - f
 
 
 def test_100_start_stop_cycles_leave_nothing_behind():
-    result = run_child(f"TESTS = {str(TESTS)!r}\n" + CYCLES_CHILD, timeout=300)
+    result = run_child(f"TESTS = {str(Path(__file__).resolve().parent)!r}\n" + CYCLES_CHILD, timeout=300)
     assert result["grew"] == {}
     assert result["fds"] == 0
     # A context left unreleased costs about 6 MB a cycle (600 MB over 100); alone, Mesa's allocator grows
