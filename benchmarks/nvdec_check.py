@@ -3,7 +3,7 @@
     source .gpu/boot.sh && python3 benchmarks/nvdec_check.py            # on the GPU machine
     python3 benchmarks/nvdec_check.py --clips tc.mp4,h264-1080.mp4       # some clips only
 
-For each clip (made with PyAV's encoders, as tests/test_nvdec_gpu.py makes them) it prints:
+For each clip (made with PyAV's encoders, as tests/gpu/test_nvdec_gpu.py makes them) it prints:
 
   times         NVDEC's picture times vs FFmpeg's: counts and the largest difference
   samples       per plane (Y, U, V), the largest |NVDEC - FFmpeg| over all pictures and how many samples

@@ -166,7 +166,7 @@ def test_missing_ray_and_unknown_colour_encoder_say_what_to_install(monkeypatch,
     from glrec.dataset.encode import colour_encoder
     from glrec.dataset.spec import OutputSpec
 
-    # nvjpeg is registered (it names nvImageCodec where that is missing: tests/test_dataset_packed.py)
+    # nvjpeg is registered (it names nvImageCodec where that is missing: tests/dataset/test_dataset_packed.py)
     with pytest.raises(
         glrec.ConfigError, match="No colour encoder 'nvjpeg' for 'png'.*have: jpg/cpu, jpg/gl, jpg/nvjpeg, png/cpu"
     ):

@@ -2,7 +2,7 @@
 
 PyNvVideoCodec's SimpleDecoder prints ``[WARN] INVALID INDEX n`` for each frame asked for beyond
 the end (nine such lines in ``glrec doctor`` on the H200 before this). The real decoder runs in
-the GPU tier (``tests/test_gpu.py::test_nvdec_decodes_expected_frame_count``); here a stand-in
+the GPU tier (``tests/gpu/test_gpu.py::test_nvdec_decodes_expected_frame_count``); here a stand-in
 with the same two calls records what was asked of it.
 """
 

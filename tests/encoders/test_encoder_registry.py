@@ -2,7 +2,7 @@
 
 Pure Python (a stand-in CUDA device) and, for what is recorded, GL on Mesa with
 PyAV decoding the output. NVENC's side of the same rules runs against the real
-PyNvVideoCodec in ``tests/test_nvenc_contract.py``.
+PyNvVideoCodec in ``tests/encoders/test_nvenc_contract.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The NVENC contract on two stand-in GPUs, one without NVENC; ``glrec info``'s sessions; doctor's colour check.
 
-Same harness as ``tests/test_nvenc_contract.py`` (the real PyNvVideoCodec wheel,
+Same harness as ``tests/encoders/test_nvenc_contract.py`` (the real PyNvVideoCodec wheel,
 stand-in ``libcuda.so.1`` and ``libnvidia-encode.so.1``; NOT NVENC hardware),
 with the child process started on two stand-in CUDA devices. The stand-in NVENC
 refuses sessions on the devices listed in ``GLREC_FAKE_NVENC_NO_ENCODER``

@@ -1,6 +1,6 @@
 """The dataset stream on CUDA (``-m gpu``): torch tensors in CUDA memory equal the CPU stream; held ones stay.
 
-Written without a GPU at hand (the CPU twin is tests/test_dataset_stream*.py); run on the H200 with -m gpu.
+Written without a GPU at hand (the CPU twin is tests/dataset/test_dataset_stream*.py); run on the H200 with -m gpu.
 """
 
 import numpy as np

@@ -211,7 +211,7 @@ def test_an_opencl_error_when_a_recording_ends_retires_the_shared_context(gl, cl
 
 
 def test_the_external_memory_runners_events_are_waited_for_and_released_once(cl):
-    # The external-memory path itself needs NVIDIA (tests/test_process_gpu.py); its event handling goes through
+    # The external-memory path itself needs NVIDIA (tests/gpu/test_process_gpu.py); its event handling goes through
     # ctypes on the loader, checked here on PoCL's real events.
     import ctypes
 

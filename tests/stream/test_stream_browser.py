@@ -113,7 +113,7 @@ def test_browser_watches_and_drives_the_scene(gl):
 
 
 def test_token_guards_the_stream(gl):
-    # Binding beyond loopback generates a token (tests/test_stream_units.py checks that without
+    # Binding beyond loopback generates a token (tests/stream/test_stream_units.py checks that without
     # binding one); here a token given on loopback is enforced the same way, through the browser.
     token = "s3cret-token-for-the-test"
     proc, url = start_server("--token", token)

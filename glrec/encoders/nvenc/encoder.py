@@ -1,7 +1,7 @@
 """NVENC encoder through PyNvVideoCodec (>= 2.1), fed from CUDA device frames.
 
 The calls follow PyNvVideoCodec 2.2.4 as it behaves (checked against the real
-module by ``tests/test_nvenc_contract.py``, with stand-in driver libraries):
+module by ``tests/encoders/test_nvenc_contract.py``, with stand-in driver libraries):
 ``CreateEncoder(width, height, fmt, usecpuinputbuffer, **kwargs)`` with the
 GPU in ``gpu_id`` (``gpuid`` is ``GetEncoderCaps``'s keyword and is ignored
 here), glrec's primary context in ``cudacontext``, glrec's stream in
