@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from gl_child import run_child
 from PIL import Image
-from where import EXAMPLES
+from where import EXAMPLES, TESTS
 
 from glrec.dataset import DatasetSpec, generate, stream
 from glrec.dataset.encode import depth_units
@@ -237,7 +237,7 @@ def test_bad_arguments_and_devices_are_refused_at_once(tmp_path):
 # 100 cycles in CI, fragmentation rather than leaks) would otherwise hide or fake a leak.
 CYCLES_CHILD = """
 import gc, os, sys
-sys.path.insert(0, TESTS)
+sys.path[:0] = TESTS
 from test_dataset_stream import make_spec
 from glrec.dataset import stream
 from glrec.gl.leaks import snapshot
@@ -273,7 +273,8 @@ done(grew={str(k): v for k, v in after.grew_from(before).items()}, fds=fds() - f
 
 
 def test_100_start_stop_cycles_leave_nothing_behind():
-    result = run_child(f"TESTS = {str(Path(__file__).resolve().parent)!r}\n" + CYCLES_CHILD, timeout=300)
+    folders = [str(Path(__file__).resolve().parent), str(TESTS)]  # this test's module, and the helpers it imports
+    result = run_child(f"TESTS = {folders!r}\n" + CYCLES_CHILD, timeout=300)
     assert result["grew"] == {}
     assert result["fds"] == 0
     # A context left unreleased costs about 6 MB a cycle (600 MB over 100); alone, Mesa's allocator grows

@@ -223,7 +223,7 @@ def test_same_bytes_in_another_process(mgl):
     root = ROOT
     child = """
 import hashlib, sys
-sys.path.insert(0, "tests")
+sys.path[:0] = ["tests/encoders", "tests"]  # this test's module, and the helpers it imports
 from glrec.gl.context import create_context
 from test_gl_jpeg import encode, photo_like
 with create_context() as ctx:
