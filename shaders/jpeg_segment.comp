@@ -1,0 +1,308 @@
+#version 430
+// JPEG pass 1 of 2: one work group codes one restart segment of one frame, from texels to its
+// stuffed bytes and RSTn marker, with 8 invocations per 8x8 block and no serial loop longer
+// than a block row. A restart resets the DC predictions, so everything a segment needs is
+// inside its work group: the DC difference of a block reads its neighbour's DC from shared
+// memory. Phases, each ended by a barrier:
+//   1. row DCT: invocation (block, row) converts a row of RGBA8 texels to JFIF YCbCr (BT.601,
+//      full range, 16-bit fixed point; chroma the mean of 2x2 at 4:2:0) and transforms it;
+//   2. column DCT: invocation (block, column) transforms a column, quantises (rounded to
+//      nearest) and stores the coefficients in zigzag order, marking the non-zero ones;
+//   3. invocation (block, j) counts the Huffman-coded bits of coefficients 8j..8j+7 (DC
+//      difference first, EOB last): runs of zeros come from the block's non-zero mask;
+//   4. exclusive prefix sum of the counts: each invocation's bit offset in the segment;
+//   5. each invocation ORs its codes into the segment's bit words at its offset;
+//   6. 0xFF bytes counted per word and prefix-summed: where each word starts once stuffed;
+//   7. every output word gathers its four stuffed bytes (0x00 after each 0xFF, then 1-bit
+//      padding and the marker) into the segment's slot; the segment's length goes to
+//      seg_len and is added to its tile's total (64 segments a tile) for pass 2's offsets.
+// Integer arithmetic throughout, and OR / add are order-free, so the bytes are the same on
+// every run and every GL. Defines: SUB (1: 4:4:4, 2: 4:2:0), BLOCKS (per MCU), RESTART
+// (MCUs per segment), NB (= RESTART * BLOCKS), NT (= 8 * NB), SEG_WORDS, BITS_WORDS, UNITS (frames a
+// dispatch may sample: sampler array size), LAYERS (1: the frames are layers of one array
+// texture), QUANT (int[128]), BASIS (int[64]), ZIGZAG_POS (int[64]).
+layout(local_size_x = NT) in;
+
+#if LAYERS
+layout(binding = 0) uniform sampler2DArray frames;
+#else
+layout(binding = 0) uniform sampler2D frames[UNITS];  // indexed by gl_WorkGroupID.z: dynamically uniform
+#endif
+uniform ivec2 tex_size;    // the frames' size; samples beyond it repeat the edge (partial MCUs, padding)
+uniform int mcus_x;
+uniform uint mcus;         // MCUs in a frame
+uniform uint segments;     // restart segments in a frame
+uniform uint frame_base;   // the buffers' frame of work group z = 0
+uniform uint layer_base;   // LAYERS: the texture layer of work group z = 0
+uniform uint tiles;        // tiles of 64 segments in a frame
+uniform uint tile_base;    // where this batch's tile totals start (the buffer holds two sets)
+
+layout(std430, binding = 0) readonly buffer Codes { uint codes[1024]; };  // DC luma, AC luma, DC chroma, AC chroma
+layout(std430, binding = 1) writeonly buffer Segments { uint seg_data[]; };
+layout(std430, binding = 2) writeonly buffer Lengths { uint seg_len[]; };
+layout(std430, binding = 3) buffer Tiles { uint tile_total[]; };
+
+const int quant[128] = QUANT;         // luma then chroma, row order (v * 8 + u)
+const int basis[64] = BASIS;          // round(C(u) / 2 * cos((2x + 1) u pi / 16) * 2^13), [u * 8 + x]
+const int zigzag_pos[64] = ZIGZAG_POS;  // row-order index -> position in zigzag order
+
+shared int coef[NB * 64];   // DCT rows, then coefficients in zigzag order, then word starts (phase 6)
+shared uint bits[BITS_WORDS];  // the segment's bits, first bit = most significant bit of word 0
+shared uint nonzero[NB * 2];   // per block, bit k: zigzag coefficient k (k >= 1) is not zero
+shared uint scan_val[NT];
+shared uint scan_grp[2 * NB];
+
+uint frame_z() { return gl_WorkGroupID.z; }
+
+ivec3 rgb_at(ivec2 p) {
+    p = min(p, tex_size - 1);
+    ivec2 q = ivec2(p.x, tex_size.y - 1 - p.y);  // the frames' rows are bottom-up
+#if LAYERS
+    vec4 c = texelFetch(frames, ivec3(q, int(layer_base + frame_z())), 0);
+#else
+    vec4 c = texelFetch(frames[frame_z()], q, 0);
+#endif
+    return ivec3(round(c.rgb * 255.0));
+}
+
+// Cb or Cr in 16-bit fixed point, without the +128 offset.
+int chroma_fixed(ivec3 c, uint which) {
+    if (which == 0u) return -11059 * c.r - 21709 * c.g + 32768 * c.b;
+    return 32768 * c.r - 27439 * c.g - 5329 * c.b;
+}
+
+// Exclusive prefix sum of v over the work group (all invocations call it): the 8 values of a
+// block summed directly, then a Hillis-Steele scan of the NB block sums.
+uint scan_exclusive(uint v, out uint total) {
+    uint t = gl_LocalInvocationID.x, g = t >> 3;
+    scan_val[t] = v;
+    barrier();
+    uint before = 0u;
+    for (uint i = g << 3; i < t; i++) before += scan_val[i];
+    if ((t & 7u) == 7u) scan_grp[g] = before + v;
+    barrier();
+    uint a = 0u;  // the half of scan_grp holding the current sums
+    for (uint step = 1u; step < uint(NB); step <<= 1) {
+        if (t < uint(NB)) scan_grp[uint(NB) - a + t] = scan_grp[a + t] + (t >= step ? scan_grp[a + t - step] : 0u);
+        barrier();
+        a = uint(NB) - a;
+    }
+    total = scan_grp[a + uint(NB) - 1u];
+    return (g > 0u ? scan_grp[a + g - 1u] : 0u) + before;
+}
+
+int category(int v) { return v == 0 ? 0 : findMSB(abs(v)) + 1; }
+
+// A value of category n as JPEG codes it: n low bits, ones' complement for negatives.
+uint magnitude(int v, int n) { return uint(v < 0 ? v - 1 : v) & ((1u << n) - 1u); }
+
+// The last non-zero AC coefficient before zigzag position k (0: none; bit 0 of lo is always set).
+uint previous_nonzero(uint lo, uint hi, uint k) {
+    if (k > 32u) {
+        uint h = hi & ((1u << (k - 32u)) - 1u);
+        if (h != 0u) return 32u + uint(findMSB(h));
+        return uint(findMSB(lo));
+    }
+    return uint(findMSB(k == 32u ? lo : lo & ((1u << k) - 1u)));
+}
+
+// The DC of the block before b of the same component in this segment (0 at its start).
+int dc_prediction(uint b) {
+    uint m = b / uint(BLOCKS), z = b % uint(BLOCKS);
+    if (z < uint(SUB * SUB)) {
+        if (z > 0u) return coef[(b - 1u) * 64u];
+        return m > 0u ? coef[(b - uint(BLOCKS) + uint(SUB * SUB) - 1u) * 64u] : 0;
+    }
+    return m > 0u ? coef[(b - uint(BLOCKS)) * 64u] : 0;
+}
+
+// Write the n (<= 32) low bits of value at bit p; invocations' bits never overlap, and OR
+// does not depend on the order, so atomics give the same words every run.
+void put(inout uint p, uint value, uint n) {
+    if (n == 0u) return;
+    uint w = p >> 5, r = p & 31u;
+    if (r + n <= 32u) {
+        atomicOr(bits[w], value << (32u - r - n));
+    } else {
+        atomicOr(bits[w], value >> (r + n - 32u));
+        atomicOr(bits[w + 1u], value << (64u - r - n));
+    }
+    p += n;
+}
+
+uint byte_at(uint k) { return (bits[k >> 2] >> (24u - 8u * (k & 3u))) & 0xFFu; }
+
+// Code (pack) or only count the bits of invocation (b, j): see phase 3.
+uint code_block_part(uint b, uint j, bool pack, uint p) {
+    uint start = p;
+    uint z = b % uint(BLOCKS);
+    int dc_table = z < uint(SUB * SUB) ? 0 : 2;
+    uint ac = uint(dc_table + 1) * 256u;
+    uint lo = nonzero[2u * b] | 1u, hi = nonzero[2u * b + 1u];
+    uint total = 0u;
+    if (j == 0u) {
+        int diff = coef[b * 64u] - dc_prediction(b);
+        int n = category(diff);
+        uint e = codes[uint(dc_table) * 256u + uint(n)];
+        uint len = e >> 16;
+        if (pack) put(p, ((e & 0xFFFFu) << n) | magnitude(diff, n), len + uint(n));
+        total += len + uint(n);
+    }
+    // The non-zero AC coefficients among 8j .. 8j + 7, from the mask (bit 0 is the DC's).
+    uint chunk = ((j < 4u ? lo : hi) >> ((8u * j) & 31u)) & (j == 0u ? 0xFEu : 0xFFu);
+    if (chunk != 0u) {
+        uint prev = previous_nonzero(lo, hi, 8u * j + uint(findLSB(chunk)));
+        uint zrl = codes[ac + 0xF0u];
+        do {
+            uint k = 8u * j + uint(findLSB(chunk));
+            chunk &= chunk - 1u;
+            int v = coef[b * 64u + k];
+            uint run = k - prev - 1u;
+            prev = k;
+            for (uint i = 0u; i < (run >> 4); i++) {  // ZRL: sixteen zeros
+                if (pack) put(p, zrl & 0xFFFFu, zrl >> 16);
+                total += zrl >> 16;
+            }
+            int n = category(v);
+            uint e = codes[ac + ((run & 15u) << 4) + uint(n)];
+            if (pack) put(p, ((e & 0xFFFFu) << n) | magnitude(v, n), (e >> 16) + uint(n));
+            total += (e >> 16) + uint(n);
+        } while (chunk != 0u);
+    }
+    uint last = hi != 0u ? 32u + uint(findMSB(hi)) : uint(findMSB(lo));
+    if (j == 7u && last < 63u) {  // EOB
+        uint e = codes[ac];
+        if (pack) put(p, e & 0xFFFFu, e >> 16);
+        total += e >> 16;
+    }
+    return pack ? p - start : total;
+}
+
+void main() {
+    uint s = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    if (s >= segments) return;  // a spare group of a 2-D grid: the whole group leaves
+    uint t = gl_LocalInvocationID.x;
+    uint f = frame_base + frame_z();
+    uint first_mcu = s * uint(RESTART);
+    uint blocks = min(uint(RESTART), mcus - first_mcu) * uint(BLOCKS);  // the last segment may be short
+    for (uint i = t; i < uint(BITS_WORDS); i += uint(NT)) bits[i] = 0u;
+    if (t < uint(2 * NB)) nonzero[t] = 0u;
+
+    // 1. Row DCT. Invocations of luma blocks come first, so that a warp is all luma or all chroma.
+    {
+        uint row = t & 7u, k = t >> 3, lumas = uint(RESTART * SUB * SUB), m, z;
+        if (k < lumas) {
+            m = k / uint(SUB * SUB);
+            z = k % uint(SUB * SUB);
+        } else {
+            m = (k - lumas) >> 1;
+            z = uint(SUB * SUB) + ((k - lumas) & 1u);
+        }
+        uint mcu = first_mcu + m;
+        ivec2 origin = ivec2(int(mcu % uint(mcus_x)), int(mcu / uint(mcus_x))) * (8 * SUB);
+        int samples[8];
+        for (int x = 0; x < 8; x++) {
+            int value;
+            if (z < uint(SUB * SUB)) {
+                ivec3 c = rgb_at(origin + ivec2(int(z) % SUB, int(z) / SUB) * 8 + ivec2(x, int(row)));
+                value = (19595 * c.r + 38470 * c.g + 7471 * c.b + 32768) >> 16;
+            } else {
+                int sum = 0;
+                ivec2 p = origin + ivec2(x, int(row)) * SUB;
+                for (int dy = 0; dy < SUB; dy++)
+                    for (int dx = 0; dx < SUB; dx++) sum += chroma_fixed(rgb_at(p + ivec2(dx, dy)), z - uint(SUB * SUB));
+                const int shift = 16 + 2 * (SUB - 1);
+                value = clamp(((sum + (1 << (shift - 1))) >> shift) + 128, 0, 255);
+            }
+            samples[x] = value - 128;
+        }
+        uint b = m * uint(BLOCKS) + z;
+        for (int u = 0; u < 8; u++) {  // 4 * (1-D DCT of the row at u), rounded
+            int acc = 0;
+            for (int x = 0; x < 8; x++) acc += basis[u * 8 + x] * samples[x];
+            coef[b * 64u + row * 8u + uint(u)] = (acc + (1 << 10)) >> 11;
+        }
+    }
+    barrier();
+
+    // 2. Column DCT: 2^15 * F(u, v), quantised with rounding half away from zero.
+    uint b = t >> 3, j = t & 7u;
+    {
+        int rows[8];
+        for (uint y = 0u; y < 8u; y++) rows[y] = coef[b * 64u + y * 8u + j];
+        barrier();  // every column read before any coefficient overwrites the rows
+        int table = b % uint(BLOCKS) < uint(SUB * SUB) ? 0 : 64;
+        for (int v = 0; v < 8; v++) {
+            int acc = 0;
+            for (int y = 0; y < 8; y++) acc += basis[v * 8 + y] * rows[y];
+            int q = quant[table + v * 8 + int(j)] << 15;
+            int mag = (abs(acc) + (q >> 1)) / q;
+            uint zz = uint(zigzag_pos[v * 8 + int(j)]);
+            coef[b * 64u + zz] = acc < 0 ? -mag : mag;
+            if (mag != 0 && zz != 0u) atomicOr(nonzero[2u * b + (zz >> 5)], 1u << (zz & 31u));
+        }
+    }
+    barrier();
+
+    // 3.-5. Count, prefix-sum, pack.
+    bool live = b < blocks;
+    uint total_bits;
+    uint at = scan_exclusive(live ? code_block_part(b, j, false, 0u) : 0u, total_bits);
+    if (live) code_block_part(b, j, true, at);
+    if (t == 0u && (total_bits & 7u) != 0u) {  // pad the last byte with 1-bits
+        uint pad = 8u - (total_bits & 7u), p = total_bits;
+        put(p, (1u << pad) - 1u, pad);
+    }
+    barrier();
+
+    // 6. Where each word of unstuffed bytes starts once a 0x00 follows every 0xFF.
+    uint bytes = (total_bits + 7u) >> 3, words = (bytes + 3u) >> 2;
+    uint per = (words + uint(NT) - 1u) / uint(NT), w0 = min(t * per, words), w1 = min(w0 + per, words);
+    uint ff = 0u;
+    for (uint k = 4u * w0; k < min(4u * w1, bytes); k++) ff += byte_at(k) == 0xFFu ? 1u : 0u;
+    uint ff_total;
+    uint stuffed = scan_exclusive(ff, ff_total);
+    for (uint w = w0; w < w1; w++) {
+        coef[w] = int(4u * w + stuffed);
+        for (uint k = 4u * w; k < min(4u * w + 4u, bytes); k++) stuffed += byte_at(k) == 0xFFu ? 1u : 0u;
+    }
+    barrier();
+
+    // 7. The stuffed bytes, then the marker (none after the frame's last segment), into the slot.
+    uint data = bytes + ff_total;
+    uint len = data + (s + 1u < segments ? 2u : 0u);
+    uint slot = (f * segments + s) * uint(SEG_WORDS);
+    for (uint o = t; o < (len + 3u) >> 2; o += uint(NT)) {
+        uint r = 4u * o, value = 0u;
+        uint lo = 0u, hi = words;  // the last word starting at or before r: coef[lo] <= r < coef[hi]
+        while (hi - lo > 1u) {
+            uint mid = (lo + hi) >> 1;
+            if (uint(coef[mid]) <= r) lo = mid; else hi = mid;
+        }
+        uint k = 4u * lo, p = uint(coef[lo]);
+        bool zero_next = false;  // the stuffed 0x00 after a 0xFF is the next byte
+        while (p < min(r, data)) {  // walk to r: at most a few bytes
+            if (zero_next) zero_next = false; else { zero_next = byte_at(k) == 0xFFu; k++; }
+            p++;
+        }
+        for (uint i = 0u; i < 4u && r + i < len; i++) {
+            uint q = r + i, byte;
+            if (q >= data) {
+                byte = q == data ? 0xFFu : 0xD0u + (s & 7u);
+            } else if (zero_next) {
+                byte = 0u;
+                zero_next = false;
+            } else {
+                byte = byte_at(k);
+                zero_next = byte == 0xFFu;
+                k++;
+            }
+            value |= byte << (8u * i);
+        }
+        seg_data[slot + o] = value;
+    }
+    if (t == 0u) {
+        seg_len[f * segments + s] = len;
+        atomicAdd(tile_total[tile_base + f * tiles + (s >> 6)], len);
+    }
+}
