@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -291,6 +293,36 @@ class GlJpegStage:
         self._pending.append((0, self._slot, Fence()))
         self._slot = (self._slot + 1) % len(self._outputs)
         return self._collect()[1]
+
+    def profile(self, frames: Sequence[moderngl.Texture]) -> dict[str, dict[str, float]]:
+        """Milliseconds of each pass of one frame of ``frames[0]``: ``gpu`` (timer queries), ``wall`` (to a glFinish).
+
+        The per-pass timing ``benchmarks/gl_jpeg.py`` used before (each pass alone, finished).
+        """
+        ctx, geo = self.ctx, self.geometry
+        frames[0].use(0)
+        for binding, buf in enumerate((self._coef, self._tables, self._codes, self._segments, self._lengths,
+                                       self._offsets, self._outputs[0])):  # fmt: skip
+            buf.bind_to_storage_buffer(binding)
+        passes = {
+            "dct": (self._dct, (*_grid(-(-geo.blocks // 64)), 1)),
+            "huffman": (self._huffman, (-(-geo.segments // 64), 1, 1)),
+            "scan": (self._scan, (1, 1, 1)),
+            "assemble": (self._assemble, (*_grid(geo.segments), 1)),
+        }
+        gpu, wall = {}, {}
+        for name, (shader, groups) in passes.items():
+            query = ctx.query(time=True)
+            ctx.finish()
+            t0 = time.perf_counter()
+            with query:
+                dispatch_compute(shader.glo, *groups)
+                ctx.memory_barrier(_SSBO)
+            ctx.finish()
+            wall[name] = (time.perf_counter() - t0) * 1e3
+            gpu[name] = query.elapsed / 1e6
+        gpu["total"], wall["total"] = sum(gpu.values()), sum(wall.values())
+        return {"gpu": gpu, "wall": wall}
 
     def release(self) -> None:
         """Release every buffer and shader; safe twice."""
