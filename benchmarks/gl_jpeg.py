@@ -8,8 +8,8 @@ within each of ``--repeat`` rounds, medians reported:
 
 - ``stage_fps``: the render target encoded ``--frames`` times through the ring of 3 (run +
   fence + readback of the compressed bytes), as the recorder drives it;
-- ``gpu_ms_per_frame``: one GL timer query around 50 frames queued back to back, / 50: the GPU
-  time a frame costs in the stream (passes, barriers and the gaps between dispatches);
+- ``gpu_ms_per_frame``: one GL timer query around ``min(50, --frames)`` frames queued back to back,
+  per frame: the GPU time a frame costs in the stream (passes, barriers, gaps between dispatches);
 - ``passes_ms``: each pass alone (finished before and after): ``gpu`` from timer queries,
   ``wall`` to a glFinish (the one to read on llvmpipe, where queries close early);
 - ``record_fps``: ``glrec.record(scene, .mkv, codec="mjpeg", encoder="gl")`` end to end
@@ -55,7 +55,7 @@ from results_file import write_results
 
 QUALITY = 90
 VARIANTS: dict[str, Any] = {"before": gl_jpeg_before.GlJpegStage, "after": GlJpegStage}
-STREAM = 50  # frames under one timer query
+STREAM = 50  # the most frames under one timer query
 
 
 def cpu_model() -> str:
@@ -76,16 +76,16 @@ def stage_fps(stage: Any, texture: Any, frames: int) -> float:
     return frames / (time.perf_counter() - t0)
 
 
-def gpu_ms_per_frame(stage: Any, texture: Any) -> float:
-    """GPU time of STREAM frames queued back to back (one ring slot, no readback), per frame."""
+def gpu_ms_per_frame(stage: Any, texture: Any, frames: int) -> float:
+    """GPU time of ``frames`` frames queued back to back (one ring slot, no readback), per frame."""
     ctx = stage.ctx
     ctx.finish()
     query = ctx.query(time=True)
     with query:
-        for _ in range(STREAM):
+        for _ in range(frames):
             stage.run(texture)
     ctx.finish()
-    return float(query.elapsed) / 1e6 / STREAM
+    return float(query.elapsed) / 1e6 / frames
 
 
 @contextlib.contextmanager
@@ -123,7 +123,8 @@ def bench(size: tuple[int, int], scene_name: str, frames: int, repeat: int, with
         stages = {v: cls(ctx, size, quality=QUALITY, depth=3) for v, cls in VARIANTS.items()}
         jpegs = {v: s.encode_now(target.colour) for v, s in stages.items()}
         fps = rounds({v: (lambda s=s: stage_fps(s, target.colour, frames)) for v, s in stages.items()}, repeat)
-        gpu = rounds({v: (lambda s=s: gpu_ms_per_frame(s, target.colour)) for v, s in stages.items()}, repeat)
+        stream = min(STREAM, frames)
+        gpu = rounds({v: (lambda s=s: gpu_ms_per_frame(s, target.colour, stream)) for v, s in stages.items()}, repeat)
         for v, s in stages.items():
             row[v] = {
                 "stage_fps": fps[v],

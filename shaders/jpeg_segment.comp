@@ -4,8 +4,9 @@
 // than a block row. A restart resets the DC predictions, so everything a segment needs is
 // inside its work group: the DC difference of a block reads its neighbour's DC from shared
 // memory. Phases, each ended by a barrier:
-//   1. row DCT: invocation (block, row) converts a row of RGBA8 texels to JFIF YCbCr (BT.601,
-//      full range, 16-bit fixed point; chroma the mean of 2x2 at 4:2:0) and transforms it;
+//   1. samples: each RGBA8 texel is fetched once and converted to JFIF YCbCr (BT.601, full
+//      range, 16-bit fixed point; chroma the mean of 2x2 at 4:2:0); then the row DCT:
+//      invocation (block, row) transforms a row of samples in place;
 //   2. column DCT: invocation (block, column) transforms a column, quantises (rounded to
 //      nearest) and stores the coefficients in zigzag order, marking the non-zero ones;
 //   3. invocation (block, j) counts the Huffman-coded bits of coefficients 8j..8j+7 (DC
@@ -188,39 +189,50 @@ void main() {
     for (uint i = t; i < uint(BITS_WORDS); i += uint(NT)) bits[i] = 0u;
     if (t < uint(2 * NB)) nonzero[t] = 0u;
 
-    // 1. Row DCT. Invocations of luma blocks come first, so that a warp is all luma or all chroma.
-    {
-        uint row = t & 7u, k = t >> 3, lumas = uint(RESTART * SUB * SUB), m, z;
-        if (k < lumas) {
-            m = k / uint(SUB * SUB);
-            z = k % uint(SUB * SUB);
-        } else {
-            m = (k - lumas) >> 1;
-            z = uint(SUB * SUB) + ((k - lumas) & 1u);
-        }
-        uint mcu = first_mcu + m;
+    // 1. Samples, each texel fetched once: at 4:2:0 an invocation takes a strip of 2 x 8 pixels
+    // (16 luma samples and the 4 chroma samples they average to), at 4:4:4 a row of 8 pixels.
+    const uint strips = uint(SUB == 2 ? 16 : 8);  // per MCU
+    if (t < uint(RESTART) * strips) {
+        uint m = t / strips, i = t % strips, mcu = first_mcu + m;
         ivec2 origin = ivec2(int(mcu % uint(mcus_x)), int(mcu / uint(mcus_x))) * (8 * SUB);
-        int samples[8];
-        for (int x = 0; x < 8; x++) {
-            int value;
-            if (z < uint(SUB * SUB)) {
-                ivec3 c = rgb_at(origin + ivec2(int(z) % SUB, int(z) / SUB) * 8 + ivec2(x, int(row)));
-                value = (19595 * c.r + 38470 * c.g + 7471 * c.b + 32768) >> 16;
-            } else {
-                int sum = 0;
-                ivec2 p = origin + ivec2(x, int(row)) * SUB;
-                for (int dy = 0; dy < SUB; dy++)
-                    for (int dx = 0; dx < SUB; dx++) sum += chroma_fixed(rgb_at(p + ivec2(dx, dy)), z - uint(SUB * SUB));
-                const int shift = 16 + 2 * (SUB - 1);
-                value = clamp(((sum + (1 << (shift - 1))) >> shift) + 128, 0, 255);
+        uint block0 = m * uint(BLOCKS) * 64u;
+#if SUB == 2
+        uint sx = i & 1u, sy = i >> 1;  // columns 8 sx .. 8 sx + 7, rows 2 sy and 2 sy + 1 of the MCU
+        int cb[4] = int[4](0, 0, 0, 0), cr[4] = int[4](0, 0, 0, 0);
+        for (uint dy = 0u; dy < 2u; dy++) {
+            uint py = 2u * sy + dy, z = sx + 2u * (py >> 3);
+            for (int x = 0; x < 8; x++) {
+                ivec3 c = rgb_at(origin + ivec2(8 * int(sx) + x, int(py)));
+                coef[block0 + z * 64u + (py & 7u) * 8u + uint(x)] = ((19595 * c.r + 38470 * c.g + 7471 * c.b + 32768) >> 16) - 128;
+                cb[x >> 1] += chroma_fixed(c, 0u);
+                cr[x >> 1] += chroma_fixed(c, 1u);
             }
-            samples[x] = value - 128;
         }
-        uint b = m * uint(BLOCKS) + z;
-        for (int u = 0; u < 8; u++) {  // 4 * (1-D DCT of the row at u), rounded
+        for (uint k = 0u; k < 4u; k++) {  // chroma sample (4 sx + k, sy) of blocks 4 (Cb) and 5 (Cr)
+            uint at = sy * 8u + 4u * sx + k;
+            coef[block0 + 4u * 64u + at] = clamp(((cb[k] + (1 << 17)) >> 18) + 128, 0, 255) - 128;
+            coef[block0 + 5u * 64u + at] = clamp(((cr[k] + (1 << 17)) >> 18) + 128, 0, 255) - 128;
+        }
+#else
+        for (int x = 0; x < 8; x++) {
+            ivec3 c = rgb_at(origin + ivec2(x, int(i)));
+            coef[block0 + i * 8u + uint(x)] = ((19595 * c.r + 38470 * c.g + 7471 * c.b + 32768) >> 16) - 128;
+            coef[block0 + 64u + i * 8u + uint(x)] = clamp(((chroma_fixed(c, 0u) + (1 << 15)) >> 16) + 128, 0, 255) - 128;
+            coef[block0 + 128u + i * 8u + uint(x)] = clamp(((chroma_fixed(c, 1u) + (1 << 15)) >> 16) + 128, 0, 255) - 128;
+        }
+#endif
+    }
+    barrier();
+
+    // Row DCT: invocation (block, row) replaces its row of samples by 4 * (its 1-D DCT), rounded.
+    {
+        uint at = t * 8u;  // = block * 64 + row * 8
+        int samples[8];
+        for (int x = 0; x < 8; x++) samples[x] = coef[at + uint(x)];
+        for (int u = 0; u < 8; u++) {
             int acc = 0;
             for (int x = 0; x < 8; x++) acc += basis[u * 8 + x] * samples[x];
-            coef[b * 64u + row * 8u + uint(u)] = (acc + (1 << 10)) >> 11;
+            coef[at + uint(u)] = (acc + (1 << 10)) >> 11;
         }
     }
     barrier();

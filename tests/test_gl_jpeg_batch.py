@@ -162,3 +162,30 @@ def test_profile_times_each_pass(mgl):
     finally:
         stage.release()
         tex.release()
+
+
+def test_a_batch_cut_short_does_not_spoil_the_next(mgl, monkeypatch):
+    """Pass 1 adds segment lengths into tile totals that pass 2 clears: a batch whose pass 2 never ran
+    (an error between the dispatches) must leave the next batch's offsets right."""
+    rgb = photo_like(*SIZE, 3)
+    tex = texture_of(mgl, rgb)
+    stage = GlJpegStage(mgl, SIZE)
+    real = gl_jpeg.dispatch_compute
+    calls = []
+
+    def second_fails(*args):
+        calls.append(args)
+        if len(calls) == 2:
+            raise RuntimeError("injected: the assembly is not dispatched")
+        real(*args)
+
+    try:
+        want = stage.encode_now(tex)
+        monkeypatch.setattr(gl_jpeg, "dispatch_compute", second_fails)
+        with pytest.raises(RuntimeError, match="injected"):
+            stage.run(tex)
+        monkeypatch.undo()
+        assert [stage.encode_now(tex) for _ in range(3)] == [want] * 3
+    finally:
+        stage.release()
+        tex.release()

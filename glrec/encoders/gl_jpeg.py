@@ -235,6 +235,9 @@ class GlJpegStage:
                 shader["frame_base"].value = start
                 dispatch_compute(shader.glo, *_grid(geo.segments), count)
             self.ctx.memory_barrier(_SSBO)
+            # Flipped here, not after the assembly: should that never run, the next batch still
+            # adds into the set the last assembly cleared, and its own assembly clears this one.
+            self._parity = 1 - parity
 
         def assemble() -> None:
             for binding, buf in enumerate((self._segments, self._lengths, self._tiles, self._outputs[slot]), 1):
@@ -244,7 +247,6 @@ class GlJpegStage:
             dispatch_compute(self._assemble.glo, *_grid(geo.segments), n)
             # The host reads the output with glGetBufferSubData: it must see the shader's writes.
             self.ctx.memory_barrier(_SSBO | moderngl.BUFFER_UPDATE_BARRIER_BIT)
-            self._parity = 1 - parity
 
         return [("segments", segments), ("assemble", assemble)]
 
