@@ -26,6 +26,12 @@ layout(std430, binding = 4) writeonly buffer Output { uint out_words[]; };
 
 shared uint partial[64];
 
+// Shared-memory writes made visible, then the work group waits for all its invocations.
+void sync() {
+    memoryBarrierShared();
+    barrier();
+}
+
 void main() {
     uint t = gl_LocalInvocationID.x;
     uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_NumWorkGroups.z;
@@ -39,10 +45,10 @@ void main() {
     for (uint i = t; i < tile; i += 64u) sum += tile_total[tile_base + f * tiles + i];
     if ((tile << 6) + t < s) sum += seg_len[lengths + (tile << 6) + t];
     partial[t] = sum;
-    barrier();
+    sync();
     for (uint step = 32u; step > 0u; step >>= 1) {
         if (t < step) partial[t] += partial[t + step];
-        barrier();
+        sync();
     }
     uint start = partial[0], len = seg_len[lengths + s];
     uint out_base = frames_held + f * frame_words;

@@ -53,6 +53,12 @@ shared uint nonzero[NB * 2];   // per block, bit k: zigzag coefficient k (k >= 1
 shared uint scan_val[NT];
 shared uint scan_grp[2 * NB];
 
+// Shared-memory writes made visible, then the work group waits for all its invocations.
+void sync() {
+    memoryBarrierShared();
+    barrier();
+}
+
 uint frame_z() { return gl_WorkGroupID.z; }
 
 ivec3 rgb_at(ivec2 p) {
@@ -77,15 +83,15 @@ int chroma_fixed(ivec3 c, uint which) {
 uint scan_exclusive(uint v, out uint total) {
     uint t = gl_LocalInvocationID.x, g = t >> 3;
     scan_val[t] = v;
-    barrier();
+    sync();
     uint before = 0u;
     for (uint i = g << 3; i < t; i++) before += scan_val[i];
     if ((t & 7u) == 7u) scan_grp[g] = before + v;
-    barrier();
+    sync();
     uint a = 0u;  // the half of scan_grp holding the current sums
     for (uint step = 1u; step < uint(NB); step <<= 1) {
         if (t < uint(NB)) scan_grp[uint(NB) - a + t] = scan_grp[a + t] + (t >= step ? scan_grp[a + t - step] : 0u);
-        barrier();
+        sync();
         a = uint(NB) - a;
     }
     total = scan_grp[a + uint(NB) - 1u];
@@ -222,7 +228,7 @@ void main() {
         }
 #endif
     }
-    barrier();
+    sync();
 
     // Row DCT: invocation (block, row) replaces its row of samples by 4 * (its 1-D DCT), rounded.
     {
@@ -235,14 +241,14 @@ void main() {
             coef[at + uint(u)] = (acc + (1 << 10)) >> 11;
         }
     }
-    barrier();
+    sync();
 
     // 2. Column DCT: 2^15 * F(u, v), quantised with rounding half away from zero.
     uint b = t >> 3, j = t & 7u;
     {
         int rows[8];
         for (uint y = 0u; y < 8u; y++) rows[y] = coef[b * 64u + y * 8u + j];
-        barrier();  // every column read before any coefficient overwrites the rows
+        sync();  // every column read before any coefficient overwrites the rows
         int table = b % uint(BLOCKS) < uint(SUB * SUB) ? 0 : 64;
         for (int v = 0; v < 8; v++) {
             int acc = 0;
@@ -254,7 +260,7 @@ void main() {
             if (mag != 0 && zz != 0u) atomicOr(nonzero[2u * b + (zz >> 5)], 1u << (zz & 31u));
         }
     }
-    barrier();
+    sync();
 
     // 3.-5. Count, prefix-sum, pack.
     bool live = b < blocks;
@@ -265,7 +271,7 @@ void main() {
         uint pad = 8u - (total_bits & 7u), p = total_bits;
         put(p, (1u << pad) - 1u, pad);
     }
-    barrier();
+    sync();
 
     // 6. Where each word of unstuffed bytes starts once a 0x00 follows every 0xFF.
     uint bytes = (total_bits + 7u) >> 3, words = (bytes + 3u) >> 2;
@@ -278,7 +284,7 @@ void main() {
         coef[w] = int(4u * w + stuffed);
         for (uint k = 4u * w; k < min(4u * w + 4u, bytes); k++) stuffed += byte_at(k) == 0xFFu ? 1u : 0u;
     }
-    barrier();
+    sync();
 
     // 7. The stuffed bytes, then the marker (none after the frame's last segment), into the slot.
     uint data = bytes + ff_total;
