@@ -167,9 +167,11 @@ def test_profile_times_each_pass(mgl):
 def test_a_batch_cut_short_does_not_spoil_the_next(mgl, monkeypatch):
     """Pass 1 adds segment lengths into tile totals that pass 2 clears: a batch whose pass 2 never ran
     (an error between the dispatches) must leave the next batch's offsets right."""
-    rgb = photo_like(*SIZE, 3)
+    size = (160, 128)  # 80 MCUs, a segment each: two tiles, so offsets use the tile totals
+    rgb = photo_like(*size, 3)
     tex = texture_of(mgl, rgb)
-    stage = GlJpegStage(mgl, SIZE)
+    stage = GlJpegStage(mgl, size, restart=1)
+    assert stage.geometry.tiles == 2
     real = gl_jpeg.dispatch_compute
     calls = []
 
@@ -186,6 +188,7 @@ def test_a_batch_cut_short_does_not_spoil_the_next(mgl, monkeypatch):
             stage.run(tex)
         monkeypatch.undo()
         assert [stage.encode_now(tex) for _ in range(3)] == [want] * 3
+        assert psnr(pillow_decode(want), rgb) > 30
     finally:
         stage.release()
         tex.release()

@@ -132,6 +132,7 @@ class GlJpegStage:
         self._pending: deque[tuple[tuple[int, ...], int, Fence]] = deque()  # (frame indices, slot, fence)
         self._slot = 0
         self._parity = 0  # which set of tile totals the next batch adds into (the other is being cleared)
+        self._cut_short = False  # pass 1 of a batch ran, pass 2 not (an error between): tile totals not clean
         self._layers_shader: moderngl.ComputeShader | None = None
         try:
             self._build(depth)
@@ -216,6 +217,10 @@ class GlJpegStage:
         tile_sets = self.batch * geo.tiles
 
         def segments() -> None:
+            if self._cut_short:  # a batch whose assembly never ran left its tile totals: start from zeros
+                self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT)
+                self._tiles.write(bytes(self._tiles.size))
+            self._cut_short = True
             for binding, buf in enumerate((self._codes, self._segments, self._lengths, self._tiles)):
                 buf.bind_to_storage_buffer(binding)
             if isinstance(frames, moderngl.TextureArray):
@@ -235,9 +240,6 @@ class GlJpegStage:
                 shader["frame_base"].value = start
                 dispatch_compute(shader.glo, *_grid(geo.segments), count)
             self.ctx.memory_barrier(_SSBO)
-            # Flipped here, not after the assembly: should that never run, the next batch still
-            # adds into the set the last assembly cleared, and its own assembly clears this one.
-            self._parity = 1 - parity
 
         def assemble() -> None:
             for binding, buf in enumerate((self._segments, self._lengths, self._tiles, self._outputs[slot]), 1):
@@ -247,6 +249,7 @@ class GlJpegStage:
             dispatch_compute(self._assemble.glo, *_grid(geo.segments), n)
             # The host reads the output with glGetBufferSubData: it must see the shader's writes.
             self.ctx.memory_barrier(_SSBO | moderngl.BUFFER_UPDATE_BARRIER_BIT)
+            self._parity, self._cut_short = 1 - parity, False
 
         return [("segments", segments), ("assemble", assemble)]
 
