@@ -8,6 +8,8 @@ within each of ``--repeat`` rounds, medians reported:
 
 - ``stage_fps``: the render target encoded ``--frames`` times through the ring of 3 (run +
   fence + readback of the compressed bytes), as the recorder drives it;
+- ``cpu_ms_per_frame``: CPU time of the process (every thread: on llvmpipe that is the encoding
+  itself) per frame in those runs, which a loaded machine moves less than fps;
 - ``gpu_ms_per_frame``: one GL timer query around ``min(50, --frames)`` frames queued back to back,
   per frame: the GPU time a frame costs in the stream (passes, barriers, gaps between dispatches);
 - ``passes_ms``: each pass alone (finished before and after): ``gpu`` from timer queries,
@@ -65,14 +67,17 @@ def cpu_model() -> str:
     return platform.processor()
 
 
-def stage_fps(stage: Any, texture: Any, frames: int) -> float:
-    t0 = time.perf_counter()
+def stage_fps(stage: Any, texture: Any, frames: int, cpu: list[float] | None = None) -> float:
+    """Frames per second through the ring; appends CPU ms per frame (all threads: llvmpipe's too) to ``cpu``."""
+    t0, c0 = time.perf_counter(), time.process_time()
     n = 0
     for i in range(frames):
         stage.run(texture)
         n += len(stage.submit(i))
     n += len(stage.drain())
     assert n == frames
+    if cpu is not None:
+        cpu.append((time.process_time() - c0) * 1e3 / frames)
     return frames / (time.perf_counter() - t0)
 
 
@@ -122,12 +127,16 @@ def bench(size: tuple[int, int], scene_name: str, frames: int, repeat: int, with
         scene.render(0.5)
         stages = {v: cls(ctx, size, quality=QUALITY, depth=3) for v, cls in VARIANTS.items()}
         jpegs = {v: s.encode_now(target.colour) for v, s in stages.items()}
-        fps = rounds({v: (lambda s=s: stage_fps(s, target.colour, frames)) for v, s in stages.items()}, repeat)
+        cpu: dict[str, list[float]] = {v: [] for v in stages}
+        fps = rounds(
+            {v: (lambda s=s, c=cpu[v]: stage_fps(s, target.colour, frames, c)) for v, s in stages.items()}, repeat
+        )
         stream = min(STREAM, frames)
         gpu = rounds({v: (lambda s=s: gpu_ms_per_frame(s, target.colour, stream)) for v, s in stages.items()}, repeat)
         for v, s in stages.items():
             row[v] = {
                 "stage_fps": fps[v],
+                "cpu_ms_per_frame": statistics.median(cpu[v][1:]),  # the warm-up round left out
                 "gpu_ms_per_frame": gpu[v],
                 "passes_ms": s.profile([target.colour]),
                 "bytes": len(jpegs[v]),
@@ -234,17 +243,19 @@ def cpu_rows(target: RenderTarget, size: tuple[int, int], frames: int, repeat: i
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = [f"{'size':>9} {'scene':>6} {'variant':>7} {'stage fps':>9} {'gpu ms/f':>8} {'record fps':>10} "
-             f"{'bytes':>7}  passes (gpu ms | wall ms, each alone)"]  # fmt: skip
+    nan = float("nan")
+    lines = [f"{'size':>9} {'scene':>6} {'variant':>7} {'stage fps':>9} {'cpu ms/f':>8} {'gpu ms/f':>8} "
+             f"{'record fps':>10} {'bytes':>7}  passes (gpu ms | wall ms, each alone)"]  # fmt: skip
     for row in rows:
         for v in VARIANTS:
             r = row[v]
             p = r.get("passes_ms") or r.get("passes_ms_per_batch") or r.get("passes_ms_per_frame")
             passes = " ".join(f"{k} {p['gpu'][k]:.3f}|{p['wall'][k]:.2f}" for k in p["gpu"])
+            scene = row.get("scene", f"b{row.get('batch')}")
             lines.append(
-                f"{row['size']:>9} {row.get('scene', 'b' + str(row.get('batch'))):>6} {v:>7} {r['stage_fps']:9.1f} "
-                f"{r.get('gpu_ms_per_frame', float('nan')):8.3f} {r.get('record_fps', float('nan')):10.1f} "
-                f"{r.get('bytes', 0):7d}  {passes}"
+                f"{row['size']:>9} {scene:>6} {v:>7} {r['stage_fps']:9.1f} {r.get('cpu_ms_per_frame', nan):8.3f} "
+                f"{r.get('gpu_ms_per_frame', nan):8.3f} {r.get('record_fps', nan):10.1f} {r.get('bytes', 0):7d}  "
+                f"{passes}"
             )
         lines.append(f"{'':>9} after/before stage fps x{row['after/before stage_fps']:.2f}, "
                      f"identical bytes: {row['identical']}")  # fmt: skip
