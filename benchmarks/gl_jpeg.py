@@ -14,6 +14,8 @@ within each of ``--repeat`` rounds, medians reported:
   per frame: the GPU time a frame costs in the stream (passes, barriers, gaps between dispatches);
 - ``passes_ms``: each pass alone (finished before and after): ``gpu`` from timer queries,
   ``wall`` to a glFinish (the one to read on llvmpipe, where queries close early);
+- ``readback_ms``: collecting a finished frame with nothing queued behind it, and with two frames
+  queued (the ring wrapping); the gap is what the readback waits for besides its own bytes;
 - ``record_fps``: ``glrec.record(scene, .mkv, codec="mjpeg", encoder="gl")`` end to end
   (``before``: the pipeline given the old stage);
 - ``bytes`` and ``identical``: the JPEG of each variant, and whether they are the same bytes.
@@ -93,6 +95,33 @@ def gpu_ms_per_frame(stage: Any, texture: Any, frames: int) -> float:
     return float(query.elapsed) / 1e6 / frames
 
 
+def readback_ms(stage: Any, texture: Any, repeat: int = 5) -> dict[str, float]:
+    """Milliseconds to collect a finished frame (fence signalled: the reads of its bytes and length word).
+
+    ``idle``: nothing queued behind it; ``behind_2``: two more frames queued on the GPU (the ring
+    of 3 when it wraps, as in the stream). A large gap means the readback waits for later work.
+    """
+    ctx, idle, busy = stage.ctx, [], []
+    for _ in range(repeat):
+        stage.run(texture)
+        stage.submit(0)
+        ctx.finish()
+        t0 = time.perf_counter()
+        stage.drain()
+        idle.append((time.perf_counter() - t0) * 1e3)
+        stage.run(texture)
+        stage.submit(0)
+        ctx.finish()
+        stage.run(texture)
+        stage.submit(1)
+        stage.run(texture)
+        t0 = time.perf_counter()
+        assert [i for i, _ in stage.submit(2)] == [0]  # the ring wraps: frame 0 is read
+        busy.append((time.perf_counter() - t0) * 1e3)
+        stage.drain()
+    return {"idle": statistics.median(idle), "behind_2": statistics.median(busy)}
+
+
 @contextlib.contextmanager
 def pipeline_stage(variant: str) -> Iterator[None]:
     """The recorder's GL JPEG convert slot built with the ``variant`` stage."""
@@ -139,6 +168,7 @@ def bench(size: tuple[int, int], scene_name: str, frames: int, repeat: int, with
                 "cpu_ms_per_frame": statistics.median(cpu[v][1:]),  # the warm-up round left out
                 "gpu_ms_per_frame": gpu[v],
                 "passes_ms": s.profile([target.colour]),
+                "readback_ms": readback_ms(s, target.colour),
                 "bytes": len(jpegs[v]),
             }
             s.release()
@@ -251,6 +281,8 @@ def table(rows: list[dict[str, Any]]) -> str:
             r = row[v]
             p = r.get("passes_ms") or r.get("passes_ms_per_batch") or r.get("passes_ms_per_frame")
             passes = " ".join(f"{k} {p['gpu'][k]:.3f}|{p['wall'][k]:.2f}" for k in p["gpu"])
+            if "readback_ms" in r:
+                passes += " readback {idle:.3f}|behind-2 {behind_2:.3f}".format(**r["readback_ms"])
             scene = row.get("scene", f"b{row.get('batch')}")
             lines.append(
                 f"{row['size']:>9} {scene:>6} {v:>7} {r['stage_fps']:9.1f} {r.get('cpu_ms_per_frame', nan):8.3f} "
