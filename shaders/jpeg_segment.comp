@@ -1,16 +1,17 @@
 #version 430
 // JPEG pass 1 of 2: one work group codes one restart segment of one frame, from texels to its
-// stuffed bytes and RSTn marker, with 8 invocations per 8x8 block and no serial loop longer
-// than a block row. A restart resets the DC predictions, so everything a segment needs is
-// inside its work group: the DC difference of a block reads its neighbour's DC from shared
+// stuffed bytes and RSTn marker, with LANES invocations per 8x8 block and no serial loop longer
+// than CHUNK coefficients. A restart resets the DC predictions, so everything a segment needs
+// is inside its work group: the DC difference of a block reads its neighbour's DC from shared
 // memory. Phases, each ended by a barrier:
 //   1. samples: each RGBA8 texel is fetched once and converted to JFIF YCbCr (BT.601, full
 //      range, 16-bit fixed point; chroma the mean of 2x2 at 4:2:0); then the row DCT:
-//      invocation (block, row) transforms a row of samples in place;
-//   2. column DCT: invocation (block, column) transforms a column, quantises (rounded to
-//      nearest) and stores the coefficients in zigzag order, marking the non-zero ones;
-//   3. invocation (block, j) counts the Huffman-coded bits of coefficients 8j..8j+7 (DC
-//      difference first, EOB last): runs of zeros come from the block's non-zero mask;
+//      invocation (block, j) transforms rows j, j + LANES, ... of its block in place;
+//   2. column DCT: invocation (block, j) transforms columns j, j + LANES, ..., quantises
+//      (rounded to nearest) and stores the coefficients in zigzag order, marking non-zero ones;
+//   3. invocation (block, j) counts the Huffman-coded bits of zigzag coefficients CHUNK j ..
+//      CHUNK j + CHUNK - 1 (DC difference first, EOB last): runs of zeros come from the block's
+//      non-zero mask, so only non-zero coefficients are visited;
 //   4. exclusive prefix sum of the counts: each invocation's bit offset in the segment;
 //   5. each invocation ORs its codes into the segment's bit words at its offset;
 //   6. 0xFF bytes counted per word and prefix-summed: where each word starts once stuffed;
@@ -18,10 +19,11 @@
 //      padding and the marker) into the segment's slot; the segment's length goes to
 //      seg_len and is added to its tile's total (64 segments a tile) for pass 2's offsets.
 // Integer arithmetic throughout, and OR / add are order-free, so the bytes are the same on
-// every run and every GL. Defines: SUB (1: 4:4:4, 2: 4:2:0), BLOCKS (per MCU), RESTART
-// (MCUs per segment), NB (= RESTART * BLOCKS), NT (= 8 * NB), SEG_WORDS, BITS_WORDS, UNITS (frames a
-// dispatch may sample: sampler array size), LAYERS (1: the frames are layers of one array
-// texture), QUANT (int[128]), BASIS (int[64]), ZIGZAG_POS (int[64]).
+// every run and every GL. Defines: SUB (1: 4:4:4, 2: 4:2:0), BLOCKS (per MCU), RESTART (MCUs
+// per segment), NB (= RESTART * BLOCKS), LANES (invocations per block: 4 or 8), CHUNK
+// (= 64 / LANES), NT (= LANES * NB), SEG_WORDS, BITS_WORDS, UNITS (frames a dispatch may sample:
+// sampler array size), LAYERS (1: the frames are layers of one array texture), QUANT (int[128]),
+// BASIS (int[64]), ZIGZAG_POS (int[64]).
 layout(local_size_x = NT) in;
 
 #if LAYERS
@@ -78,15 +80,15 @@ int chroma_fixed(ivec3 c, uint which) {
     return 32768 * c.r - 27439 * c.g - 5329 * c.b;
 }
 
-// Exclusive prefix sum of v over the work group (all invocations call it): the 8 values of a
-// block summed directly, then a Hillis-Steele scan of the NB block sums.
+// Exclusive prefix sum of v over the work group (all invocations call it): the LANES values of
+// a block summed directly, then a Hillis-Steele scan of the NB block sums.
 uint scan_exclusive(uint v, out uint total) {
-    uint t = gl_LocalInvocationID.x, g = t >> 3;
+    uint t = gl_LocalInvocationID.x, g = t / uint(LANES);
     scan_val[t] = v;
     sync();
     uint before = 0u;
-    for (uint i = g << 3; i < t; i++) before += scan_val[i];
-    if ((t & 7u) == 7u) scan_grp[g] = before + v;
+    for (uint i = g * uint(LANES); i < t; i++) before += scan_val[i];
+    if (t % uint(LANES) == uint(LANES - 1)) scan_grp[g] = before + v;
     sync();
     uint a = 0u;  // the half of scan_grp holding the current sums
     for (uint step = 1u; step < uint(NB); step <<= 1) {
@@ -155,13 +157,13 @@ uint code_block_part(uint b, uint j, bool pack, uint p) {
         if (pack) put(p, ((e & 0xFFFFu) << n) | magnitude(diff, n), len + uint(n));
         total += len + uint(n);
     }
-    // The non-zero AC coefficients among 8j .. 8j + 7, from the mask (bit 0 is the DC's).
-    uint chunk = ((j < 4u ? lo : hi) >> ((8u * j) & 31u)) & (j == 0u ? 0xFEu : 0xFFu);
+    // The non-zero AC coefficients among CHUNK j .. CHUNK j + CHUNK - 1, from the mask (bit 0: the DC).
+    uint chunk = ((uint(CHUNK) * j < 32u ? lo : hi) >> ((uint(CHUNK) * j) & 31u)) & ((1u << CHUNK) - (j == 0u ? 2u : 1u));
     if (chunk != 0u) {
-        uint prev = previous_nonzero(lo, hi, 8u * j + uint(findLSB(chunk)));
+        uint prev = previous_nonzero(lo, hi, uint(CHUNK) * j + uint(findLSB(chunk)));
         uint zrl = codes[ac + 0xF0u];
         do {
-            uint k = 8u * j + uint(findLSB(chunk));
+            uint k = uint(CHUNK) * j + uint(findLSB(chunk));
             chunk &= chunk - 1u;
             int v = coef[b * 64u + k];
             uint run = k - prev - 1u;
@@ -177,7 +179,7 @@ uint code_block_part(uint b, uint j, bool pack, uint p) {
         } while (chunk != 0u);
     }
     uint last = hi != 0u ? 32u + uint(findMSB(hi)) : uint(findMSB(lo));
-    if (j == 7u && last < 63u) {  // EOB
+    if (j == uint(LANES - 1) && last < 63u) {  // EOB
         uint e = codes[ac];
         if (pack) put(p, e & 0xFFFFu, e >> 16);
         total += e >> 16;
@@ -231,8 +233,8 @@ void main() {
     sync();
 
     // Row DCT: invocation (block, row) replaces its row of samples by 4 * (its 1-D DCT), rounded.
-    {
-        uint at = t * 8u;  // = block * 64 + row * 8
+    for (uint row = t % uint(LANES); row < 8u; row += uint(LANES)) {
+        uint at = (t / uint(LANES)) * 64u + row * 8u;
         int samples[8];
         for (int x = 0; x < 8; x++) samples[x] = coef[at + uint(x)];
         for (int u = 0; u < 8; u++) {
@@ -244,20 +246,24 @@ void main() {
     sync();
 
     // 2. Column DCT: 2^15 * F(u, v), quantised with rounding half away from zero.
-    uint b = t >> 3, j = t & 7u;
+    uint b = t / uint(LANES), j = t % uint(LANES);
     {
-        int rows[8];
-        for (uint y = 0u; y < 8u; y++) rows[y] = coef[b * 64u + y * 8u + j];
+        int rows[64 / LANES];  // column j + LANES c in rows[8 c .. 8 c + 7]
+        for (uint c = 0u; c < uint(8 / LANES); c++)
+            for (uint y = 0u; y < 8u; y++) rows[8u * c + y] = coef[b * 64u + y * 8u + j + uint(LANES) * c];
         sync();  // every column read before any coefficient overwrites the rows
         int table = b % uint(BLOCKS) < uint(SUB * SUB) ? 0 : 64;
-        for (int v = 0; v < 8; v++) {
-            int acc = 0;
-            for (int y = 0; y < 8; y++) acc += basis[v * 8 + y] * rows[y];
-            int q = quant[table + v * 8 + int(j)] << 15;
-            int mag = (abs(acc) + (q >> 1)) / q;
-            uint zz = uint(zigzag_pos[v * 8 + int(j)]);
-            coef[b * 64u + zz] = acc < 0 ? -mag : mag;
-            if (mag != 0 && zz != 0u) atomicOr(nonzero[2u * b + (zz >> 5)], 1u << (zz & 31u));
+        for (uint c = 0u; c < uint(8 / LANES); c++) {
+            int u = int(j + uint(LANES) * c);
+            for (int v = 0; v < 8; v++) {
+                int acc = 0;
+                for (int y = 0; y < 8; y++) acc += basis[v * 8 + y] * rows[8u * c + uint(y)];
+                int q = quant[table + v * 8 + u] << 15;
+                int mag = (abs(acc) + (q >> 1)) / q;
+                uint zz = uint(zigzag_pos[v * 8 + u]);
+                coef[b * 64u + zz] = acc < 0 ? -mag : mag;
+                if (mag != 0 && zz != 0u) atomicOr(nonzero[2u * b + (zz >> 5)], 1u << (zz & 31u));
+            }
         }
     }
     sync();

@@ -7,12 +7,12 @@ Two compute passes per batch of frames, each one dispatch over all of them
    does everything from texels to stuffed bytes: colour conversion (JFIF: BT.601,
    full range), 4:2:0 or 4:4:4 chroma, integer DCT and quantisation (Annex K
    tables scaled by ``quality`` as libjpeg scales them), then Huffman coding
-   parallel over blocks: 8 invocations per block each count the bits of 8
+   parallel over blocks: 4 invocations per block each count the bits of 16
    coefficients (runs of zeros from the block's non-zero mask, the DC difference
    from the neighbouring block's DC), a prefix sum gives every invocation its bit
    offset, each ORs its codes into the segment's bits; the 0xFF bytes are counted,
    prefix-summed and every output word gathers its stuffed bytes, then the RSTn
-   marker. The longest serial loop is a block row, not a segment.
+   marker. The longest serial loop is 16 coefficients, not a segment.
 2. ``shaders/jpeg_assemble.comp``: one work group per segment finds where its
    segment starts with a two-level prefix sum (tile totals of 64 segments, which
    pass 1 added up with atomics, then the lengths in its tile: no single-group
@@ -24,11 +24,13 @@ is the largest unit whose bits depend on nothing outside it; coding it in shared
 memory costs no global round trip between the DCT and the entropy coder, and
 two dispatches and two barriers per batch keep a GPU that pays per dispatch
 busy. Why this restart interval (10 MCUs at 4:2:0, 21 at 4:4:4, or an MCU row
-when shorter): 60-63 blocks fill a 480-504 invocation group and 32 KiB of shared
-memory (all that GL 4.3 promises); 1080p has 816 segments, enough groups for a
-large GPU, and the markers and padding cost about 2.5 bytes per segment (2 % of a
-1080p plasma frame at quality 90). It is the interval glrec used before, so the
-bytes are unchanged (``benchmarks/gl_jpeg_before.py`` keeps the old encoder).
+when shorter): 60-63 blocks fill a 240-252 invocation group and 31 KiB of shared
+memory (GL 4.3 promises 32); 1080p has 816 segments, enough groups to fill a large
+GPU in one wave, and the markers and padding cost about 2.5 bytes per segment (2 %
+of a 1080p plasma frame at quality 90). It is the interval glrec used before, so
+the bytes are unchanged (``benchmarks/gl_jpeg_before.py`` keeps the old encoder).
+Four invocations per block rather than 8: Mesa's llvmpipe pays per invocation at
+every barrier (with 8 it spent 1.3x the CPU time per frame).
 
 Only the bytes come back: a batch goes to the next output of a ring, a fence
 follows it, and an output is read (its length words, then that many bytes per
@@ -59,6 +61,7 @@ from ..gl.fences import Fence, dispatch_compute
 from . import gl_jpeg_tables as tables
 from .gl_jpeg_geometry import (
     GL_MAX_COMPUTE_TEXTURE_IMAGE_UNITS,
+    LANES,
     SUBSAMPLING,
     TILE,
     JpegGeometry,
@@ -166,7 +169,9 @@ class GlJpegStage:
             "BLOCKS": geo.blocks_per_mcu,
             "RESTART": geo.restart,
             "NB": geo.segment_blocks,
-            "NT": 8 * geo.segment_blocks,  # invocations: 8 per block
+            "LANES": LANES,
+            "CHUNK": 64 // LANES,
+            "NT": LANES * geo.segment_blocks,
             "SEG_WORDS": geo.segment_words,
             "BITS_WORDS": geo.bits_words,
             "UNITS": self._units,

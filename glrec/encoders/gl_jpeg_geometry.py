@@ -18,10 +18,13 @@ from . import gl_jpeg_tables as tables
 
 SUBSAMPLING = {"yuv420p": "420", "yuv444p": "444"}
 
-#: The most blocks one restart segment may hold. One work group codes a segment (8 invocations
-#: a block) and keeps its coefficients and bits in shared memory: 63 blocks need 31.5 KiB, within
-#: the 32 KiB every GL 4.3 offers; 10 MCUs at 4:2:0, 21 at 4:4:4.
+#: The most blocks one restart segment may hold. One work group codes a segment and keeps its
+#: coefficients and bits in shared memory: 63 blocks need 30.5 KiB, within the 32 KiB every GL 4.3
+#: offers; 10 MCUs at 4:2:0, 21 at 4:4:4.
 MAX_SEGMENT_BLOCKS = 64
+#: Invocations per block in the segment pass (``shaders/jpeg_segment.comp``): each takes 2 rows, 2
+#: columns and 16 coefficients. At least 4: at 4:2:0 a third of them fetch 16 texels each.
+LANES = 4
 #: Segments per tile: the first level of the two-level prefix sum of segment lengths.
 TILE = 64
 
@@ -82,7 +85,7 @@ class JpegGeometry:
     def shared_bytes(self) -> int:
         """Shared memory of the segment pass's work group (see ``shaders/jpeg_segment.comp``)."""
         nb = self.segment_blocks
-        return 4 * (nb * 64 + self.bits_words + 2 * nb + 8 * nb + 2 * nb)
+        return 4 * (nb * 64 + self.bits_words + 2 * nb + LANES * nb + 2 * nb)
 
     @property
     def max_bytes(self) -> int:
