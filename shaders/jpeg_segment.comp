@@ -310,18 +310,18 @@ void main() {
             p++;
         }
         for (uint i = 0u; i < 4u && r + i < len; i++) {
-            uint q = r + i, byte;
+            uint q = r + i, out_byte;
             if (q >= data) {
-                byte = q == data ? 0xFFu : 0xD0u + (s & 7u);
+                out_byte = q == data ? 0xFFu : 0xD0u + (s & 7u);
             } else if (zero_next) {
-                byte = 0u;
+                out_byte = 0u;
                 zero_next = false;
             } else {
-                byte = byte_at(k);
-                zero_next = byte == 0xFFu;
+                out_byte = byte_at(k);
+                zero_next = out_byte == 0xFFu;
                 k++;
             }
-            value |= byte << (8u * i);
+            value |= out_byte << (8u * i);
         }
         seg_data[slot + o] = value;
     }
