@@ -51,6 +51,7 @@ MOVED: dict[str, str] = {
     "glrec.encoders.vui": "glrec.encoders.nvenc.vui",
     "glrec.encoders.gl_jpeg_tables": "glrec.encoders.gl_jpeg.tables",
     "glrec.encoders.gl_jpeg_pipeline": "glrec.encoders.gl_jpeg.slots",
+    "glrec.encoders.gl_jpeg_geometry": "glrec.encoders.gl_jpeg.blocks",
     # issue 31: sources in two rooms, written frames and video input (glrec.sources.frames and
     # glrec.sources.video are packages now, whose faces hand on the old modules' public names)
     "glrec.sources.array": "glrec.sources.frames.array",

@@ -2,7 +2,7 @@
 
 :class:`~glrec.encoders.gl_jpeg.stage.GlJpegStage` does all the work on the GL
 thread, so it fills the pipeline's *convert* slot (:class:`GlJpegConvert`: the
-four compute passes per frame) and its *handoff* slot (:class:`GlJpegReadback`:
+two compute passes per frame) and its *handoff* slot (:class:`GlJpegReadback`:
 the fenced ring that returns finished JPEGs as :class:`~glrec.frame.EncodedFrame` s);
 the *encoder* slot (:class:`GlJpegEncoder`, on the encode worker) only wraps each
 frame's bytes in a :class:`~glrec.frame.Packet`. ``encoder="gl"`` with codec

@@ -52,7 +52,9 @@ HUFFMAN = (DC_LUMA, AC_LUMA, DC_CHROMA, AC_CHROMA)  # the order of the code tabl
 
 #: Worst case of one block's entropy-coded bits before byte stuffing: a DC code (<= 11 bits
 #: in Annex K) + 11 magnitude bits, 63 AC codes (<= 16) each with <= 10 magnitude bits, no EOB
-#: then, rounded up: 22 + 63 * 26 = 1660 <= 1728 bits = 216 bytes. Stuffing at most doubles it.
+#: then: 22 + 63 * 26 = 1660 bits (ZRLs only replace costlier codes).
+BLOCK_BITS_MAX = 22 + 63 * 26
+#: The same in bytes, rounded up (1728 bits = 216 bytes); stuffing at most doubles it.
 BLOCK_BYTES_MAX = 2 * 216
 #: Per segment on top: the 1-bit padding byte and the RSTn marker.
 SEGMENT_EXTRA_BYTES = 4
