@@ -115,7 +115,7 @@ def near_minimum_cases(codec: str, quick: bool) -> list[dict]:
 def _encode_case(case: dict) -> dict:
     import numpy as np
 
-    import glrec.encoders.cpu as cpu
+    from glrec.encoders import cpu
     from glrec.errors import GlrecError
     from glrec.frame import HostFrame
     from glrec.options import VideoOptions
@@ -129,15 +129,16 @@ def _encode_case(case: dict) -> dict:
         (w, h), 30, codec=codec, pix_fmt=pix_fmt, encoder="auto", live=live, preset=None if live else preset,
         encoder_options=extra,
     )  # fmt: skip
-    thread_type = cpu._THREAD_TYPE
+    thread_type = cpu.encoder._THREAD_TYPE
     if case["threads"] == "slice":
-        cpu._THREAD_TYPE = "SLICE"
+        cpu.encoder._THREAD_TYPE = "SLICE"
     try:
-        encoder = cpu.CpuEncoder(options)
+        asked = options.request("cpu")
+        encoder = cpu.encoder.CpuEncoder(asked.facts, asked.options)
     except GlrecError as exc:
         return {"open": "refused", "message": str(exc)}
     finally:
-        cpu._THREAD_TYPE = thread_type
+        cpu.encoder._THREAD_TYPE = thread_type
     ew, eh = options.encoded_size
     rng = np.random.default_rng(w * 1000 + h)
     packets = 0

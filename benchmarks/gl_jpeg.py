@@ -2,7 +2,7 @@
 
 ``before`` is the encoder as it was (``benchmarks/gl_jpeg_before.py``: DCT, one invocation per
 restart segment for the Huffman coding, a one-group scan, assembly); ``after`` is
-:class:`glrec.encoders.gl_jpeg.GlJpegStage` (two passes: segment coding, assembly). Per size
+:class:`glrec.encoders.gl_jpeg.stage.GlJpegStage` (two passes: segment coding, assembly). Per size
 and scene (the scene rendered once at t = 0.5, quality 90, 4:2:0), both variants interleaved
 within each of ``--repeat`` rounds, medians reported:
 
@@ -47,8 +47,8 @@ import av
 import numpy as np
 
 import glrec
-from glrec.encoders import gl_jpeg_pipeline
 from glrec.encoders.gl_jpeg import GlJpegStage
+from glrec.encoders.gl_jpeg import slots as gl_jpeg_pipeline
 from glrec.gl.context import create_context
 from glrec.gl.target import RenderTarget
 from glrec.scenes import load_scene

@@ -20,7 +20,7 @@ from pathlib import Path
 import moderngl
 import numpy as np
 
-from glrec.encoders import gl_jpeg_tables as tables
+from glrec.encoders.gl_jpeg import tables
 from glrec.errors import ConfigError
 from glrec.gl.fences import Fence, dispatch_compute
 

@@ -3,7 +3,7 @@
     source .gpu/boot.sh && python3 benchmarks/nvdec_check.py            # on the GPU machine
     python3 benchmarks/nvdec_check.py --clips tc.mp4,h264-1080.mp4       # some clips only
 
-For each clip (made with PyAV's encoders, as tests/test_nvdec_gpu.py makes them) it prints:
+For each clip (made with PyAV's encoders, as tests/gpu/test_nvdec_gpu.py makes them) it prints:
 
   times         NVDEC's picture times vs FFmpeg's: counts and the largest difference
   samples       per plane (Y, U, V), the largest |NVDEC - FFmpeg| over all pictures and how many samples
@@ -114,10 +114,10 @@ def check_clip(gl, path: Path) -> dict:  # type: ignore[no-untyped-def]
     from media import texture_rgb
 
     from glrec.sources import VideoSource
-    from glrec.sources.media import classify, open_container
-    from glrec.sources.nvdec import NvdecWorker
-    from glrec.sources.rgb import RgbPass
-    from glrec.sources.upload import PboUploader
+    from glrec.sources.video.media import classify, open_container
+    from glrec.sources.video.nvdec import NvdecWorker
+    from glrec.sources.video.rgb import RgbPass
+    from glrec.sources.video.upload import PboUploader
 
     ctx = gl.mgl
     result: dict = {}

@@ -118,7 +118,7 @@ def row_nvc_pyav(src: Path, warmup: int) -> dict[str, Any]:
     import av
     import PyNvVideoCodec as nvc
 
-    from glrec.sources.nvdec import NV_CODECS
+    from glrec.sources.video.nvdec import NV_CODECS
 
     clock = Clock(warmup)
     with av.open(str(src)) as c:
@@ -198,8 +198,8 @@ def _per_picture(times: Any) -> dict[str, float]:
 
 
 def row_worker(src: Path, warmup: int) -> dict[str, Any]:
-    from glrec.sources.media import classify, open_container
-    from glrec.sources.nvdec import NvdecWorker
+    from glrec.sources.video.media import classify, open_container
+    from glrec.sources.video.nvdec import NvdecWorker
 
     clock = Clock(warmup)
     spec = classify(src)

@@ -30,7 +30,7 @@ def main() -> None:
 
     from glrec.cuda.driver import CudaDevice, call
     from glrec.cuda.pool import DeviceFrame, DevicePool
-    from glrec.encoders.nvjpeg import NvJpegEncoder, _params, load_nvimgcodec
+    from glrec.encoders.nvjpeg.encoder import NvJpegEncoder, _params, load_nvimgcodec
     from glrec.layout import PlaneLayout
     from glrec.options import VideoOptions
 
@@ -72,7 +72,8 @@ def main() -> None:
     )
     timed("C2 lib single (not list)", lambda i: bytes(memoryview(enc.encode(images[i % n], "jpeg", params=params))))
     opts = VideoOptions.create((w, h), 60.0, codec="mjpeg", encoder="nvjpeg")
-    genc = NvJpegEncoder(opts, 0)
+    asked = opts.request(device=dev)
+    genc = NvJpegEncoder(asked.facts, asked.options, dev)
 
     def glrec_stage(i):
         slot = pool.acquire()

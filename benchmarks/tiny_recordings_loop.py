@@ -10,7 +10,7 @@ reports how far the child got and how it ended:
 
     python benchmarks/tiny_recordings_loop.py [--count 10000] [--seed 1] [--json out.json]
 
-Sizes come from glrec's own limits (:func:`glrec.encoders.cpu_limits.cpu_size_problem`):
+Sizes come from glrec's own limits (:func:`glrec.encoders.cpu.limits.cpu_size_problem`):
 for each codec the smallest side it accepts is found, and sides are drawn
 from there to 24 pixels above it. Every 20th recording is drawn from just
 below, to check those are refused cleanly (ConfigError, no file).
@@ -39,7 +39,7 @@ PIX_FMTS = {"h264": ("yuv420p", "nv12", "yuv444p"), "hevc": ("yuv420p", "yuv444p
 
 def smallest_side(codec: str, pix_fmt: str) -> tuple[int, int]:
     """The smallest width (at a height of 64) and height (at a width of 64) glrec accepts for ``codec``."""
-    from glrec.encoders.cpu_limits import cpu_size_problem
+    from glrec.encoders.cpu.limits import cpu_size_problem
 
     step = 2 if pix_fmt in ("yuv420p", "nv12") else 1
     w = next(s for s in range(step, 4096, step) if cpu_size_problem(codec, s, 64) is None)

@@ -33,7 +33,7 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=1000)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = ap.parse_args()
-    from glrec.transcode import transcode
+    from glrec import transcode
 
     seconds = args.minutes * 60
     with tempfile.TemporaryDirectory() as tmp:

@@ -102,7 +102,7 @@ def naive(src: Path, out: Path, overlay: str) -> dict:
 
 
 def glrec_row(src: Path, out: Path, overlay: str, decoder: str, encoder: str) -> dict:
-    import glrec.transcode as tc
+    import glrec._transcode as tc
 
     shader = {"grade": ROOT / "benchmarks" / "overlay_grade.glsl", "box": ROOT / "examples" / "overlay_scene.py"}
     # nvJPEG (the H200 has no NVENC) writes MJPEG: x264's settings do not apply to it.

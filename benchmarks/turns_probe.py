@@ -20,7 +20,7 @@ from glrec.convert import RgbPacker
 from glrec.cuda.driver import CudaDevice, call
 from glrec.cuda.pool import DeviceFrame, DevicePool
 from glrec.cuda.vmm import SharedBuffer
-from glrec.encoders.nvjpeg import _params, load_nvimgcodec
+from glrec.encoders.nvjpeg.encoder import _params, load_nvimgcodec
 from glrec.gl.context import create_cuda_context
 from glrec.gl.fences import Fence
 from glrec.gl.target import RenderTarget
@@ -92,10 +92,11 @@ variants = {
     "G as E, GL context not current during encode": dict(gl=(True, True), pool=spool, unbind=True),
     "H as D, GL not current during encode": dict(gl=(True, True), pool=plain, unbind=True),
 }
-from glrec.encoders.nvjpeg import NvJpegEncoder  # noqa: E402
+from glrec.encoders.nvjpeg.encoder import NvJpegEncoder  # noqa: E402
 from glrec.options import VideoOptions  # noqa: E402
 
-genc = NvJpegEncoder(VideoOptions.create((W, H), 60.0, codec="mjpeg", encoder="nvjpeg"), 0)
+_asked = VideoOptions.create((W, H), 60.0, codec="mjpeg", encoder="nvjpeg").request(device=dev)
+genc = NvJpegEncoder(_asked.facts, _asked.options, dev)
 
 
 def encode_glrec(pool, release=True):

@@ -3,6 +3,7 @@
 >>> import glrec
 >>> glrec.record("cube", "cube.mp4", size=(1280, 720), fps=30, seconds=3)  # doctest: +SKIP
 >>> glrec.write_video("frames.mp4", frames, fps=30)  # numpy / PIL / CUDA frames  # doctest: +SKIP
+>>> glrec.transcode("in.mp4", "out.mp4", overlay="vignette")  # a video input, drawn over  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from .errors import *  # noqa: F403  # every error class; the list is glrec.erro
 
 if TYPE_CHECKING:
     from ._api import record, write_video
+    from ._transcode import transcode
     from .recorder import Recorder
     from .result import RecordResult
     from .scenes import Scene, load_scene
@@ -28,7 +30,7 @@ _moved.install()  # pre-0.2 module paths (glrec.leaks, glrec.interop.pool, ...) 
 # starts in a few milliseconds and handles a Ctrl-C during its imports itself;
 # glrec.gym needs Gymnasium, an optional extra.
 _LAZY = {"Recorder": "recorder", "RecordResult": "result", "record": "_api", "write_video": "_api",
-         "Scene": "scenes", "load_scene": "scenes", "VideoSource": "sources"}  # fmt: skip
+         "transcode": "_transcode", "Scene": "scenes", "load_scene": "scenes", "VideoSource": "sources"}  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
@@ -51,5 +53,6 @@ __all__ = [
     "__version__",
     "load_scene",
     "record",
+    "transcode",
     "write_video",
 ]

@@ -2,21 +2,20 @@
 
 An option is one dataclass field made by :func:`option`: its type and default
 are the field's, and its metadata holds the help text, the CLI flag and the
-parser that validates it. A table of options (:mod:`glrec.options` has them)
-subclasses :class:`OptionTable`, which builds it from keywords. From the same
-declarations come every subcommand's flags (:func:`add_flags`), the values a
-command line gave (:func:`values_from_args`) and the Markdown reference
-(:func:`reference`).
+parser that validates it. A table of options (:mod:`glrec.options` composes
+them) subclasses :class:`OptionTable`, which builds it from keywords. From the
+same declarations come every subcommand's flags and the values a command line
+gave (:mod:`glrec.cli.flags`: argparse lives in the CLI) and the Markdown
+reference (:func:`reference`).
 """
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields, replace
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from .errors import ConfigError
 
@@ -70,7 +69,13 @@ def declared(cls: type) -> list[tuple[Field[Any], OptionSpec]]:
 
 
 class OptionTable:
-    """What every table of options does: build from keywords, list its names, replace values."""
+    """What every table of options does: build from keywords, list its names, replace values.
+
+    ``OWNER`` says whose options these are, in words a refusal can quote ("tuning and rc are
+    NVENC settings"); :meth:`check` holds the rules across the table's own options.
+    """
+
+    OWNER: ClassVar[str] = ""
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -89,6 +94,9 @@ class OptionTable:
 
     def with_(self: T, **changes: object) -> T:
         return replace(self, **changes)  # type: ignore[type-var]
+
+    def check(self) -> None:
+        """Raise ConfigError where this table's own options contradict each other (none by default)."""
 
 
 def _checked(name: str, f: Field[Any], spec: OptionSpec, value: object) -> Any:
@@ -114,47 +122,10 @@ def unknown_option(name: str, valid: Iterable[str]) -> ConfigError:
     return ConfigError(f"Unknown option {name!r}.{hint} Valid: {', '.join(valid)}.")
 
 
-# -- derived: the command line and the reference ----------------------------------------------------
+# -- derived: the reference (the command line's flags are glrec.cli.flags') ----------------------------
 
 
-def add_flags(
-    parser: argparse.ArgumentParser,
-    *tables: type,
-    title: str | None = None,
-    help_overrides: Mapping[str, str] | None = None,
-) -> None:
-    """Add every option of ``tables`` that has a flag; values stay None unless given (defaults live here).
-
-    ``help_overrides`` replaces an option's help for one command (e.g. what no length means there).
-    """
-    group = parser.add_argument_group(title) if title else parser
-    for table in tables:
-        for f, spec in declared(table):
-            if not spec.flags:
-                continue
-            default = "" if f.default in (None, (), MISSING) else f" (default {_shown(f.default)})"
-            text = (help_overrides or {}).get(f.name, spec.help + default)
-            kwargs: dict[str, Any] = {"dest": f.name, "default": None, "help": text}
-            if spec.boolean:
-                kwargs["action"] = "store_true"
-            else:
-                kwargs["metavar"] = spec.metavar or f.name.upper()
-                if spec.repeat:
-                    kwargs["action"] = "append"
-            group.add_argument(*spec.flags, **kwargs)
-
-
-def values_from_args(args: argparse.Namespace, *tables: type) -> dict[str, Any]:
-    """The options of ``tables`` given on the command line (unset ones left out, so defaults apply)."""
-    out: dict[str, Any] = {}
-    for table in tables:
-        for f, spec in declared(table):
-            if spec.flags and getattr(args, f.name, None) is not None:
-                out[f.name] = getattr(args, f.name)
-    return out
-
-
-def _shown(value: object) -> str:
+def shown(value: object) -> str:
     if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
         return f"{value[0]}x{value[1]}"
     return str(value)
@@ -171,7 +142,7 @@ def reference(tables: Iterable[type], intro: str) -> str:
         lines += ["| keyword | CLI | default | meaning |", "|---|---|---|---|"]
         for f, spec in ((f, s) for f, s in declared(table) if f.name not in inherited):
             flags = ", ".join(f"`{s}`" for s in spec.flags) or "(Python only)"
-            default = "—" if f.default in (None, MISSING) else f"`{_shown(f.default)}`"
+            default = "—" if f.default in (None, MISSING) else f"`{shown(f.default)}`"
             lines.append(f"| `{f.name}` | {flags} | {default} | {spec.help.replace('%%', '%')} |")
         lines.append("")
     return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""Module paths from before the platform packages (glrec.gl, glrec.cuda) keep importing, with a warning.
+"""Module paths from before the platform packages and the rooms (glrec.gl, glrec.cuda, the encoders' and
+sources' folders) keep importing, with a warning.
 
 ``import glrec.leaks`` or ``from glrec.interop.pool import DeviceFrame`` in a user's
 program finds the module at its new home (``glrec.gl.leaks``, ``glrec.cuda.pool``)
@@ -34,12 +35,58 @@ MOVED: dict[str, str] = {
     "glrec.interop.pool": "glrec.cuda.pool",
     "glrec.capture": "glrec.sources.capture",
     "glrec.inputs": "glrec.events",
-    "glrec.sources.inputs": "glrec.sources.media",
+    "glrec.sources.inputs": "glrec.sources.video.media",
     "glrec.gym_mujoco": "glrec.gym.mujoco",
     "glrec.convert.layout": "glrec.layout",
     "glrec.sinks.timing": "glrec.sinks.frame_times",
-    "glrec.sources.pack": "glrec.sources.to_uint8",
+    "glrec.sources.pack": "glrec.sources.frames.to_uint8",
+    # issue 31: each encoder in a room of its own (glrec.encoders.cpu, .nvenc, .nvjpeg and .gl_jpeg are
+    # packages now, whose faces hand on the old modules' public names)
+    "glrec.encoders.cpu_limits": "glrec.encoders.cpu.limits",
+    "glrec.encoders.cpu_options": "glrec.encoders.cpu.options",
+    "glrec.encoders.nvenc_api": "glrec.encoders.nvenc.api",
+    "glrec.encoders.nvenc_colour": "glrec.encoders.nvenc.colour",
+    "glrec.encoders.nvenc_options": "glrec.encoders.nvenc.options",
+    "glrec.encoders.nvenc_probe": "glrec.encoders.nvenc.probe",
+    "glrec.encoders.vui": "glrec.encoders.nvenc.vui",
+    "glrec.encoders.gl_jpeg_tables": "glrec.encoders.gl_jpeg.tables",
+    "glrec.encoders.gl_jpeg_pipeline": "glrec.encoders.gl_jpeg.slots",
+    "glrec.encoders.gl_jpeg_geometry": "glrec.encoders.gl_jpeg.blocks",
+    # issue 31: sources in two rooms, written frames and video input (glrec.sources.frames and
+    # glrec.sources.video are packages now, whose faces hand on the old modules' public names)
+    "glrec.sources.array": "glrec.sources.frames.array",
+    "glrec.sources.cuda_array": "glrec.sources.frames.cuda_array",
+    "glrec.sources.direct": "glrec.sources.frames.direct",
+    "glrec.sources.to_uint8": "glrec.sources.frames.to_uint8",
+    "glrec.sources.unpack": "glrec.sources.frames.unpack",
+    "glrec.sources.writer": "glrec.sources.frames.writer",
+    "glrec.sources.audio": "glrec.sources.video.audio",
+    "glrec.sources.decode": "glrec.sources.video.decode",
+    "glrec.sources.formats": "glrec.sources.video.formats",
+    "glrec.sources.media": "glrec.sources.video.media",
+    "glrec.sources.nvdec": "glrec.sources.video.nvdec",
+    "glrec.sources.nvdec_gl": "glrec.sources.video.nvdec_gl",
+    "glrec.sources.nvdec_layout": "glrec.sources.video.nvdec_layout",
+    "glrec.sources.rgb": "glrec.sources.video.rgb",
+    "glrec.sources.timeline": "glrec.sources.video.timeline",
+    "glrec.sources.upload": "glrec.sources.video.upload",
+    # issue 31: the module of the front door's transcode verb is private; glrec.transcode is the verb
+    "glrec.transcode": "glrec._transcode",
 }
+
+#: Old module paths that are front-door verbs now (``glrec.transcode``): importing the old path makes
+#: Python set ``glrec.transcode`` to the module, so the module calls the verb when called, and
+#: ``glrec.transcode(...)`` keeps working in a program that also imports the old path.
+VERBS: dict[str, str] = {"glrec.transcode": "transcode"}
+
+
+class _VerbModule(ModuleType):
+    """A module that is also its verb: calling it calls the function of :data:`VERBS` it holds."""
+
+    __verb__: str
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self, self.__verb__)(*args, **kwargs)
 
 
 class _Loader(importlib.abc.Loader):
@@ -47,8 +94,15 @@ class _Loader(importlib.abc.Loader):
         self.new = new
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        warnings.warn(f"{spec.name} moved to {self.new}; import it from there.", DeprecationWarning, stacklevel=2)
+        if spec.name in VERBS:
+            text = f"{spec.name} is the function itself now (its module is {self.new}): call {spec.name}(...)."
+        else:
+            text = f"{spec.name} moved to {self.new}; import it from there."
+        warnings.warn(text, DeprecationWarning, stacklevel=2)
         module = importlib.import_module(self.new)
+        if spec.name in VERBS:
+            module.__class__ = _VerbModule
+            vars(module)["__verb__"] = VERBS[spec.name]
         sys.modules[spec.name] = module
         return module
 

@@ -30,7 +30,7 @@ from .result import RecordResult
 from .sinks import Sink, open_sink
 from .sinks.paths import check_output_path
 from .sinks.registry import OutputKind, custom_output, output_kind
-from .sources.frames import CudaFrameIn, FrameIn
+from .sources.frames.written import CudaFrameIn, FrameIn
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -124,7 +124,7 @@ class Recording:
         self._gl, self.plan, self.encoder_name = session.gl, session.plan, session.encoder_name
         sink = self._sink  # a given sink replaces the file
         if sink is None:
-            sink = open_sink(self.path, session.video, overwrite=self._overwrite, **self._sink_options)
+            sink = open_sink(self.path, session.facts, overwrite=self._overwrite, **self._sink_options)
         session.start(sink)
         self._session = session  # built: from here on close() finishes the file
         log.info("recording %s: %dx%d @ %g fps, %s via %s", self.path, *opts.size, opts.fps, opts.codec,
@@ -235,7 +235,7 @@ class Recording:
     def _make_result(self) -> RecordResult:
         if self._session is None:  # closed before its first frame, or its build failed
             return RecordResult(self.path, 0, 0.0, time.perf_counter() - self._started, 0, "none", self.options.codec)
-        return self._session.result(self.path, self.options, self._started, own_file=self._sink is None)
+        return self._session.result(self.path, self.options.fps, self._started, own_file=self._sink is None)
 
     def _finish_at_exit(self) -> None:
         """The interpreter is exiting with this recorder open: finish what can be finished."""

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import numpy as np  # annotations only: the command line imports this before its Ctrl-C handling
-
-    from .cuda.pool import DeviceFrame  # type-only: the ground imports no platform at run time
 
 
 @dataclass
@@ -16,9 +14,9 @@ class HostFrame:
     """A converted frame in host memory: planar YUV bytes for the encoder.
 
     ``data`` is uint8, laid out as PyAV's ``VideoFrame.from_ndarray`` expects
-    for ``pix_fmt``: ``(h * 3 // 2, w)`` for yuv420p and nv12, ``(h, w, 3)``
-    planar-as-packed is never used; yuv444p is ``(3, h, w)``. Written arrays
-    where GL is software (:mod:`glrec.sources.direct`, for the CPU encoder only)
+    for ``pix_fmt``: ``(h * 3 // 2, w)`` for yuv420p and nv12 (the planes one
+    after the other), ``(3, h, w)`` for yuv444p. Written arrays where GL is
+    software (:mod:`glrec.sources.frames.direct`, for the CPU encoder only)
     come unconverted, ``gray`` ``(h, w, 1)``, ``rgb24`` ``(h, w, 3)`` or ``rgba``
     ``(h, w, 4)``, or already converted by swscale as a PyAV frame: ``av_frame``
     in ``pix_fmt``, with ``data`` empty.
@@ -58,6 +56,56 @@ class Packet:
     keyframe: bool
 
 
-#: A frame as it leaves a handoff and reaches an encoder: host memory, or CUDA memory
-#: (:class:`glrec.cuda.pool.DeviceFrame`).
-Frame = Union[HostFrame, "DeviceFrame"]
+class DeviceFrame(Protocol):
+    """A converted frame in CUDA memory, valid until :meth:`release` (what an encoder sees of it).
+
+    :class:`glrec.cuda.pool.DeviceFrame` is the one glrec's CUDA handoffs make; the
+    whole frame is one C-contiguous ``uint8`` array at its ``__cuda_array_interface__``,
+    laid out as the host path's :class:`HostFrame` data.
+    """
+
+    index: int
+
+    @property
+    def pix_fmt(self) -> str: ...
+
+    @property
+    def width(self) -> int: ...
+
+    @property
+    def height(self) -> int: ...
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]: ...
+
+    def synchronize(self) -> None:
+        """Block until the copy that filled the frame has finished."""
+
+    def plane_views(self) -> list[Any]:
+        """One CUDA-array view per plane (objects with ``__cuda_array_interface__``), in layout order."""
+
+    def to_host(self, out: np.ndarray | None = None) -> HostFrame:
+        """The frame copied to host memory."""
+
+    def release(self, *, after: Any = None) -> None:
+        """Give the buffer back (``after``: a stream whose queued copy out of it must finish first)."""
+
+
+@dataclass(frozen=True)
+class EncodedFrame:
+    """A frame already encoded where it was rendered (the GL JPEG encoder's bytes, in the GL context).
+
+    ``data`` is the whole picture in ``codec`` (a JFIF file for ``mjpeg``); the
+    encoder stage only wraps it in a :class:`Packet` whose pts is ``index``.
+    """
+
+    index: int
+    codec: str
+    width: int
+    height: int
+    data: bytes
+
+
+#: A frame as it leaves a handoff and reaches an encoder: host memory, CUDA memory, or already
+#: encoded (by an encoder that works in the GL context).
+Frame = HostFrame | DeviceFrame | EncodedFrame

@@ -1,32 +1,38 @@
-"""Every option, declared once.
+"""Every option, declared once, and the front door's keywords composed from them.
 
 Each option is one dataclass field made by :func:`~glrec._declare.option`: its
 type and default are the field's, and its metadata holds the help text, the CLI
 flag and the parser that validates it (:mod:`glrec._declare` is how a
-declaration works). :class:`VideoOptions` (how frames become a stream),
-:class:`PipelineOptions` (how the chain is built) and :class:`LengthOptions`
-(how long a recording is) are the three tables (:class:`InputOptions` a
-fourth, for video inputs; :class:`OutputOptions`, ``Recorder``'s own, beside the
-sinks); ``Recorder``'s keywords, every subcommand's flags
-(:func:`~glrec._declare.add_flags`) and the option reference
-(``python -m glrec.options``, ``docs/options.md``) are derived from them, so
-the Python API and the CLI accept the same values and share their defaults.
+declaration works). A table is declared beside what it configures: the
+stream's own options here (:class:`VideoOptions`), each encoder's table in its
+room under :mod:`glrec.encoders` (listed by the encoder registry's rows), the
+pipeline's in :mod:`glrec.pipeline.options`, the recorder's own about its
+output in :mod:`glrec.sinks.output_options`, how long a recording is
+(:class:`LengthOptions`) and how a video input is read (:class:`InputOptions`)
+here. :class:`VideoOptions` is composed at import from the stream's options and
+every row's table, so an encoder added to the registry brings its options
+with it; ``Recorder``'s keywords, every subcommand's flags and the option
+reference (``python -m glrec.options``, ``docs/options.md``) are derived from
+the tables, so the Python API and the CLI accept the same values and share
+their defaults.
 
-This module validates types and ranges only. What a particular encoder or
-container accepts (presets, sizes, pixel formats) is checked by that stage,
-through the pipeline's plan, still before any GL object exists.
+This module validates types and ranges, and states the stream's facts
+(:attr:`VideoOptions.facts`). What a particular encoder or container accepts
+(presets, sizes, pixel formats) is checked by that stage, through the
+pipeline's plan, still before any GL object exists.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any, Literal
+from dataclasses import dataclass, fields, replace
+from typing import Any, Literal, TypeVar
 
-from ._declare import OptionTable, add_flags, declared, option, unknown_option, values_from_args
+from ._declare import OptionTable, declared, option, unknown_option
 from ._declare import flag as _flag
 from ._declare import reference as _reference
+from ._options_typed import EncoderName
 from ._values import (
     _boolean,
     _choice,
@@ -39,16 +45,18 @@ from ._values import (
     parse_size,
 )
 from .colour import ColourSpec, Matrix, Range
-from .encoders.cpu_options import CpuOptions
-from .encoders.jpeg_options import JpegOptions
-from .encoders.nvenc_options import NvencOptions
-from .encoders.registry import ENCODERS, EncoderName
+from .encoders.options import MAX_GOP, EncoderOptions, RateOptions
+from .encoders.registry import AUTO_ORDER, ENCODERS, encoder_row, option_tables, request
+from .encoders.row import EncodeRequest
 from .errors import ConfigError
+from .pipeline.options import PipelineOptions
 from .sinks.output_options import OutputOptions
 from .sinks.registry import sole_codec
+from .video_facts import SUBSAMPLED, VideoFacts
 
 __all__ = [
     "DEFAULT_SECONDS",
+    "MAX_GOP",
     "EncoderName",
     "InputOptions",
     "LengthOptions",
@@ -57,7 +65,6 @@ __all__ = [
     "PipelineOptions",
     "Range",
     "VideoOptions",
-    "add_flags",
     "check_choice",
     "check_number",
     "declared",
@@ -68,36 +75,47 @@ __all__ = [
     "parse_size",
     "reference",
     "split_options",
-    "values_from_args",
     "with_output_codec",
 ]  # fmt: skip
 
 Codec = Literal["h264", "hevc", "av1", "mjpeg"]
 PixelFormat = Literal["yuv420p", "nv12", "yuv444p", "rgba"]  # rgba: NVENC's ABGR input
-HandoffName = Literal["auto", "host", "register", "shared"]
 OddSize = Literal["error", "pad"]
-ContextMode = Literal["own", "current"]  # glrec's own EGL context, or the one current on the calling thread
-ArrayConvert = Literal["auto", "gl", "cpu"]
 
-SUBSAMPLED: frozenset[str] = frozenset({"yuv420p", "nv12"})
 MAX_SECONDS = 366 * 24 * 3600.0  # a year of video: anything longer is a typo, not a plan
 DEFAULT_SECONDS = 5.0  # the length of a recording given neither seconds nor frames
-MAX_GOP = 2**31 - 1  # the largest C int: FFmpeg's gop_size and NVENC's gopLength hold it
 _MAX_SIDE = 16384  # the widest any encoder here takes (x264/x265); an even-size suggestion stays within it
 
-
-def _process(value: object) -> Any:
-    from .process.spec import parse_process  # the stage's own declaration of what it accepts
-
-    return parse_process(value)
+T = TypeVar("T")
+_ENCODER_CHOICES = ("auto", *ENCODERS)
 
 
+def _encoder(value: object) -> str:
+    return check_choice("encoder", value, _ENCODER_CHOICES)  # the rows' names: the registry's, not a list here
+
+
+def _leaves(tables: tuple[type, ...]) -> tuple[type, ...]:
+    """``tables`` without those another of them builds on (the CPU's table holds JPEG's)."""
+    return tuple(t for t in tables if not any(o is not t and issubclass(o, t) for o in tables))
+
+
+def _composed(cls: type[T]) -> type[T]:
+    """``cls`` with every encoder row's option table added: the front door's one set of video keywords.
+
+    The stream's own options come first, then the tables' in row order; the class keeps ``cls``'s name.
+    """
+    bases = (*_leaves(option_tables()), cls)
+    namespace = {"__doc__": cls.__doc__, "__module__": cls.__module__, "__qualname__": cls.__qualname__}
+    return dataclass(frozen=True)(type(cls.__name__, bases, namespace))
+
+
+@_composed
 @dataclass(frozen=True)
-class VideoOptions(NvencOptions, JpegOptions, CpuOptions, OptionTable):
+class VideoOptions(OptionTable):
     """How frames become a stream, with every encoder's own options. Build with :meth:`create`."""
 
-    # The encoders' own tables (CpuOptions, JpegOptions, NvencOptions) are declared beside the encoders
-    # in glrec/encoders/ and composed here; the plan refuses an option of an encoder other than the chosen one.
+    # The stream's own options; every encoder row's table (glrec/encoders/*/options.py) is composed in by
+    # _composed, and the plan refuses an option of a table the chosen encoder's does not include.
 
     size: tuple[int, int] = option(
         (1280, 720),
@@ -115,9 +133,8 @@ class VideoOptions(NvencOptions, JpegOptions, CpuOptions, OptionTable):
         flags=_flag("codec"),
     )  # fmt: skip
     encoder: EncoderName = option(
-        "auto", f"auto (the first that fits of {', '.join(ENCODERS)}; see glrec info), or one of them",
-        _choice("encoder", EncoderName),
-        flags=_flag("encoder"),
+        "auto", f"auto (the first that fits of {', '.join(AUTO_ORDER)}; see glrec info), or one of "
+        f"{', '.join(ENCODERS)}", _encoder, flags=_flag("encoder"),
     )  # fmt: skip
     pix_fmt: PixelFormat = option(
         "yuv420p", "yuv420p, nv12, yuv444p, or rgba (NVENC's ABGR input)", _choice("pixel format", PixelFormat),
@@ -132,29 +149,6 @@ class VideoOptions(NvencOptions, JpegOptions, CpuOptions, OptionTable):
         None, "limited or full (default limited; full for mjpeg)", _choice("colour range", Range),
         flags=("--range", "--colour-range"),
     )  # fmt: skip
-    crf: float | None = option(
-        None, "constant quality (x264 default 20, x265 24, SVT-AV1 35; lower is better)",
-        _number("crf", 0, 63, example="20; 0 is lossless for h264"), flags=_flag("crf"),
-    )  # fmt: skip
-    qp: int | None = option(
-        None, "constant quantiser (0 is lossless for h264)",
-        _number("qp", 0, 255, integer=True, example="0 for lossless h264, 20-30 typical"), flags=_flag("qp"),
-    )  # fmt: skip
-    bitrate: int | None = option(
-        None, "target bitrate, e.g. 8M or 2500k", parse_bitrate, flags=_flag("bitrate"), accepts="int | str | None"
-    )
-    preset: str | None = option(
-        None, "encoder preset (x264/x265 ultrafast..veryslow, default veryfast; SVT-AV1 0-13; NVENC p1-p7)", str,
-        flags=_flag("preset"),
-    )  # fmt: skip
-    gop: int | None = option(
-        None, "frames between keyframes", _number("gop", 1, None, integer=True, example="60", cap=MAX_GOP),
-        flags=_flag("gop"),
-    )  # fmt: skip
-    bframes: int | None = option(
-        None, "B-frames between references", _number("bframes", 0, 16, integer=True, example="0 or 2"),
-        flags=_flag("bframes"),
-    )  # fmt: skip
     pad: bool = option(
         False,
         "pad odd sizes to even for 4:2:0 by repeating the edge",
@@ -162,11 +156,6 @@ class VideoOptions(NvencOptions, JpegOptions, CpuOptions, OptionTable):
         flags=_flag("pad"),
         boolean=True,
     )
-    encoder_options: tuple[tuple[str, str], ...] = option(
-        (), "passed to the encoder as is, after glrec's own settings (PyAV codec options, NVENC keywords)",
-        parse_encoder_options, flags=("-x", "--encoder-option"), metavar="KEY=VALUE", repeat=True,
-        accepts="Mapping[str, str] | Sequence[str | tuple[str, str]]",
-    )  # fmt: skip
     live: bool = option(False, "tune the encoder for latency (glrec stream / serve set it)", _boolean("live"))
 
     @classmethod
@@ -179,6 +168,10 @@ class VideoOptions(NvencOptions, JpegOptions, CpuOptions, OptionTable):
         opts = cls.parse({"size": size, "fps": fps, **values})
         return opts._checked()
 
+    def table(self, table: type[T]) -> T:
+        """The values of one composed table (``RateOptions``, an encoder's own), as that table."""
+        return table(**{f.name: getattr(self, f.name) for f in fields(table)})  # type: ignore[arg-type]
+
     def _checked(self) -> VideoOptions:
         """Checks across options; stage-specific limits are the stages' (see the module docstring)."""
         codec, matrix, colour_range = self.codec, self.matrix, self.colour_range
@@ -187,11 +180,11 @@ class VideoOptions(NvencOptions, JpegOptions, CpuOptions, OptionTable):
                 raise ConfigError("JPEG decoders always use the BT.601 matrix; use matrix 'bt601' for mjpeg.")
             if colour_range not in (None, "full"):
                 raise ConfigError("JPEG is always full range; use range 'full' (the default for mjpeg).")
-        # NVENC converts rgba input itself and is tagged BT.601 (glrec.encoders.nvenc.RGB_INPUT_COLOUR)
+        # NVENC converts rgba input itself and is tagged BT.601 (glrec.encoders.nvenc.encoder.RGB_INPUT_COLOUR)
         matrix = matrix or ("bt601" if codec == "mjpeg" or self.pix_fmt == "rgba" else "bt709")
         colour_range = colour_range or ("full" if codec == "mjpeg" else "limited")
-        if sum(x is not None for x in (self.crf, self.qp, self.bitrate)) > 1:
-            raise ConfigError("Give at most one of crf, qp and bitrate: they are alternative rate controls.")
+        for table in _leaves(option_tables()):  # each table's own rules (RateOptions: one rate control)
+            self.table(table).check()
         takers = [r.name for r in ENCODERS.values() if self.pix_fmt in r.pix_fmts and codec in r.codecs]
         if self.pix_fmt == "rgba" and (not takers or self.encoder not in ("auto", *takers)):
             raise ConfigError("pix_fmt rgba is NVENC's ABGR input; use yuv420p, nv12 or yuv444p here.")
@@ -199,8 +192,9 @@ class VideoOptions(NvencOptions, JpegOptions, CpuOptions, OptionTable):
             raise ConfigError("AV1 here is 4:2:0: SVT-AV1 takes yuv420p only, NVENC yuv420p, nv12 or rgba.")
         if codec == "mjpeg" and self.pix_fmt == "nv12":
             raise ConfigError("mjpeg cannot carry nv12; use pix_fmt yuv420p or yuv444p.")
-        if self.live and self.bframes:
-            raise ConfigError(f"bframes {self.bframes} would delay every frame in live mode; use bframes 0.")
+        bframes = self.table(RateOptions).bframes
+        if self.live and bframes:
+            raise ConfigError(f"bframes {bframes} would delay every frame in live mode; use bframes 0.")
         if self.live and codec == "av1":
             raise ConfigError("Live mode has no low-latency AV1 settings yet; use codec h264 (or hevc).")
         w, h = self.size
@@ -237,44 +231,33 @@ class VideoOptions(NvencOptions, JpegOptions, CpuOptions, OptionTable):
             return w + w % 2, h + h % 2
         return self.size
 
+    @property
+    def bframes(self) -> int | None:
+        """The B-frames asked for (an encoder option the stream's facts carry, for the sinks)."""
+        return self.table(RateOptions).bframes
 
-@dataclass(frozen=True)
-class PipelineOptions(OptionTable):
-    """How the chain is built: which devices, which handoff, how deep the queues are."""
+    @property
+    def facts(self) -> VideoFacts:
+        """The stream these options describe, as every stage reads it."""
+        return VideoFacts(self.codec, self.size, self.encoded_size, self.fps, self.pix_fmt, self.colour, self.live,
+                          self.bframes)  # fmt: skip
 
-    handoff: HandoffName = option(
-        "auto", "GL -> encoder handoff: auto, host (PBO readback), register or shared (CUDA)",
-        _choice("handoff", HandoffName), flags=_flag("handoff"),
-    )  # fmt: skip
-    cuda_device: int = option(
-        0, "CUDA device ordinal for the GPU path (the EGL device is matched to it)",
-        _number("cuda_device", 0, 1024, integer=True, example="0"), flags=_flag("cuda-device"),
-    )  # fmt: skip
-    egl_device: int | None = option(
-        None, "EGL device index (default: the one matching the CUDA device, else the first)",
-        _number("egl_device", 0, 1024, integer=True, example="0"), flags=("--egl-device", "--device"),
-    )  # fmt: skip
-    context: ContextMode = option(
-        "own", "GL context: own (glrec's headless EGL context, current only during glrec's calls) or current "
-        "(the one current on the calling thread: MuJoCo's, pyrender's, yours; see Recorder.capture)",
-        _choice("context", ContextMode),
-    )  # fmt: skip
-    ring: int = option(
-        3, "frames in flight on the GL side (readback ring depth)", _number("ring", 2, 64, integer=True, example="3")
-    )
-    queue_size: int = option(
-        8, "frames queued for the encode thread", _number("queue_size", 1, 1024, integer=True, example="8")
-    )
-    process: Any = option(
-        None, "run FILE.py:FUNCTION (or an OpenCL FILE.cl:KERNEL) on every frame before it is encoded; in Python "
-        "also a function, glrec.process.Process or OpenCLKernel (see README, Processing stages)",
-        _process, flags=_flag("process"), metavar="FILE.py:FN",
-    )  # fmt: skip
-    array_convert: ArrayConvert = option(
-        "auto", "how frames given to Recorder.write become YUV: auto (swscale on the encode thread where GL is "
-        "software and the CPU encoder reads host frames, else the GL convert), gl, or cpu",
-        _choice("array_convert", ArrayConvert),
-    )  # fmt: skip
+    def given(self) -> dict[str, object]:
+        """The encoder options set to other than their defaults, by name: what the plan shows each row."""
+        out: dict[str, object] = {}
+        for table in option_tables():
+            for f, _ in declared(table):
+                value = getattr(self, f.name)
+                if value != f.default:
+                    out[f.name] = value
+        return out
+
+    def request(
+        self, encoder: str | None = None, *, raw_output: bool = False, device: Any = None
+    ) -> EncodeRequest[Any]:
+        """What encoder ``encoder`` (default: the one named, if not auto) is opened with for these options."""
+        name = encoder or self.encoder
+        return request(encoder_row(name), self.facts, self.given(), raw_output=raw_output, device=device)
 
 
 @dataclass(frozen=True)
@@ -395,11 +378,19 @@ def split_options(values: Mapping[str, object]) -> tuple[dict[str, object], dict
 
 def reference() -> str:
     """The option reference in Markdown (``python -m glrec.options > docs/options.md``)."""
-    tables = (VideoOptions, CpuOptions, JpegOptions, NvencOptions, PipelineOptions, LengthOptions, InputOptions,
-              OutputOptions)  # fmt: skip
-    intro = ("Generated from the declarations (`python -m glrec.options`): `glrec/options.py`, each encoder's "
-             "own table beside it in `glrec/encoders/*_options.py`, and the outputs' in "
-             "`glrec/sinks/output_options.py`.")  # fmt: skip
+    encoder_tables = tuple(t for t in reversed(VideoOptions.__mro__[1:]) if issubclass(t, EncoderOptions))
+    tables: tuple[type, ...] = (
+        VideoOptions,
+        *encoder_tables,
+        PipelineOptions,
+        LengthOptions,
+        InputOptions,
+        OutputOptions,
+    )
+    intro = ("Generated from the declarations (`python -m glrec.options`): `glrec/options.py`, each encoder's own "
+             "table in its room (`glrec/encoders/*/options.py`) beside the tables they share "
+             "(`glrec/encoders/options.py`, `glrec/encoders/jpeg_options.py`), the pipeline's "
+             "(`glrec/pipeline/options.py`), and the outputs' (`glrec/sinks/output_options.py`).")  # fmt: skip
     return _reference(tables, intro)
 
 

@@ -20,7 +20,7 @@ from .errors import ConfigError, GlrecError, SceneError
 from .scenes import Scene, load_scene
 from .scenes.base import close_scene
 from .sources.capture import Capture
-from .sources.frames import inspect_frame
+from .sources.frames.written import inspect_frame
 
 log = logging.getLogger("glrec")
 
@@ -57,7 +57,7 @@ class Recorder(Recording):
     and hands each frame to it as soon as it is read back; ``sink`` writes to
     that sink (e.g. a network stream) instead of opening ``path``;
     ``sink_options`` go to the sink opened for ``path`` (``audio=`` copies a
-    video input's audio, see :func:`glrec.transcode.transcode`).
+    video input's audio, see :func:`glrec.transcode`).
 
     ``context`` is ``"own"`` (default: glrec's own headless EGL context, current
     only during glrec's calls, so MuJoCo, pyrender and other recorders keep theirs)
@@ -204,8 +204,7 @@ class Recorder(Recording):
         """
         session = self._check_open()
         with self._gl.active():  # glrec-context: current for the block, the caller's context back after
-            if session.before_frame is not None:
-                session.before_frame()
+            session.before_frame()
             target = session.target
             target.use()
             yield target.fbo

@@ -86,7 +86,8 @@ def encode_through_handoff(job: dict, work: Path) -> dict:
         handoff = open_handoff(job["handoff"], ctx, source, device, depth=3, consumer_slots=4)
         stack.callback(handoff.release)
         try:
-            enc = NvencEncoder(options, device)
+            asked = options.request("nvenc", device=device)
+            enc = NvencEncoder(asked.facts, asked.options, device)
         except Exception as exc:
             out["error"] = error_json(exc)
             return out

@@ -87,3 +87,9 @@ def decode_planes(path: Path) -> list[tuple[np.ndarray, ...]]:
 def decode_times(path: Path) -> list[float]:
     with av.open(str(path)) as c:
         return [float(f.time) for f in c.decode(video=0)]
+
+
+def encoder_parts(video: Any, encoder: str | None = None) -> tuple[Any, Any]:
+    """``video``'s stream facts and the encoder's own options (``glrec.options.VideoOptions``), as the plan opens it."""
+    asked = video.request(encoder)
+    return asked.facts, asked.options

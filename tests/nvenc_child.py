@@ -66,7 +66,8 @@ def encode(job: dict, work: Path) -> dict:
     pool = DevicePool(device, layout.nbytes, job.get("slots", 3))
     out: dict = {"context": device.context_handle, "stream": device.stream_handle, "slots": {}, "calls": []}
     try:
-        enc = NvencEncoder(options, device, raw_output=job.get("raw_output", False))
+        asked = options.request("nvenc", raw_output=job.get("raw_output", False), device=device)
+        enc = NvencEncoder(asked.facts, asked.options, device, raw_output=asked.raw_output)
     except Exception as exc:
         out["error"] = error_json(exc)
         return out
@@ -98,7 +99,7 @@ def encode(job: dict, work: Path) -> dict:
 
 def probe(job: dict, work: Path) -> dict:
     from glrec.cuda.driver import CudaDevice
-    from glrec.encoders.available import nvenc_problem
+    from glrec.encoders.nvenc.probe import nvenc_problem
 
     device = CudaDevice.open(job.get("device", 0))
     results = []
@@ -162,7 +163,7 @@ def open_encoder(job: dict, work: Path) -> dict:
     said = _Said()
     logging.getLogger("glrec").addHandler(said)
     try:
-        encoder, p = _open_encoder(p, video, pipeline, output)
+        encoder, p, _ = _open_encoder(p, video, pipeline, output)
         out.update(encoder=p.encoder, name=encoder.name, fallbacks=list(p.fallbacks), describe=p.describe(),
                    handoff=p.handoff, device=p.device.ordinal if p.uses_cuda and p.device else None)  # fmt: skip
         encoder.close()
@@ -239,9 +240,10 @@ def introspect(job: dict, work: Path) -> dict:
 
 def doctor_rgb(job: dict, work: Path) -> dict:
     """Doctor's NVENC rgba colour check as doctor runs it; the colour bars it encodes go to ``inputs/`` as rgba."""
-    from glrec.diagnostics import _nvenc_rgb, _reference_rgb
+    from glrec.diagnostics.common import reference_rgb
+    from glrec.diagnostics.doctor import _nvenc_rgb
 
-    for i, rgb in enumerate(_reference_rgb("bars", (320, 240), 5, 30)):
+    for i, rgb in enumerate(reference_rgb("bars", (320, 240), 5, 30)):
         rgba = np.dstack([rgb, np.full(rgb.shape[:2], 255, np.uint8)])
         (work / "inputs" / f"frame_{i}.bin").write_bytes(rgba.tobytes())
     status, detail = _nvenc_rgb(work)
@@ -272,7 +274,7 @@ def run_one(job: dict, work: Path, env: dict[str, str | None]) -> dict:
     env = {"GLREC_FAKE_NVENC_LOG": str(work / "nvenc.jsonl"), "GLREC_FAKE_NVENC_DUMP": str(work / "surfaces"),
            "GLREC_FAKE_CUDA_LOG": str(work / "cuda.jsonl"), **env}  # fmt: skip
     saved = {k: os.environ.get(k) for k in env}
-    probe_module = sys.modules.get("glrec.encoders.nvenc_probe")
+    probe_module = sys.modules.get("glrec.encoders.nvenc.probe")
     if probe_module is not None:
         probe_module._cache.clear()  # a fresh process knows no caps yet, nor failures
         probe_module._failed.clear()

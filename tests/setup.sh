@@ -32,7 +32,7 @@ python3 -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 # and pyopencl (its wheel bundles the ICD loader).
 python3 -m pip install -q "torch==2.13.0" "pyopencl>=2022.1" >/dev/null
 python3 -m pip install -q ".[test,ray,nvenc]"
-# Other GL libraries in the same process (tests/test_with_*.py): MuJoCo (+ Gymnasium's HalfCheetah),
+# Other GL libraries in the same process (tests/gl/test_with_*.py): MuJoCo (+ Gymnasium's HalfCheetah),
 # pyrender + trimesh, raw PyOpenGL (the interop extra). pyrender pins PyOpenGL 3.1.0, whose EGL module
 # lacks what MuJoCo's EGL backend needs (EGLDeviceEXT); pyrender itself works with the newer one. So
 # pyrender's other requirements and the newer PyOpenGL go in first, and pyrender last, without its pins:

@@ -3,13 +3,11 @@
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import av
+from where import EXAMPLES
 
 import glrec
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def test_user_scene_example(gl, tmp_path):

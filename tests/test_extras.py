@@ -1,13 +1,11 @@
 """The extras install what the README's examples for them import."""
 
-from pathlib import Path
-
 import pytest
 from packaging.requirements import Requirement
+from where import ROOT
 
 tomllib = pytest.importorskip("tomllib", reason="tomllib is in Python >= 3.11")
 
-ROOT = Path(__file__).resolve().parent.parent
 EXTRAS = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
 
 

@@ -6,10 +6,10 @@ import pytest
 
 import glrec
 from glrec.colour import ColourSpec
-from glrec.encoders.cpu import frame_rate
 from glrec.options import VideoOptions, parse_size
 from glrec.sinks.paths import check_output_path
 from glrec.sinks.registry import output_kind
+from glrec.timebase import frame_rate
 
 
 def test_defaults():

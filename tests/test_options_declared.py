@@ -15,12 +15,11 @@ from pathlib import Path
 import av
 import pytest
 from crash_helpers import child_env
+from where import ROOT
 
 import glrec
 from glrec.cli import build_parser, main
 from glrec.options import DEFAULT_SECONDS, InputOptions, LengthOptions, PipelineOptions, VideoOptions, reference
-
-ROOT = Path(__file__).resolve().parent.parent
 
 # Flags a subcommand handles itself (not recording options); everything else must be a declared option.
 _OWN = {

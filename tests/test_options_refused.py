@@ -64,7 +64,7 @@ def test_overwrite_that_is_not_a_boolean_is_refused_and_the_old_file_stays(gl, o
 
 
 def test_transcode_refuses_overwrite_that_is_not_a_boolean(gl, old, tmp_path):
-    from glrec.transcode import transcode
+    from glrec import transcode
 
     path, _ = old
     src = tmp_path / "in.mkv"

@@ -9,12 +9,11 @@ tests/readme_blocks.py, asked for in the block's fence (```python fixture:NAME).
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from crash_helpers import child_env
+from where import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 pytest.importorskip("pytest_markdown_docs", reason="pip install pytest-markdown-docs (the test extra)")
 
 

@@ -14,12 +14,11 @@ import numpy as np
 import pytest
 from conftest import psnr
 from media import FFMPEG, free_port, make_clip, vfr
+from where import ROOT
 
 import glrec
+from glrec import transcode
 from glrec.cli import main
-from glrec.transcode import transcode
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")

@@ -5,16 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from where import ROOT
 
 
 def test_the_generated_typeddicts_match_the_declarations():
-    """glrec/_options_typed.py is generated: python -m glrec._typed_options > glrec/_options_typed.py."""
-    from glrec._typed_options import generate
+    """glrec/_options_typed.py is generated: python -m glrec._gen_options_typed > glrec/_options_typed.py."""
+    from glrec._gen_options_typed import generate
 
     assert (ROOT / "glrec" / "_options_typed.py").read_text() == generate()
 

@@ -2,11 +2,13 @@
 
 A backend is a way :class:`glrec.Recorder` can run (its ``encoder`` and
 ``codec`` options and the file type), plus the rows that time its stages
-alone. ``glrec bench --backends all`` runs every registered backend and
-reports the others as skipped with the reason the Recorder gave, so a
+alone. Every encoder of the registry (:mod:`glrec.encoders.registry`) is a
+backend; ``glrec bench --backends all`` runs every one and reports those
+this machine lacks as skipped with the reason the Recorder gave, so a
 backend's rows appear on machines that have it without further changes.
 
-Adding a backend is one entry here. ``stage:handoff:NAME`` (the GL thread
+An encoder's stage-alone rows, and other ways to run it (``cpu-cuda``), are
+entries here. ``stage:handoff:NAME`` (the GL thread
 alone, built as the Recorder builds it) works for any backend; other
 stage-alone rows are functions registered with :func:`glrec.bench.spec.row`
 (``stages.py``, ``gpu_stages.py``) and named in ``stage_rows``. ``parallel_stages``
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..encoders.registry import ENCODERS
 
 
 @dataclass(frozen=True)
@@ -47,11 +51,10 @@ class Backend:
         return f"glrec:{self.name}"
 
 
-BACKENDS: dict[str, Backend] = {
-    "cpu": Backend(
-        "cpu",
-        {"encoder": "cpu", "codec": "h264"},
-        ".mp4",
+#: What the benchmark knows of an encoder beyond its row: its stage-alone rows and how they run side by side.
+#: An encoder of the registry without an entry here is still a backend, with the rows any backend has.
+_STAGES: dict[str, dict[str, Any]] = {
+    "cpu": dict(
         stage_rows=("stage:render", "stage:handoff:cpu", "stage:encode-cpu"),
         # The GL thread renders, converts and reads back while the worker thread encodes.
         parallel_stages=("stage:handoff:cpu", "stage:encode-cpu"),
@@ -59,33 +62,49 @@ BACKENDS: dict[str, Backend] = {
         x264=True,
         note="GL convert -> PBO readback -> PyAV libx264",
     ),
-    # GPU backends. Their rows run wherever the Recorder opens them and are reported as
-    # skipped, with the Recorder's reason, elsewhere (no CUDA, no NVENC, no nvImageCodec).
-    "cpu-cuda": Backend(
-        "cpu-cuda",
-        {"encoder": "cpu", "codec": "h264", "handoff": "register"},
-        ".mp4",
-        stage_rows=("stage:render", "stage:handoff:cpu-cuda", "stage:encode-cpu"),
-        parallel_stages=("stage:handoff:cpu-cuda", "stage:encode-cpu"),
-        x264=True,
-        note="GL convert -> CUDA register handoff -> PyAV libx264",
-    ),
-    "nvjpeg": Backend(
-        "nvjpeg",
-        {"encoder": "nvjpeg", "codec": "mjpeg"},
-        ".mkv",
+    "nvjpeg": dict(
         stage_rows=("stage:render", "stage:handoff:nvjpeg", "stage:encode-nvjpeg"),
         parallel_stages=("stage:handoff:nvjpeg", "stage:encode-nvjpeg"),
         note="GL pack to RGB -> CUDA handoff -> nvJPEG -> Motion-JPEG in Matroska",
     ),
-    "nvenc": Backend(
-        "nvenc",
-        {"encoder": "nvenc", "codec": "h264"},
-        ".mp4",
-        stage_rows=("stage:render", "stage:handoff:nvenc"),
-        note="GL convert -> CUDA handoff -> NVENC H.264",
+    "nvenc": dict(note="GL convert -> CUDA handoff -> NVENC H.264"),
+    "gl": dict(note="GL JPEG in the GL context -> its own readback of the bytes -> Motion-JPEG in Matroska"),
+}
+#: Ways to run an encoder other than its own default, each a backend of its own after the encoder's.
+_VARIANTS: dict[str, tuple[Backend, ...]] = {
+    "cpu": (
+        Backend(
+            "cpu-cuda",
+            {"encoder": "cpu", "codec": "h264", "handoff": "register"},
+            ".mp4",
+            stage_rows=("stage:render", "stage:handoff:cpu-cuda", "stage:encode-cpu"),
+            parallel_stages=("stage:handoff:cpu-cuda", "stage:encode-cpu"),
+            x264=True,
+            note="GL convert -> CUDA register handoff -> PyAV libx264",
+        ),
     ),
 }
+#: The file each codec's end-to-end row writes.
+_SUFFIX = {"h264": ".mp4", "hevc": ".mp4", "av1": ".ivf", "mjpeg": ".mkv"}
+
+
+def _backends() -> dict[str, Backend]:
+    """A backend per encoder of the registry (the host's first), each followed by its variants.
+
+    GPU backends' rows run wherever the Recorder opens them and are reported as skipped, with the
+    Recorder's reason, elsewhere (no CUDA, no NVENC, no nvImageCodec).
+    """
+    out: dict[str, Backend] = {}
+    for row in sorted(ENCODERS.values(), key=lambda r: r.context != "host"):
+        codec = row.codecs[0]
+        known = {"stage_rows": ("stage:render", f"stage:handoff:{row.name}"), "note": row.note,
+                 **_STAGES.get(row.name, {})}  # fmt: skip
+        out[row.name] = Backend(row.name, {"encoder": row.name, "codec": codec}, _SUFFIX[codec], **known)
+        out.update((v.name, v) for v in _VARIANTS.get(row.name, ()))
+    return out
+
+
+BACKENDS: dict[str, Backend] = _backends()
 
 
 def pick_backends(names: list[str]) -> list[Backend]:

@@ -48,7 +48,7 @@ def _rendered_rgb(spec: RowSpec, count: int) -> list[HostFrame]:
 def nvjpeg_alone(spec: RowSpec) -> RowResult:
     from ..cuda.driver import CudaDevice, call
     from ..cuda.pool import DeviceFrame, DevicePool
-    from ..encoders.nvjpeg import NvJpegEncoder
+    from ..encoders.nvjpeg.encoder import NvJpegEncoder
 
     options = VideoOptions.create(spec.size, spec.fps, codec="mjpeg", encoder="nvjpeg")
     try:
@@ -56,7 +56,8 @@ def nvjpeg_alone(spec: RowSpec) -> RowResult:
     except (GlrecError, ImportError) as exc:
         raise EncoderUnavailableError(f"stage:encode-nvjpeg needs CUDA: {exc}") from exc
     try:
-        encoder = NvJpegEncoder(options, device.ordinal, device=device)  # warmed before the timed loop
+        asked = options.request("nvjpeg", device=device)
+        encoder = NvJpegEncoder(asked.facts, asked.options, device)
         host = _rendered_rgb(spec, min(POOL_SLOTS, spec.frames))
         pool = DevicePool(device, host[0].data.nbytes, len(host))
         for slot, f in enumerate(host):
@@ -66,7 +67,7 @@ def nvjpeg_alone(spec: RowSpec) -> RowResult:
         clock, meter = StageClock(), LoopMeter()
         # MJPEG into Matroska: the row times nvJPEG + mux whatever extension the run gave its outputs.
         output = spec.output.with_suffix(".mkv")
-        sink = open_sink(output, options, overwrite=True)
+        sink = open_sink(output, options.facts, overwrite=True)
         meter.start()
         # Slots come back to the pool as nvJPEG finishes with each frame, as from the handoff.
         device_frames = (DeviceFrame(i, planes, pool, pool.acquire(), pending=False) for i in range(spec.frames))

@@ -22,7 +22,7 @@ from typing import Any
 from .meter import LoopMeter, peak_rss_mb
 from .spec import RowResult, RowSpec, row
 
-#: ``examples/dataset.toml``'s spec (tests/test_bench_scale.py keeps the two equal): 640x480, five passes, PNG.
+#: ``examples/dataset.toml``'s spec (tests/bench/test_bench_scale.py keeps the two equal): 640x480, five passes, PNG.
 DATASET_SPEC: dict[str, Any] = {
     "dataset": {"scene": "table", "samples": 200, "size": "640x480", "seed": 2024, "shard_size": 50},
     "output": {"layout": "webdataset", "passes": ["rgb", "depth", "instance", "semantic", "normal"], "rgb": "png",

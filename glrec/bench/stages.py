@@ -21,7 +21,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from ..convert import Converter
-from ..encoders.cpu import CpuEncoder
+from ..encoders.cpu.encoder import CpuEncoder
 from ..frame import HostFrame
 from ..gl.fences import Fence
 from ..interop import HostReadback
@@ -142,8 +142,9 @@ def encode_alone(spec: RowSpec) -> RowResult:
             handoff.release()
     clock, meter = StageClock(), LoopMeter()
     path = spec.output
-    encoder = CpuEncoder(options)
-    sink = open_sink(path, options, overwrite=True)
+    asked = options.request("cpu")
+    encoder = CpuEncoder(asked.facts, asked.options)
+    sink = open_sink(path, options.facts, overwrite=True)
     # Frame i is the (i mod distinct)-th pre-rendered frame, renumbered so timestamps keep rising.
     cycle = (frames[i % len(frames)] for i in range(spec.frames))
     renumbered = (HostFrame(i, f.pix_fmt, f.width, f.height, f.data) for i, f in enumerate(cycle))

@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import ConfigError
-from ..options import InputOptions, LengthOptions, VideoOptions, add_flags, values_from_args
-from . import add_recording_flags, recording_options
+from ..options import InputOptions, LengthOptions, VideoOptions
+from .flags import add_flags, add_recording_flags, recording_options, values_from_args
 
 _EXAMPLE_STREAM = "glrec stream cube --to udp://127.0.0.1:5000   (play: ffplay udp://127.0.0.1:5000)"
 
@@ -81,18 +81,20 @@ def _length(args: argparse.Namespace, video: VideoOptions) -> dict[str, Any]:
 
 def _video(options: dict[str, Any]) -> VideoOptions:
     """The video options of a live run, validated as the recorder will (live=True)."""
-    from ..process.spec import stream_options
+    from ..process.spec import output_size
 
     opts = {k: v for k, v in options.items() if k in VideoOptions.names()}
+    video = VideoOptions.create(live=True, **opts)
     # A processing stage may encode another size than is rendered: the sink and viewer get the stream's.
-    return stream_options(VideoOptions.create(live=True, **opts), options.get("process"))
+    processed = output_size(options.get("process"))
+    return video if processed is None else video.with_size(processed)
 
 
 def _scene(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     """The scene (or video input with its overlay) and the recorder options, sized from the input if any."""
-    from ..transcode import live_scene
+    from .._transcode import live_scene
 
-    return live_scene(args, recording_options(args))
+    return live_scene(args.scene, InputOptions.parse(values_from_args(args, InputOptions)), recording_options(args))
 
 
 def _report(args: argparse.Namespace, result: Any, extra: dict[str, Any] | None = None) -> None:

@@ -1,13 +1,13 @@
-"""``glrec record INPUT -o OUT [--overlay SCENE]``: :func:`glrec.transcode.transcode` from the command's flags."""
+"""``glrec record INPUT -o OUT [--overlay SCENE]``: :func:`glrec.transcode` from the command's flags."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..options import InputOptions, LengthOptions, values_from_args
+from .._transcode import input_defaults, open_input, transcode
+from ..options import InputOptions, LengthOptions
 from ..recorder import Recorder
-from ..transcode import open_input, transcode
-from . import recording_options
+from .flags import recording_options, values_from_args
 
 
 def transcode_command(args: Any) -> int:
@@ -23,7 +23,7 @@ def transcode_command(args: Any) -> int:
     # Opened here (not in transcode) to size the progress bar from the input's duration.
     src = open_input(args.scene, inputs, live=False, audio=not inputs.drop_audio, fps=options.get("fps"))
     try:
-        fps = float(options.get("fps") or src.rate or 30.0)
+        fps = float(options.get("fps") or input_defaults(src)["fps"])
         total = LengthOptions.parse(length).count(fps, default=None)
         if total is None and src.duration and not (src.still or src.loop):
             total = round(src.duration * fps)

@@ -5,28 +5,9 @@ full range); :class:`RgbPacker` makes packed RGB for encoders that convert
 themselves (nvJPEG, NVENC's ABGR input). Both are :class:`ConvertStage`\\ s.
 """
 
-from __future__ import annotations
-
-from typing import Protocol
-
-import moderngl
-
 from ..layout import PACKED_RGB, PlaneLayout
 from .pack import RgbPacker
+from .stage import ConvertStage
 from .yuv import Converter
-
-
-class ConvertStage(Protocol):
-    """What the handoffs read: output planes of a known layout, refilled by :meth:`run`."""
-
-    layout: PlaneLayout
-    planes: list[moderngl.Texture]
-
-    def run(self, source: moderngl.Texture) -> None: ...
-
-    def new_planes(self) -> list[moderngl.Texture]: ...
-
-    def release(self) -> None: ...
-
 
 __all__ = ["PACKED_RGB", "ConvertStage", "Converter", "PlaneLayout", "RgbPacker"]

@@ -1,6 +1,6 @@
 """The convert stage on the host: packed RGB, RGBA or grey arrays to the CPU encoder's YUV with FFmpeg's swscale.
 
-Where GL is software, written arrays skip GL (:mod:`glrec.sources.direct`) and
+Where GL is software, written arrays skip GL (:mod:`glrec.sources.frames.direct`) and
 this does what the GL convert shader does elsewhere: the matrix and range the
 stream is tagged with, chroma averaged over 2x2 blocks (swscale's ``AREA``
 filter), rows as they come (arrays are top row first already). The result is a

@@ -35,7 +35,7 @@ class GlJpegColour:
         self._stage: Any = None
 
     def encode(self, image: ColourImage) -> bytes:
-        from ..encoders.gl_jpeg import GlJpegStage
+        from ..encoders.gl_jpeg.stage import GlJpegStage
 
         texture: Any = image.texture
         if self._stage is None:

@@ -56,7 +56,7 @@ class NvJpegColour:
     host_only = False  # runs on the GL thread, before the next sample is drawn over the texture
 
     def __init__(self, output: OutputSpec) -> None:
-        from ..encoders.nvjpeg import load_nvimgcodec
+        from ..encoders.nvjpeg.encoder import load_nvimgcodec
 
         load_nvimgcodec()  # fail now, with the install hint, rather than at the first sample
         self.output = output
@@ -66,7 +66,7 @@ class NvJpegColour:
     def _open(self, texture: Any) -> None:
         from ..convert import RgbPacker
         from ..cuda.driver import CudaDevice
-        from ..encoders.nvjpeg import NvJpegEncoder
+        from ..encoders.nvjpeg.encoder import NvJpegEncoder
         from ..interop.handoff import cuda_handoff_kind, open_handoff
         from ..options import VideoOptions
 
@@ -79,7 +79,8 @@ class NvJpegColour:
         kind = cuda_handoff_kind("auto", ctx)
         self._stages.append(open_handoff(kind, ctx, packer, device, depth=1, consumer_slots=2, live=True))
         options = VideoOptions.create(size, 30, codec="mjpeg", encoder="nvjpeg", quality=self.output.jpeg_quality)
-        self._stages.append(NvJpegEncoder(options, device.ordinal, device=device))
+        asked = options.request(device=device)
+        self._stages.append(NvJpegEncoder(asked.facts, asked.options, device))
         log.info("nvjpeg colour: %dx%d, quality %d, CUDA %s handoff", *size, self.output.jpeg_quality, kind)
 
     def encode(self, image: ColourImage) -> bytes:

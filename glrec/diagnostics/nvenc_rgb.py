@@ -1,11 +1,11 @@
 """``glrec doctor``'s NVENC colour check: which RGB -> YUV conversion NVENC applies to rgba input, measured.
 
 Colour bars rendered with plain moderngl go into device memory as glrec's rgba
-frames and through :class:`~glrec.encoders.nvenc.NvencEncoder` as a recording's
+frames and through :class:`~glrec.encoders.nvenc.encoder.NvencEncoder` as a recording's
 frames do (the GL -> CUDA handoffs that bring rendered frames there are checked
 byte for byte by the contract test's GPU tier), so the measurement sees exactly
 the RGB it compares against. The raw H.264 is decoded by PyAV and
-:func:`~glrec.encoders.nvenc_colour.rank_conversions` names the conversion that
+:func:`~glrec.encoders.nvenc.colour.rank_conversions` names the conversion that
 predicts the decoded planes best. Whatever comes back, the check ends in a
 verdict that says what it could tell: a stream that decodes to no picture (what
 the contract test's stand-in NVENC returns), a frame count that differs, or no
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import FAIL, PASS, _reference_rgb, decoded_planes
+from .common import FAIL, PASS, decoded_planes, reference_rgb
 
 log = logging.getLogger("glrec")
 
@@ -34,7 +34,7 @@ def encode_rgba(frames: list[np.ndarray], path: Path, device: Any, *, qp: int = 
     from ..convert import PlaneLayout
     from ..cuda.driver import call
     from ..cuda.pool import DeviceFrame, DevicePool
-    from ..encoders.nvenc import NvencEncoder
+    from ..encoders.nvenc.encoder import NvencEncoder
     from ..options import VideoOptions
 
     h, w = frames[0].shape[:2]
@@ -43,7 +43,8 @@ def encode_rgba(frames: list[np.ndarray], path: Path, device: Any, *, qp: int = 
     pool = DevicePool(device, layout.nbytes, 3)
     packets = 0
     try:
-        enc = NvencEncoder(options, device, raw_output=True)
+        asked = options.request(raw_output=True, device=device)
+        enc = NvencEncoder(asked.facts, asked.options, device, raw_output=True)
         try:
             with path.open("wb") as out:
                 for index, rgb in enumerate(frames):
@@ -65,8 +66,8 @@ def encode_rgba(frames: list[np.ndarray], path: Path, device: Any, *, qp: int = 
 
 def verdict(path: Path, reference: list[np.ndarray], packets: int) -> tuple[str, str]:
     """(status, detail) for the clip at ``path`` made from ``reference``: the measured conversion, or why none."""
-    from ..encoders.nvenc import RGB_INPUT_COLOUR
-    from ..encoders.nvenc_colour import describe, rank_conversions
+    from ..encoders.nvenc.colour import describe, rank_conversions
+    from ..encoders.nvenc.encoder import RGB_INPUT_COLOUR
 
     try:
         decoded = decoded_planes(path)
@@ -89,7 +90,7 @@ def check(workdir: Path, ordinal: int = 0) -> tuple[str, str]:
     """Doctor's "NVENC rgba colour" check on CUDA device ``ordinal``: encode colour bars, decode, measure."""
     from ..cuda.driver import CudaDevice
 
-    reference = _reference_rgb("bars", SIZE, FRAMES, FPS)
+    reference = reference_rgb("bars", SIZE, FRAMES, FPS)
     path = workdir / "nvenc-rgba.h264"
     device = CudaDevice.open(ordinal)
     try:

@@ -1,7 +1,8 @@
-"""The JPEG encoders' own option (nvJPEG, and the CPU encoder's mjpeg): the JPEG quality.
+"""The JPEG encoders' own option (nvJPEG, the GL JPEG encoder, and the CPU encoder's mjpeg): the JPEG quality.
 
-Declared beside the JPEG encoders and composed into the front door's table by
-:mod:`glrec.options`; any other codec refuses it, naming the option to use.
+The table of nvJPEG and of the GL JPEG encoder, and a part of the CPU encoder's;
+composed into the front door's keywords by :mod:`glrec.options`. The CPU
+encoder refuses it for any other codec, naming the option to use.
 """
 
 from __future__ import annotations
@@ -9,16 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .._declare import OptionTable, flag, option
+from .._declare import flag, option
 from .._values import _number
+from .options import EncoderOptions
 
 #: The JPEG quality when none is given.
 DEFAULT_QUALITY = 90
 
 
 @dataclass(frozen=True)
-class JpegOptions(OptionTable):
-    """JPEG settings (codec ``mjpeg``: nvJPEG or the CPU's mjpeg; refused for h264, hevc and av1)."""
+class JpegOptions(EncoderOptions):
+    """JPEG settings (codec ``mjpeg``: nvJPEG, the GL JPEG encoder or the CPU's mjpeg; refused for other codecs)."""
 
     OWNER: ClassVar[str] = "quality is JPEG quality (codec mjpeg)"
 

@@ -6,22 +6,19 @@ of delay. These tables say what "configured for latency" means for each
 encoder, in one place, so the CPU encoder and the NVENC encoder agree.
 
 >>> from glrec.options import VideoOptions
->>> opts = VideoOptions.create((1280, 720), 30, live=True)
->>> cpu_live_options("libx264", opts)["tune"]
+>>> request = VideoOptions.create((1280, 720), 30, live=True).request("nvenc")
+>>> cpu_live_options("libx264")["tune"]
 'zerolatency'
->>> nvenc_live_options(opts)["tuning_info"]
+>>> nvenc_live_options(request.facts, request.options)["tuning_info"]
 'ultra_low_latency'
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..errors import ConfigError
 from ..timebase import frame_rate
-
-if TYPE_CHECKING:
-    from ..options import VideoOptions
+from ..video_facts import VideoFacts
+from .options import RateOptions
 
 #: x264/x265 preset for live mode when none is given: fast enough that 720p30 on two
 #: shared cores (llvmpipe renders on the same cores) encodes well inside one frame time.
@@ -36,12 +33,12 @@ LIVE_KEYFRAME_SECONDS = 1.0
 NVENC_DEFAULT_BITRATE = 8_000_000
 
 
-def live_gop(options: VideoOptions) -> int:
+def live_gop(facts: VideoFacts, options: RateOptions) -> int:
     """Frames between keyframes in live mode: ``options.gop`` or one second's worth."""
-    return options.gop if options.gop is not None else max(1, round(options.fps * LIVE_KEYFRAME_SECONDS))
+    return options.gop if options.gop is not None else max(1, round(facts.fps * LIVE_KEYFRAME_SECONDS))
 
 
-def one_frame_vbv(options: VideoOptions) -> int | None:
+def one_frame_vbv(facts: VideoFacts, options: RateOptions) -> int | None:
     """A rate-control buffer of one frame's bits at ``options.bitrate`` (None without a bitrate).
 
     One frame of VBV means no frame may exceed its share of the channel, so no
@@ -49,10 +46,10 @@ def one_frame_vbv(options: VideoOptions) -> int | None:
     """
     if options.bitrate is None:
         return None
-    return max(1, round(options.bitrate / options.fps))
+    return max(1, round(options.bitrate / facts.fps))
 
 
-def cpu_live_options(encoder: str, options: VideoOptions) -> dict[str, str]:
+def cpu_live_options(encoder: str) -> dict[str, str]:
     """libavcodec private options that make ``encoder`` (libx264, libx265) emit each frame at once.
 
     ``tune=zerolatency`` turns off B-frames, lookahead (rc-lookahead, sync-lookahead,
@@ -78,7 +75,7 @@ def nvenc_fps(fps: float) -> str:
     return f"{rate.numerator}/{rate.denominator}"
 
 
-def nvenc_live_options(options: VideoOptions, preset: str = "P2") -> dict[str, str]:
+def nvenc_live_options(facts: VideoFacts, options: RateOptions, preset: str = "P2") -> dict[str, str]:
     """PyNvVideoCodec ``CreateEncoder`` keywords for live mode (NVENC).
 
     P1-P3 are NVENC's fast presets (``preset`` picks one); ultra-low-latency tuning,
@@ -86,11 +83,11 @@ def nvenc_live_options(options: VideoOptions, preset: str = "P2") -> dict[str, s
     VBV buffer keeps every frame inside its share of the channel; SPS/PPS are repeated
     on every IDR so a late joiner can start. PyNvVideoCodec itself still returns each
     packet three ``Encode`` calls after its frame, whatever these settings (see
-    :mod:`glrec.encoders.nvenc`): three frame times of delay that no keyword removes.
+    :mod:`glrec.encoders.nvenc.encoder`): three frame times of delay that no keyword removes.
     """
     if preset.upper() not in ("P1", "P2", "P3"):
         raise ConfigError(f"live NVENC preset {preset!r} should be P1, P2 or P3 (the low-latency presets).")
-    gop = live_gop(options)
+    gop = live_gop(facts, options)
     out = {
         "preset": preset.upper(),
         "tuning_info": "ultra_low_latency",
@@ -99,10 +96,10 @@ def nvenc_live_options(options: VideoOptions, preset: str = "P2") -> dict[str, s
         "gop": str(gop),
         "idrperiod": str(gop),
         "repeatspspps": "1",
-        "fps": nvenc_fps(options.fps),
+        "fps": nvenc_fps(facts.fps),
     }
     # CBR needs a channel rate; without one, 8 Mbit/s suits 1080p game-style content.
     rate = options.bitrate if options.bitrate is not None else NVENC_DEFAULT_BITRATE
-    vbv = str(max(1, round(rate / options.fps)))  # one frame of bits, see one_frame_vbv()
+    vbv = str(max(1, round(rate / facts.fps)))  # one frame of bits, see one_frame_vbv()
     out.update(rc="cbr", bitrate=str(rate), maxbitrate=str(rate), vbvbufsize=vbv, vbvinit=vbv)
     return out

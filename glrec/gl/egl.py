@@ -27,7 +27,6 @@ EGL_SUCCESS = 0x3000
 EGL_BAD_CONTEXT = 0x3006
 EGL_BAD_DISPLAY = 0x3008
 EGL_NOT_INITIALIZED = 0x3001
-EGL_CONFIG_ID = 0x3028
 #: Errors meaning the context or its display no longer exists.
 GONE = (0x3001, 0x3006, 0x3008)
 
@@ -140,12 +139,6 @@ def surface_size(display: int, surface: int) -> tuple[int, int] | None:
     if not egl.eglQuerySurface(display, surface, EGL_HEIGHT, ctypes.byref(h)):
         return None
     return int(w.value), int(h.value)
-
-
-def context_alive(display: int, context: int) -> bool:
-    """Whether ``context`` still exists on ``display`` (destroyed or terminated: False)."""
-    value = ctypes.c_int(0)
-    return bool(lib().eglQueryContext(display, context, EGL_CONFIG_ID, ctypes.byref(value)))
 
 
 # -- glrec's own headless context ----------------------------------------------------------------

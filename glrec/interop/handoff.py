@@ -8,8 +8,8 @@ import moderngl
 
 from ..convert import ConvertStage
 from ..cuda.driver import CudaDevice
-from . import Handoff
 from .host import HostReadback
+from .protocol import Handoff
 
 log = logging.getLogger("glrec")
 

@@ -38,6 +38,9 @@ class HostReadback:
     def depth(self) -> int:
         return len(self._pbos)
 
+    def before_frame(self) -> None:
+        """Nothing to wait for: a full ring is collected in :meth:`submit`."""
+
     def submit(self, index: int) -> list[HostFrame]:
         """Queue the converter's current planes as frame ``index``; return frames that completed."""
         done = []

@@ -88,6 +88,9 @@ class RegisterHandoff:
         copy.Height = rows
         return copy
 
+    def before_frame(self) -> None:
+        """Nothing to wait for: a full ring is collected in :meth:`submit`."""
+
     def submit(self, index: int) -> list[DeviceFrame]:
         """Record that the source's current planes hold frame ``index``; return frames that completed."""
         self._pending.append((index, self._next))

@@ -5,8 +5,21 @@ Source -> target -> convert -> handoff -> encoder -> sink; see
 for the construction. The recorder drives the built pipeline.
 """
 
-from .build import Pipeline, build_pipeline
-from .plan import Plan, make_plan
-from .timing import StageTimers, timed
+from __future__ import annotations
 
-__all__ = ["Pipeline", "Plan", "StageTimers", "build_pipeline", "make_plan", "timed"]
+from typing import TYPE_CHECKING
+
+from .._faces import lazy_names
+
+if TYPE_CHECKING:
+    from .build import Pipeline, build_pipeline
+    from .options import PipelineOptions
+    from .plan import Plan, make_plan
+    from .timing import StageTimers, timed
+
+__getattr__ = lazy_names(__name__, {
+    "Pipeline": "build", "build_pipeline": "build", "PipelineOptions": "options", "Plan": "plan", "make_plan": "plan",
+    "StageTimers": "timing", "timed": "timing",
+})  # fmt: skip
+
+__all__ = ["Pipeline", "PipelineOptions", "Plan", "StageTimers", "build_pipeline", "make_plan", "timed"]

@@ -16,11 +16,11 @@ from __future__ import annotations
 import logging
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..convert import Converter, ConvertStage, RgbPacker
 from ..encoders import Encoder
-from ..encoders.registry import EncodeRequest
+from ..encoders.registry import EncodeRequest, request
 from ..errors import ConfigError, DeviceError, EncoderUnavailableError
 from ..gl.borrowed import borrow_current_context
 from ..gl.context import GLContext, create_context, create_cuda_context
@@ -28,12 +28,13 @@ from ..gl.target import RenderTarget
 from ..interop import Handoff
 from ..interop.handoff import cuda_handoff_kind, open_handoff
 from ..sinks.registry import OutputKind
-from ..sources.direct import DirectFrames, direct_route
-from ..sources.writer import FrameWriter
-from .plan import Plan, make_plan, next_plan
+from ..sources.frames.direct import DirectFrames, direct_route
+from ..sources.frames.writer import FrameWriter
+from ..video_facts import VideoFacts
+from .options import PipelineOptions
+from .plan import Plan, StreamRequest, make_plan, next_plan
 
 if TYPE_CHECKING:
-    from ..options import PipelineOptions, VideoOptions
     from ..process.stage import ProcessStage
 
 log = logging.getLogger("glrec")
@@ -50,8 +51,8 @@ class Pipeline:
     handoff: Handoff
     encoder: Encoder
     plan: Plan
-    #: The options of the encoded stream: the recorder's, at the processing stage's output size if it has one.
-    video: VideoOptions
+    #: The facts of the encoded stream: the recorder's, at the processing stage's output size if it has one.
+    facts: VideoFacts
     process: ProcessStage | None = None
 
     @property
@@ -62,16 +63,28 @@ class Pipeline:
         return self.encoder.name
 
 
-def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOptions, output: OutputKind) -> Pipeline:
+def consumer_slots(pipeline: PipelineOptions) -> int:
+    """Frames the encode side may hold at once: the queue, the one being encoded, one on its way.
+
+    The worker hands the encoder one frame a call (every encoder returns each frame's buffer
+    before it takes the next); a worker that encodes batches holds that many instead of one.
+    """
+    return pipeline.queue_size + 2
+
+
+def build_pipeline(stack: ExitStack, video: StreamRequest, pipeline: PipelineOptions, output: OutputKind) -> Pipeline:
     """Plan, then build every stage on ``stack`` (see the module docstring).
 
-    ``video.size`` is the render size; a processing stage that declares another output
-    size makes the stream (convert, encoder, sink: :attr:`Pipeline.video`) that size.
+    ``video.facts.size`` is the render size; a processing stage that declares another output
+    size makes the stream (convert, encoder, sink: :attr:`Pipeline.facts`) that size.
     """
-    from ..process.spec import stream_options
+    from ..process.spec import output_size
 
     spec = pipeline.process
-    stream = stream_options(video, spec)
+    size = video.facts.size
+    processed = output_size(spec)
+    stream = video if processed is None else video.with_size(processed)
+    facts = stream.facts
     plan = make_plan(stream, pipeline, output)
     if plan.device is not None:
         stack.callback(plan.device.release)  # registered first: released after every GL/CUDA object
@@ -82,45 +95,44 @@ def build_pipeline(stack: ExitStack, video: VideoOptions, pipeline: PipelineOpti
         ctx = gl.mgl
         # The encoder first: if the one auto chose cannot open, the next row is planned before
         # any stage is built for the first.
-        encoder, plan = _open_encoder(plan, stream, pipeline, output)
+        encoder, plan, asked = _open_encoder(plan, stream, pipeline, output)
         build.callback(encoder.close)
-        target = RenderTarget(ctx, video.size)
+        target = RenderTarget(ctx, size)
         build.callback(target.release)
         process = None
         if spec is not None:
             from ..process.stage import open_process
 
             device = plan.device if plan.uses_cuda else None
-            process = open_process(ctx, spec, video.size, device, live=video.live)
+            process = open_process(ctx, spec, size, device, live=facts.live)
             build.callback(process.release)
-        convert = _open_convert(gl, plan, stream, pipeline.ring)
-        build.callback(convert.release)
         kind = cuda_handoff_kind(plan.handoff, ctx) if plan.uses_cuda else "host"
         plan = plan.with_(handoff=kind)
-        # Frames the consumer may hold: the queue, the one being encoded, and nvJPEG's batch.
-        held = pipeline.queue_size + 2 + plan.row.held
         handoff: Handoff
-        if plan.convert == "jpeg":  # the GL JPEG encoder's passes read back their own ring of finished bytes
-            from ..encoders.gl_jpeg_pipeline import GlJpegReadback
-
-            handoff = GlJpegReadback(convert)  # type: ignore[arg-type]
+        convert: ConvertStage
+        gl_slots = plan.row.gl_slots
+        if gl_slots is not None:  # it encodes in the GL context: its own convert, and its own readback of bytes
+            convert, handoff = gl_slots(ctx, asked, pipeline.ring)
+            build.callback(convert.release)
         else:
-            handoff = open_handoff(kind, ctx, convert, plan.device, depth=pipeline.ring, consumer_slots=held,
-                                   live=video.live)  # fmt: skip
+            convert = _open_convert(gl, plan, facts)
+            build.callback(convert.release)
+            handoff = open_handoff(kind, ctx, convert, plan.device, depth=pipeline.ring,
+                                   consumer_slots=consumer_slots(pipeline), live=facts.live)  # fmt: skip
         build.callback(handoff.release)
         # CUDA frames come in the way the handoff goes out: through shared memory, or registered buffers.
-        direct = _direct_frames(pipeline, plan, gl, video)
-        frames = FrameWriter(ctx, target.colour, video.size, device=plan.device if plan.uses_cuda else None,
+        direct = _direct_frames(pipeline, plan, gl, facts)
+        frames = FrameWriter(ctx, target.colour, size, device=plan.device if plan.uses_cuda else None,
                              cuda_input=kind, ring=pipeline.ring, direct=direct)  # fmt: skip
         build.callback(frames.release)
         stack.push(build.pop_all())
     # -- end glrec-context
     log.info("plan: %s", plan.describe())
-    return Pipeline(gl, target, frames, convert, handoff, encoder, plan, stream, process)
+    return Pipeline(gl, target, frames, convert, handoff, encoder, plan, facts, process)
 
 
 def _open_context(
-    stack: ExitStack, plan: Plan, pipeline: PipelineOptions, video: VideoOptions, output: OutputKind
+    stack: ExitStack, plan: Plan, pipeline: PipelineOptions, video: StreamRequest, output: OutputKind
 ) -> tuple[GLContext, Plan]:
     # -- glrec-context: the context is released last (made current for it), never left current.
     if pipeline.context == "current":
@@ -143,7 +155,7 @@ def _open_context(
 
 
 def _borrow_context(
-    stack: ExitStack, plan: Plan, pipeline: PipelineOptions, video: VideoOptions, output: OutputKind
+    stack: ExitStack, plan: Plan, pipeline: PipelineOptions, video: StreamRequest, output: OutputKind
 ) -> tuple[GLContext, Plan]:
     """The caller's current context; for a CUDA plan it must run on the plan's CUDA device."""
     if pipeline.egl_device is not None:
@@ -169,8 +181,8 @@ def _borrow_context(
     # -- end glrec-context
 
 
-def _direct_frames(pipeline: PipelineOptions, plan: Plan, gl: GLContext, video: VideoOptions) -> DirectFrames | None:
-    """Host frames straight to the CPU encoder where GL is software (see :mod:`glrec.sources.direct`).
+def _direct_frames(pipeline: PipelineOptions, plan: Plan, gl: GLContext, facts: VideoFacts) -> DirectFrames | None:
+    """Host frames straight to a host-reading encoder where GL is software (see :mod:`glrec.sources.frames.direct`).
 
     Not with a processing stage: written frames then go through it like rendered ones.
     """
@@ -178,36 +190,34 @@ def _direct_frames(pipeline: PipelineOptions, plan: Plan, gl: GLContext, video: 
         if pipeline.array_convert == "cpu":
             raise ConfigError("array_convert 'cpu' skips GL, and with it the processing stage; use 'auto' or 'gl'.")
         return None
-    cpu = plan.row.reads_host  # the CPU encoder: it takes what swscale makes
-    if not direct_route(pipeline.array_convert, cpu_encoder=cpu, host_frames=not plan.uses_cuda,
+    input_format = plan.row.input_format  # what a host reader takes from host memory (the CPU encoder: swscale's)
+    if not direct_route(pipeline.array_convert, cpu_encoder=input_format is not None, host_frames=not plan.uses_cuda,
                         software_gl=gl.info.is_software):  # fmt: skip
         return None
-    from ..encoders.cpu import input_format
+    assert input_format is not None
+    return DirectFrames(facts, input_format(facts))
 
-    return DirectFrames(video, input_format(video))
 
-
-def _open_convert(gl: GLContext, plan: Plan, video: VideoOptions, ring: int) -> ConvertStage:
-    if plan.convert == "jpeg":  # the GL JPEG passes run where the convert pass would
-        from ..encoders.gl_jpeg_pipeline import GlJpegConvert
-
-        return GlJpegConvert(gl.mgl, video, ring)
-    if plan.convert != "yuv":
-        return RgbPacker(gl.mgl, video.size, plan.convert)
-    return Converter(gl.mgl, video.size, video.encoded_size, video.pix_fmt, video.colour)
+def _open_convert(gl: GLContext, plan: Plan, facts: VideoFacts) -> ConvertStage:
+    if plan.convert != "yuv":  # packed RGB for an encoder that converts RGB itself
+        assert plan.convert is not None
+        return RgbPacker(gl.mgl, facts.size, plan.convert)
+    return Converter(gl.mgl, facts.size, facts.encoded_size, facts.pix_fmt, facts.colour)
 
 
 def _open_encoder(
-    plan: Plan, video: VideoOptions, pipeline: PipelineOptions, output: OutputKind
-) -> tuple[Encoder, Plan]:
-    """The plan's encoder; under auto, one that fails to open (a session limit) gives way to the next row.
+    plan: Plan, video: StreamRequest, pipeline: PipelineOptions, output: OutputKind
+) -> tuple[Encoder, Plan, EncodeRequest[Any]]:
+    """The plan's encoder and what it was opened with; under auto, one that fails to open (a session limit)
+    gives way to the next row.
 
     Also where the handoff or CUDA device was chosen: the next row runs on that same handoff and device.
     """
     while True:
-        request = EncodeRequest(video, output.raw, plan.device if plan.uses_cuda else None)
+        asked = request(plan.row, video.facts, video.given(), raw_output=output.raw,
+                        device=plan.device if plan.uses_cuda else None)  # fmt: skip
         try:
-            return plan.row.open(request), plan
+            return plan.row.open(asked), plan, asked
         except EncoderUnavailableError as exc:
             if plan.explicit and not plan.auto_encoder:
                 raise

@@ -1,9 +1,11 @@
 """The plan: which encoder, fed by which handoff, on which device, and why.
 
 The encoders are rows of :mod:`glrec.encoders.registry`; the plan knows them
-only through what the rows declare. ``encoder="auto"`` walks
+only through what the rows declare. It is asked with the stream's facts, the
+encoder named and the encoder options given (:class:`StreamRequest`: the
+front door's options are one). ``encoder="auto"`` walks
 :data:`~glrec.encoders.registry.AUTO_ORDER` and takes the first row whose
-options fit (:meth:`~glrec.encoders.registry.EncoderRow.unfit`), whose memory
+options fit (:func:`~glrec.encoders.registry.unfit`), whose memory
 the handoff can deliver, that runs on this machine (``problem``) and whose
 device limits the options meet (``limits``); a row reading both host and CUDA
 memory is fed from CUDA device frames where a CUDA device is open (GPU convert,
@@ -24,19 +26,36 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..encoders.registry import AUTO_ORDER, EncodeRequest, EncoderRow, encoder_row
+from ..encoders.registry import AUTO_ORDER, EncodeRequest, EncoderRow, encoder_row, request, unfit
 from ..errors import ConfigError, EncoderUnavailableError
 from ..sinks.registry import OutputKind
+from ..video_facts import VideoFacts
+from .options import PipelineOptions
 
 if TYPE_CHECKING:
     from ..cuda.driver import CudaDevice
-    from ..options import PipelineOptions, VideoOptions
 
 log = logging.getLogger("glrec")
 
 _CUDA_HANDOFFS = ("register", "shared")
+
+
+class StreamRequest(Protocol):
+    """What the plan is asked for: the stream, the encoder named (or ``auto``), the encoder options given."""
+
+    @property
+    def encoder(self) -> str: ...
+
+    @property
+    def facts(self) -> VideoFacts: ...
+
+    def given(self) -> dict[str, object]:
+        """The encoder options set to other than their defaults, by name."""
+
+    def with_size(self, size: tuple[int, int]) -> StreamRequest:
+        """The same request for pictures of ``size`` (a processing stage's output), checked again."""
 
 
 @dataclass(frozen=True)
@@ -48,8 +67,9 @@ class Plan:
     reason: str
     device: CudaDevice | None = None  # the opened CUDA device for CUDA plans (released with the pipeline)
     #: What the convert stage makes: ``yuv`` planes, or packed ``rgb24`` (nvJPEG) / ``rgba`` (NVENC's
-    #: ABGR) for encoders that convert RGB themselves (the row's ``convert``).
-    convert: str = "yuv"
+    #: ABGR) for encoders that convert RGB themselves (the row's ``convert``); None where the encoder's
+    #: own GL slots convert (it encodes in the GL context).
+    convert: str | None = "yuv"
     #: The user chose the encoder, handoff or CUDA device: never dropped for a fallback.
     explicit: bool = False
     #: The encoder was left to auto, whatever else was chosen: where only the handoff or CUDA device made the
@@ -68,8 +88,8 @@ class Plan:
 
     def describe(self) -> str:
         via = "PBO host readback" if self.handoff == "host" else f"CUDA {self.handoff} handoff"
-        if self.convert == "jpeg":
-            via = "its fenced ring of JPEG bytes"
+        if self.convert is None:
+            via = "its own readback in the GL context"
         return f"encoder {self.encoder} via {via} ({self.reason})"
 
     def with_(self, **changes: object) -> Plan:
@@ -111,7 +131,7 @@ def _clause(text: str | None) -> str:
 
 
 def make_plan(
-    video: VideoOptions,
+    video: StreamRequest,
     pipeline: PipelineOptions,
     output: OutputKind,
     *,
@@ -128,19 +148,19 @@ def make_plan(
     handoff = pipeline.handoff
     explicit = chosen or handoff != "auto" or pipeline.cuda_device != 0
     names = (video.encoder,) if chosen else tuple(n for n in AUTO_ORDER if n not in skip)
-    request = EncodeRequest(video, output.raw)
+    facts, given = video.facts, video.given()
     cuda = _Cuda(pipeline.cuda_device, device)
     reasons = list(fallbacks)
-    unfit: list[tuple[EncoderRow, str]] = []  # rows the options do not fit, whatever the machine
+    misfits: list[tuple[EncoderRow, str]] = []  # rows the options do not fit, whatever the machine
     try:
         for name in names:
             row = encoder_row(name)
-            why = row.unfit(request)
+            why = unfit(row, facts, given, raw_output=output.raw)
             if why is not None:
                 if chosen:
                     raise ConfigError(why)
-                unfit.append((row, why))
-                if video.codec in row.codecs:
+                misfits.append((row, why))
+                if facts.codec in row.codecs:
                     reasons.append(f"{row.label} cannot take these options ({why.rstrip('.')})")
                 continue
             if row.reads_gl and handoff in _CUDA_HANDOFFS:
@@ -175,33 +195,34 @@ def make_plan(
                     f"{_clause(cuda.problem)}. "
                     "Leave cuda_device unset for the host path."
                 )
-            plan = _fit(row, replace(request, device=dev), chosen, handoff, reasons, cuda.problem)
+            asked = request(row, facts, given, raw_output=output.raw, device=dev)
+            plan = _fit(row, asked, chosen, handoff, reasons, cuda.problem)
             if plan is not None:
                 return plan.with_(explicit=explicit, auto_encoder=not chosen)
-        raise _nothing_fits(video, handoff, reasons, unfit, cuda.problem)
+        raise _nothing_fits(facts, reasons, misfits, cuda.problem)
     except BaseException:
         cuda.release()
         raise
 
 
 def _fit(
-    row: EncoderRow, request: EncodeRequest, chosen: bool, handoff: str, reasons: list[str], no_cuda: str | None
+    row: EncoderRow, asked: EncodeRequest[Any], chosen: bool, handoff: str, reasons: list[str], no_cuda: str | None
 ) -> Plan | None:
     """The plan with ``row`` if it runs here and meets this device's limits; else None (auto) or raise (chosen)."""
-    why = row.problem(request)
+    why = row.problem(asked)
     if why is not None:
         if chosen:
             other = " (or nvjpeg with codec mjpeg)" if "mjpeg" not in row.codecs else ""
             raise EncoderUnavailableError(f"{row.label} is unavailable: {why}. Use --encoder cpu{other}.")
         reasons.append(row.absent.format(label=row.label, why=why))
         return None
-    why = row.limits(request)
+    why = row.limits(asked)
     if why is not None:
         if chosen:
             raise ConfigError(why)
         reasons.append(f"{row.label} cannot take these options ({why.rstrip('.')})")
         return None
-    device = request.device
+    device = asked.device
     via = "cuda" if device is not None else "host"
     plan_handoff = handoff if via == "cuda" else "host"
     fed = via == "cuda" and row.reads_host  # a host-reading encoder fed from CUDA device frames
@@ -214,27 +235,28 @@ def _fit(
             reasons.insert(0, f"no CUDA: {no_cuda.rstrip('.')}")
         said = "; ".join(reasons) if reasons else row.chosen
         reason = (said or "the first encoder that fits") + (f"; {row.label} fed from CUDA device frames" if fed else "")
-    return Plan(row.name, plan_handoff, reason, device, convert=row.convert(request.video), fallbacks=tuple(reasons))
+    convert = None if row.gl_slots is not None else row.convert(asked.facts)
+    return Plan(row.name, plan_handoff, reason, device, convert=convert, fallbacks=tuple(reasons))
 
 
 def _nothing_fits(
-    video: VideoOptions, handoff: str, reasons: list[str], unfit: list[tuple[EncoderRow, str]], no_cuda: str | None
+    facts: VideoFacts, reasons: list[str], misfits: list[tuple[EncoderRow, str]], no_cuda: str | None
 ) -> ConfigError:
     """The error when no row fits under auto: every row's reason, led by the one that decided it."""
-    listed = reasons + [f"{row.label}: {why}" for row, why in unfit if video.codec not in row.codecs]
+    listed = reasons + [f"{row.label}: {why}" for row, why in misfits if facts.codec not in row.codecs]
     if no_cuda is not None:
         listed.insert(0, f"no CUDA: {no_cuda}")
     listed = [r.rstrip(".") for r in listed]  # clauses of one sentence
-    takers = [row for row, _ in unfit] + [encoder_row(n) for n in AUTO_ORDER]
-    takers = [r for r in dict.fromkeys(takers) if video.pix_fmt in r.pix_fmts and video.codec in r.codecs]
+    takers = [row for row, _ in misfits] + [encoder_row(n) for n in AUTO_ORDER]
+    takers = [r for r in dict.fromkeys(takers) if facts.pix_fmt in r.pix_fmts and facts.codec in r.codecs]
     lead = "No encoder can record these options here"
     if len(takers) == 1:
-        lead = f"{video.codec} in pix_fmt {video.pix_fmt} needs {takers[0].label}, which cannot record it here"
+        lead = f"{facts.codec} in pix_fmt {facts.pix_fmt} needs {takers[0].label}, which cannot record it here"
     return ConfigError(f"{lead}: {'; '.join(listed)}.")
 
 
 def next_plan(
-    plan: Plan, video: VideoOptions, pipeline: PipelineOptions, output: OutputKind, reason: str, *, keep_cuda: bool
+    plan: Plan, video: StreamRequest, pipeline: PipelineOptions, output: OutputKind, reason: str, *, keep_cuda: bool
 ) -> Plan:
     """Under auto, the plan with the next row that fits, after ``plan`` failed for ``reason``.
 

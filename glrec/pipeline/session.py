@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import moderngl
 
@@ -23,11 +21,10 @@ from ..result import RecordResult
 from ..sinks import Sink
 from ..sinks.registry import OutputKind
 from .build import build_pipeline
+from .options import PipelineOptions
+from .plan import StreamRequest
 from .timing import StageTimers, timed
 from .worker import EncodeWorker
-
-if TYPE_CHECKING:
-    from ..options import PipelineOptions, VideoOptions
 
 log = logging.getLogger("glrec")
 
@@ -41,7 +38,9 @@ class Session:
 
     worker: EncodeWorker  # set by start()
 
-    def __init__(self, stack: ExitStack, video: VideoOptions, pipeline_options: PipelineOptions, output: OutputKind):
+    def __init__(
+        self, stack: ExitStack, video: StreamRequest, pipeline_options: PipelineOptions, output: OutputKind
+    ) -> None:
         pipeline = build_pipeline(stack, video, pipeline_options, output)
         self._stack = stack
         self._queue_size = pipeline_options.queue_size
@@ -51,14 +50,12 @@ class Session:
         self.encoder = pipeline.encoder
         self.plan = pipeline.plan
         self.encoder_name = pipeline.name
-        #: The options of the encoded stream, for the sink: a processing stage may encode another size than is rendered.
-        self.video = pipeline.video
-        # A handoff that paces GL against its consumer (glrec.interop.batching) is asked before each frame.
-        self.before_frame: Callable[[], None] | None = getattr(pipeline.handoff, "before_frame", None)
+        #: The facts of the encoded stream, for the sink: a processing stage may encode another size than is rendered.
+        self.facts = pipeline.facts
         self._process = pipeline.process  # None without process=
         self._convert = pipeline.convert
         self._handoff = pipeline.handoff
-        self._live = video.live
+        self._live = pipeline.facts.live
         self.gl_frames_pending = False  # frames of render()/frame() still in the handoff
 
     def start(self, sink: Sink) -> None:
@@ -73,6 +70,10 @@ class Session:
         self._convert = timed("convert", self._convert, timers)
         self._handoff = timed("handoff", self._handoff, timers)
         self.worker.time_stages(timers)
+
+    def before_frame(self) -> None:
+        """Before a frame's GL work: a handoff that paces GL against its consumer (batches) waits here."""
+        self._handoff.before_frame()
 
     def submit(self, colour: moderngl.Texture, index: int) -> None:
         """Hand on frame ``index``, rendered into ``colour`` (the GL context current)."""
@@ -112,7 +113,7 @@ class Session:
         if error is not None:
             raise error
 
-    def result(self, path: Path, video: VideoOptions, started: float, *, own_file: bool) -> RecordResult:
+    def result(self, path: Path, fps: float, started: float, *, own_file: bool) -> RecordResult:
         """What the recording holds; a file glrec wrote (``own_file``) counts what it holds, not what was encoded."""
         worker = self.worker
         frames = worker.frames_written if own_file else worker.frames_encoded
@@ -120,5 +121,5 @@ class Session:
         wall = time.perf_counter() - started
         fallback = "; ".join(self.plan.fallbacks)
         return RecordResult(
-            path, frames, frames / video.fps, wall, size, self.encoder_name, video.codec, fallback=fallback
+            path, frames, frames / fps, wall, size, self.encoder_name, self.facts.codec, fallback=fallback
         )

@@ -13,7 +13,7 @@ import queue
 import threading
 
 from ..encoders import Encoder
-from ..frame import Frame, HostFrame
+from ..frame import EncodedFrame, Frame, HostFrame
 from ..sinks import Sink
 from .timing import StageTimers, timed
 
@@ -97,7 +97,7 @@ class EncodeWorker:
                 item = self._queue.get()
                 if item is _STOP:
                     break
-                if not isinstance(item, HostFrame):
+                if not isinstance(item, (HostFrame, EncodedFrame)):
                     item.release()  # type: ignore[attr-defined]  # a DeviceFrame
 
     def finish(self) -> None:

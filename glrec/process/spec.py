@@ -18,7 +18,6 @@ from .._values import parse_size
 from ..errors import ConfigError, ProcessError
 
 if TYPE_CHECKING:
-    from ..options import VideoOptions
     from .draw import OverlayScene
 
 ArrayKind = Literal["auto", "numpy", "torch", "cupy"]
@@ -125,12 +124,11 @@ def parse_process(value: object) -> Process:
     return Process(value)  # type: ignore[arg-type]  # Process checks it is callable or a kernel
 
 
-def stream_options(video: VideoOptions, process: object) -> VideoOptions:
-    """The options of the encoded stream: ``video`` at the output size ``process`` declares (if any)."""
+def output_size(process: object) -> tuple[int, int] | None:
+    """The size of the frames ``process`` makes, where it declares one (None: the size it is given)."""
     if process is None:
-        return video
-    spec = parse_process(process)
-    return video.with_size(spec.size) if spec.size is not None else video
+        return None
+    return parse_process(process).size
 
 
 def load_process(spec: str) -> Process:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..sources.media import looks_like_input
+from ..sources.video.media import looks_like_input
 from .shadertoy_load import EXPORT_SUFFIXES, SHADER_SUFFIXES
 
 SourceKind = Literal["builtin", "python", "shader", "input", "unknown"]

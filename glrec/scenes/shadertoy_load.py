@@ -123,7 +123,7 @@ def channel_from(value: Any, where: str, base: Path) -> Channel:
     elif isinstance(value, str) and value.lower() in _UNSUPPORTED:
         raise UnsupportedInputError(f"{where} is bound to {_UNSUPPORTED[value.lower()]}, which glrec does not support.")
     elif isinstance(value, (str, Path)):
-        from ..sources.media import IMAGE_SUFFIXES, is_url
+        from ..sources.video.media import IMAGE_SUFFIXES, is_url
 
         text = str(value)
         if is_url(text) or text.startswith("/dev/video"):

@@ -147,7 +147,7 @@ class CheckedWriter(io.RawIOBase):
 class ContainerSink:
     """Mux packets into a container file, made with its first packet (see :mod:`glrec.sinks.paths`).
 
-    ``audio`` (an :class:`~glrec.sources.audio.AudioPassthrough`) copies a video
+    ``audio`` (an :class:`~glrec.sources.video.audio.AudioPassthrough`) copies a video
     input's audio into the file alongside the frames.
     """
 

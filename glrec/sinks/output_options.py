@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .._declare import OptionTable, option
 from .._values import _boolean
 from ..errors import ConfigError
-from . import Sink
+from .sink import Sink
 
 if TYPE_CHECKING:
     from .registry import OutputKind

@@ -19,7 +19,7 @@ from ..errors import ConfigError
 from .paths import has_frame_pattern
 
 if TYPE_CHECKING:
-    from . import Sink
+    from .sink import Sink
     from .stream_info import DescribesStream
 
 
@@ -84,7 +84,7 @@ STREAMS: dict[str, OutputKind] = {
 def is_stream_url(target: str | os.PathLike[str]) -> bool:
     """True for an output that is a network stream (``udp://``, ``rtsp://``, ...), not a file.
 
-    (Inputs are told apart by :func:`glrec.sources.media.is_url`, which knows the input protocols.)
+    (Inputs are told apart by :func:`glrec.sources.video.media.is_url`, which knows the input protocols.)
     """
     return isinstance(target, str) and "://" in target
 
@@ -144,3 +144,15 @@ def describe() -> str:
     for ext, kind in OUTPUTS.items():
         by_kind.setdefault(kind.name, []).append(ext)
     return ", ".join("/".join(exts) for exts in by_kind.values())
+
+
+def open_sink(target: str | os.PathLike[str], options: DescribesStream, **kwargs: Any) -> Sink:
+    """Open the sink for a path's extension or a URL's scheme (see the module docstring).
+
+    The sink is given the stream's description (:class:`~glrec.sinks.stream_info.StreamInfo`), not ``options``.
+    """
+    from .stream_info import StreamInfo
+
+    stream = StreamInfo.of(options)
+    kind = output_kind(target, stream.codec)
+    return kind.open(str(target) if is_stream_url(target) else Path(target), stream, **kwargs)

@@ -1,4 +1,8 @@
-"""What a sink knows of the stream it writes: a small frozen description, never the encoder's knobs."""
+"""What a sink knows of the stream it writes: the part of the stream's facts a container needs, no encoder knobs.
+
+The stream's facts are stated once (:class:`glrec.video_facts.VideoFacts`, what every stage reads);
+a sink is handed :meth:`StreamInfo.of` them.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from ..timebase import frame_rate
 
 
 class DescribesStream(Protocol):
-    """Anything a :class:`StreamInfo` can be read from (the recorder's options, a StreamInfo itself)."""
+    """Anything a :class:`StreamInfo` can be read from (the stream's facts, the recorder's options, a StreamInfo)."""
 
     @property
     def codec(self) -> str: ...

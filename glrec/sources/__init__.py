@@ -1,19 +1,16 @@
 """Sources: what frames come from before the render target, other than a scene.
 
-:class:`VideoSource` turns a video file, image, image sequence, network stream
-or camera into a GL texture per frame (FFmpeg through PyAV, or NVIDIA's
-decoder). It is a Scene too: rendering it draws the picture for ``t``.
-
-Frames handed to :meth:`glrec.Recorder.write` are checked by :mod:`.frames`;
-host arrays are uploaded by :mod:`.array` (a ring of pixel-unpack buffers) or,
-where GL is software, handed to the CPU encoder by :mod:`.direct`; CUDA arrays
-are copied on the device by :mod:`.cuda_array` and unpacked into the target by
-:mod:`.unpack`. :class:`~.writer.FrameWriter` picks the source for each frame.
+Two rooms and a capture: :mod:`.video` turns a video file, image, image
+sequence, network stream or camera into a GL texture per frame
+(:class:`VideoSource`, FFmpeg through PyAV or NVIDIA's decoder); :mod:`.frames`
+takes the frames handed to :meth:`glrec.Recorder.write`; :mod:`.capture` copies
+what another library drew in the recorder's GL context. What a source name
+means (a scene, a shader, an input) is :func:`glrec.scenes.resolve.resolve_source`'s.
 """
 
 from __future__ import annotations
 
-from .media import InputSpec, classify, looks_like_input
-from .video import VideoSource
+from .video.media import InputSpec, classify, looks_like_input
+from .video.source import VideoSource
 
 __all__ = ["InputSpec", "VideoSource", "classify", "looks_like_input"]

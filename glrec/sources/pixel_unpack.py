@@ -5,8 +5,8 @@ textures from it with ``glTextureSubImage2D`` (which returns at once: the GPU
 reads the buffer later), putting the pixel-store state back as it found it,
 since moderngl and a host application rely on it. :class:`FenceRing` hands out
 the slots of a ring in turn, each written again only once the GPU has read it.
-Decoded pictures (:mod:`glrec.sources.upload`) and written arrays
-(:mod:`glrec.sources.array`) both go this way.
+Decoded pictures (:mod:`glrec.sources.video.upload`) and written arrays
+(:mod:`glrec.sources.frames.array`) both go this way.
 """
 
 from __future__ import annotations

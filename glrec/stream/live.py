@@ -123,7 +123,7 @@ class LiveSession:
                     rec.skip_to(slot)
                     with rec.ctx:  # a scene's input handler (or a video input's end check) may touch GL objects
                         if isinstance(self.scene, Finite) and self.scene.done(rec.time):
-                            break  # a video input that has ended before this slot (glrec.transcode.VideoScene)
+                            break  # a video input that has ended before this slot (glrec._transcode.VideoScene)
                         self.inputs.dispatch(self.scene)
                     self.times.mark(slot)
                     rec.render(self.scene)

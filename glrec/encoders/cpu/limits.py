@@ -1,0 +1,126 @@
+"""What the CPU encoders (libavcodec through PyAV) accept: presets, frame rates, picture sizes and formats.
+
+Checked by the pipeline's plan before any GL object exists, so a recording that
+libavcodec would refuse (or crash on) fails with a message instead.
+"""
+
+from __future__ import annotations
+
+from ..._values import check_choice
+from ...errors import ConfigError
+from ...video_facts import VideoFacts
+from .options import CpuOptions
+
+#: The libavcodec encoder behind each codec on the CPU path.
+CPU_ENCODERS: dict[str, str] = {"h264": "libx264", "hevc": "libx265", "av1": "libsvtav1", "mjpeg": "mjpeg"}
+# Presets each CPU encoder takes (SVT-AV1 counts from slowest, 0, to fastest, 13).
+_X26X_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
+CPU_PRESETS: dict[str, tuple[str, ...]] = {
+    "libx264": (*_X26X_PRESETS, "placebo"),
+    "libx265": (*_X26X_PRESETS, "placebo"),
+    "libsvtav1": tuple(str(i) for i in range(14)),
+    "mjpeg": (),
+}
+#: Pixel formats each CPU encoder takes from glrec's convert stage.
+CPU_PIX_FMTS: dict[str, tuple[str, ...]] = {
+    "libx264": ("yuv420p", "nv12", "yuv444p"),
+    "libx265": ("yuv420p", "yuv444p"),
+    "libsvtav1": ("yuv420p",),
+    "mjpeg": ("yuv420p", "yuv444p"),
+}
+MAX_SVTAV1_FPS = 240.0
+
+
+#: libx265 (3.x, as in PyAV 18's wheels) writes past heap blocks in its lookahead's cuTree
+#: pass (AVX2 code, 16 bytes at a time over per-row arrays of 8x8 blocks of the half-size
+#: picture) when the picture is 48 pixels wide or less, whatever its height, pixel format,
+#: preset or threading; glibc notices only later (free(): invalid next size), often
+#: hundreds of recordings on. Measured with valgrind: benchmarks/encoder_size_limits.py.
+X265_MIN_WIDTH = 49
+#: libx265 itself refuses pictures under 16 pixels on a side (placebo: under 32).
+X265_MIN_SIDE = 16
+#: SVT-AV1 reads a pointer from a zero-size allocation on pictures under 26 pixels wide
+#: (memcheck: invalid reads and writes, and a crash under valgrind); 26 and up are clean
+#: apart from over-reads SVT-AV1's SIMD code makes at many widths (reads, not writes).
+SVTAV1_MIN_WIDTH = 26
+
+
+def cpu_size_problem(codec: str, width: int, height: int) -> str | None:
+    """Why the CPU encoder for ``codec`` cannot take an encoded picture of this size (None if it can).
+
+    Measured with PyAV 18's libx264, libx265 3.x, SVT-AV1 and mjpeg on grids of
+    sizes near each encoder's minimum, every case in a child process under
+    valgrind's memcheck (``benchmarks/encoder_size_limits.py``; results in
+    ``benchmarks/results/``): x264 and mjpeg are clean from 1x1 (x264 refuses
+    over 16384 a side); x265 and SVT-AV1 damage memory on narrow pictures (see
+    :data:`X265_MIN_WIDTH`, :data:`SVTAV1_MIN_WIDTH`); SVT-AV1 refuses under 4 or
+    over 16384 a side, and never finishes (its flush waits forever) when one side
+    is over 64 and the other under 26.
+    """
+    short, long = min(width, height), max(width, height)
+    if codec == "h264" and long > 16384:
+        return "libx264 takes at most 16384 pixels a side"
+    if codec == "hevc":
+        if width < X265_MIN_WIDTH:
+            return "libx265 needs a picture more than 48 pixels wide (narrower ones corrupt its heap)"
+        if height < X265_MIN_SIDE:
+            return "libx265 needs a picture at least 16 pixels high"
+    if codec == "av1":
+        if short < 4 or long > 16384:
+            return "SVT-AV1 takes 4 to 16384 pixels a side"
+        if width < SVTAV1_MIN_WIDTH:
+            return "SVT-AV1 needs a picture at least 26 pixels wide (narrower ones make it access memory out of bounds)"
+        if long > 64 and short < 32:
+            return "SVT-AV1 hangs when one side is over 64 pixels and the other under 26; use at least 32"
+    return None
+
+
+def input_format(facts: VideoFacts) -> str:
+    """The PyAV pixel format the CPU encoder takes for ``facts``: ``pix_fmt``, full-range ``yuvj`` for mjpeg."""
+    if CPU_ENCODERS[facts.codec] == "mjpeg":
+        return {"yuv420p": "yuvj420p", "yuv444p": "yuvj444p"}[facts.pix_fmt]
+    return facts.pix_fmt
+
+
+def cpu_encoder_problem(codec: str) -> str | None:
+    """Why this PyAV build cannot encode ``codec`` on the CPU (None if it can)."""
+    import av
+
+    name = CPU_ENCODERS[codec]
+    if name not in av.codecs_available:
+        return (f"this PyAV/FFmpeg build has no {name} encoder for {codec}; install PyAV from PyPI "
+                "(pip install av), whose wheels include it, or pick another codec")  # fmt: skip
+    return None
+
+
+def cpu_options_problem(facts: VideoFacts, options: CpuOptions) -> str | None:
+    """What the CPU encoder would reject when it opens (format, preset, frame rate, picture size), or None."""
+    name = CPU_ENCODERS[facts.codec]
+    if facts.pix_fmt not in CPU_PIX_FMTS[name]:
+        formats = " or ".join(CPU_PIX_FMTS[name])
+        return f"The {facts.codec} CPU encoder ({name}) takes {formats}, not {facts.pix_fmt}."
+    if options.preset is not None:
+        valid = CPU_PRESETS[name]
+        if not valid:
+            return f"{name} ({facts.codec}) has no presets; leave preset unset (quality sets JPEG size)."
+        try:
+            check_choice(f"preset for {name}", str(options.preset), valid)
+        except ConfigError as exc:
+            return str(exc)
+    if facts.codec == "av1" and facts.fps > MAX_SVTAV1_FPS:
+        return (f"fps {facts.fps:g} is above what SVT-AV1 (av1) takes, {MAX_SVTAV1_FPS:g}; "
+                "use a lower fps or codec h264.")  # fmt: skip
+    w, h = facts.encoded_size
+    problem = cpu_size_problem(facts.codec, w, h)
+    if problem is not None:
+        # The fix depends on the side that is out of range: a size within 16384 a side, or a larger one.
+        fix = "Use a smaller size, at most 16384 a side." if max(w, h) > 16384 else "Use a larger size, e.g. 64x64."
+        return f"Size {w}x{h} cannot be encoded as {facts.codec}: {problem}. {fix}"
+    return None
+
+
+def check_cpu_options(facts: VideoFacts, options: CpuOptions) -> None:
+    """Raise ConfigError for what the CPU encoder would reject (see :func:`cpu_options_problem`)."""
+    problem = cpu_options_problem(facts, options)
+    if problem is not None:
+        raise ConfigError(problem)

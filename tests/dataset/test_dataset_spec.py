@@ -1,0 +1,178 @@
+"""Dataset specs, parameter distributions, seeds, output-folder rules and the device seam (no GL)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import glrec
+from glrec.dataset import DatasetSpec
+from glrec.dataset.api import dataset_info
+from glrec.dataset.devices import egl_device_for_gpus
+from glrec.dataset.folder import DatasetFolder
+from glrec.dataset.params import parse_param, sample_params, sample_seed
+from glrec.scenes import Table
+
+
+def spec_dict(**dataset):
+    return {"dataset": {"scene": "table", "samples": 10, "size": "64x48", "seed": 3, **dataset}}
+
+
+def test_each_distribution_samples_in_range_and_repeats():
+    dists = {
+        "u": parse_param("u", {"uniform": [2.0, 3.0]}),
+        "l": parse_param("l", {"loguniform": [0.1, 10.0]}),
+        "n": parse_param("n", {"normal": [0.0, 5.0], "clip": [-1.0, 1.0]}),
+        "i": parse_param("i", {"int": [3, 5]}),
+        "c": parse_param("c", {"choice": ["a", "b", "c"], "weights": [0, 1, 0]}),
+        "b": parse_param("b", {"bool": 1.0}),
+        "k": parse_param("k", [0.1, 0.2]),
+    }
+    draws = [sample_params(dists, sample_seed(9, i)) for i in range(200)]
+    assert draws[17] == sample_params(dists, sample_seed(9, 17))  # same seed, same values
+    assert all(2.0 <= d["u"] < 3.0 and 0.1 <= d["l"] <= 10.0 and -1.0 <= d["n"] <= 1.0 for d in draws)
+    assert {d["i"] for d in draws} == {3, 4, 5}  # both ends included
+    assert {d["c"] for d in draws} == {"b"}  # zero weights are never drawn
+    assert all(d["b"] is True and d["k"] == [0.1, 0.2] for d in draws)
+    assert {d["n"] for d in draws} >= {-1.0, 1.0}  # std 5 clipped to [-1, 1] hits both ends
+    assert len({d["u"] for d in draws}) == 200
+
+
+def test_sample_seed_is_seedsequence_spawn_by_index():
+    child = np.random.SeedSequence(1234).spawn(8)[7]
+    assert sample_seed(1234, 7) == int(child.generate_state(1, np.uint64)[0])
+    assert len({sample_seed(1234, i) for i in range(1000)}) == 1000
+
+
+def test_parameters_draw_from_their_own_streams():
+    a = {"x": parse_param("x", {"uniform": [0, 1]})}
+    b = {"w": parse_param("w", {"uniform": [0, 1]}), **a, "z": parse_param("z", {"int": [0, 9]})}
+    for i in range(20):
+        assert sample_params(a, sample_seed(1, i))["x"] == sample_params(b, sample_seed(1, i))["x"]
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        ({"uniform": [3, 1]}, "low 3 is above high 1"),
+        ({"gaussian": [0, 1]}, "exactly one distribution"),
+        ({"uniform": [0, 1], "int": [0, 1]}, "exactly one distribution"),
+        ({"int": [0.5, 2]}, "two integers"),
+        ({"normal": [0, 1], "weights": [1]}, r"unknown key\(s\) \['weights'\]"),
+        ({"choice": []}, "non-empty list"),
+        ({"choice": [1, 2], "weights": [1]}, "2 finite, non-negative numbers"),
+        ({"loguniform": [0, 1]}, "low > 0"),
+        ({"bool": 2}, "probability in 0..1"),
+    ],
+)
+def test_bad_distributions_name_the_parameter(value, match):
+    with pytest.raises(glrec.ConfigError, match=match) as info:
+        parse_param("speed", value)
+    assert "'speed'" in str(info.value)
+
+
+def test_spec_validation_messages(tmp_path):
+    with pytest.raises(glrec.ConfigError, match=r"Unknown \[dataset\] key 'sample'"):
+        DatasetSpec.from_dict({"dataset": {"scene": "table", "sample": 3, "seed": 1}})
+    with pytest.raises(glrec.ConfigError, match="needs 'samples'"):
+        DatasetSpec.from_dict({"dataset": {"scene": "table", "seed": 1}})
+    with pytest.raises(glrec.ConfigError, match="Unknown rgb format 'webp'. Valid: jpg, png"):
+        DatasetSpec.from_dict({**spec_dict(), "output": {"rgb": "webp"}})
+    with pytest.raises(glrec.ConfigError, match="even in both dimensions for clips"):
+        DatasetSpec.from_dict(spec_dict(size="63x48", frames=4))
+    with pytest.raises(glrec.ConfigError, match="must be a list"):
+        DatasetSpec.from_dict({**spec_dict(), "output": {"passes": "rgb"}})
+    with pytest.raises(glrec.ConfigError, match="must include 'rgb'"):
+        DatasetSpec.from_dict({**spec_dict(), "output": {"passes": ["depth"]}})
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[dataset\nscene = 1")
+    with pytest.raises(glrec.ConfigError, match="not valid TOML"):
+        DatasetSpec.load(bad)
+    with pytest.raises(glrec.ConfigError, match="does not exist"):
+        DatasetSpec.load(tmp_path / "missing.toml")
+
+
+def test_spec_shards_keys_and_identity(tmp_path):
+    spec = DatasetSpec.from_dict(spec_dict(shard_size=4))
+    assert spec.shards == 3 and list(spec.shard_range(2)) == [8, 9]
+    assert spec.key(7) == "000007"
+    assert spec.identity() == DatasetSpec.from_dict(spec_dict(shard_size=4)).identity()
+    assert spec.identity() != DatasetSpec.from_dict(spec_dict(shard_size=5)).identity()
+    # a scene file's text is part of the identity: editing it makes another dataset
+    scene = tmp_path / "s.py"
+    scene.write_text("class A: pass\n")
+    file_spec = DatasetSpec.from_dict(spec_dict(scene="s.py:A"), base_dir=tmp_path)
+    before = file_spec.identity()
+    scene.write_text("class A: x = 1\n")
+    assert file_spec.identity() != before
+    assert file_spec.scene_ref() == f"{scene.resolve()}:A"
+
+
+def test_output_folder_rules(tmp_path):
+    spec = DatasetSpec.from_dict(spec_dict())
+    info = dataset_info(spec, Table())
+    folder = DatasetFolder(tmp_path / "out", spec)
+    folder.prepare(resume=False, overwrite=False, info=info)  # new folder: fine
+    assert json.loads(folder.info_path.read_text())["status"] == "incomplete"
+    with pytest.raises(glrec.OutputExistsError, match="holds this dataset.*--resume.*--overwrite"):
+        folder.prepare(resume=False, overwrite=False, info=info)
+    folder.prepare(resume=True, overwrite=False, info=info)  # same spec: resumable
+    other = DatasetSpec.from_dict(spec_dict(seed=4))
+    other_folder = DatasetFolder(tmp_path / "out", other)
+    with pytest.raises(glrec.OutputExistsError, match="different spec"):
+        other_folder.prepare(resume=True, overwrite=False, info=dataset_info(other, Table()))
+    (tmp_path / "out" / "shard-000000.tar").write_bytes(b"x")
+    (tmp_path / "out" / "notes.txt").write_text("mine")
+    other_folder.prepare(resume=False, overwrite=True, info=dataset_info(other, Table()))
+    assert not (tmp_path / "out" / "shard-000000.tar").exists()
+    assert (tmp_path / "out" / "notes.txt").read_text() == "mine"  # only glrec's files are removed
+    stranger = tmp_path / "stranger"
+    stranger.mkdir()
+    (stranger / "data.csv").write_text("1,2")
+    for flags in ({"resume": False, "overwrite": False}, {"resume": False, "overwrite": True}):
+        with pytest.raises(glrec.OutputExistsError, match="holds no glrec dataset"):
+            DatasetFolder(stranger, spec).prepare(info=info, **flags)
+    assert (stranger / "data.csv").read_text() == "1,2"
+
+
+def test_ray_gpu_ids_map_to_egl_devices(monkeypatch):
+    assert egl_device_for_gpus([]) is None  # CPU task: EGL's default device
+    asked = []
+    assert egl_device_for_gpus(["3"], matcher=lambda cuda: asked.append(cuda) or 1) == 1
+    assert asked == [0]  # the assigned GPU is CUDA device 0 inside the task
+    # the default matcher: glrec.gl.devices' PCI matching, EGL order differing from CUDA's
+    import glrec.cuda.driver
+    import glrec.gl.devices
+    from glrec.cuda.driver import DeviceInfo
+    from glrec.gl.devices import EglDevice
+
+    egl = [
+        EglDevice(0, "EGL_NV_device_cuda", 1, "/dev/dri/card1", "0000:3b:00.0", "NVIDIA H200"),
+        EglDevice(1, "EGL_NV_device_cuda", 0, "/dev/dri/card2", "0000:86:00.0", "NVIDIA H200"),
+        EglDevice(2, "", None, None, None, "llvmpipe"),
+    ]
+    monkeypatch.setattr(glrec.gl.devices, "egl_devices", lambda: egl)
+    visible = {0: DeviceInfo(0, "NVIDIA H200", "0000:86:00.0", "ab", 1 << 37)}
+    monkeypatch.setattr(glrec.cuda.driver, "device_info", lambda ordinal: visible[ordinal])
+    assert egl_device_for_gpus(["1"]) == 1
+    visible[0] = DeviceInfo(0, "NVIDIA H200", "0000:99:00.0", "cd", 1 << 37)
+    with pytest.raises(glrec.DeviceError, match="No EGL device is CUDA device 0"):
+        egl_device_for_gpus(["1"])
+
+
+def test_missing_ray_and_unknown_colour_encoder_say_what_to_install(monkeypatch, tmp_path):
+    import sys
+
+    from glrec.dataset.encode import colour_encoder
+    from glrec.dataset.spec import OutputSpec
+
+    # nvjpeg is registered (it names nvImageCodec where that is missing: tests/dataset/test_dataset_packed.py)
+    with pytest.raises(
+        glrec.ConfigError, match="No colour encoder 'nvjpeg' for 'png'.*have: jpg/cpu, jpg/gl, jpg/nvjpeg, png/cpu"
+    ):
+        colour_encoder(OutputSpec(rgb="png", rgb_encoder="nvjpeg"))
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
+    from glrec.dataset import generate
+
+    with pytest.raises(glrec.ConfigError, match=r"pip install 'glrec\[ray\]'"):
+        generate(DatasetSpec.from_dict(spec_dict()), tmp_path / "out", ray="")

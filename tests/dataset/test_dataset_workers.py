@@ -1,0 +1,207 @@
+"""Local dataset workers: the same bytes as one process, the default count, bad counts, a worker's error."""
+
+import os
+import re
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from where import ROOT
+
+from glrec.cli import main
+from glrec.dataset import DatasetSpec, generate
+from glrec.dataset.local import MAX_DEFAULT_WORKERS, default_workers, resolve_workers, usable_cores
+from glrec.dataset.params import sample_params, sample_seed
+from glrec.errors import ConfigError, DatasetError, SceneError
+
+pytestmark = pytest.mark.gl
+
+
+def spec_for(folder: Path, scene: str = "table", layout: str = "webdataset") -> DatasetSpec:
+    return DatasetSpec.from_dict(
+        {
+            "dataset": {"scene": scene, "samples": 10, "size": "64x48", "seed": 7, "shard_size": 3},
+            "output": {"layout": layout},
+            "params": {"objects": {"int": [1, 6]}, "camera_azimuth": {"uniform": [0, 360]}},
+        },
+        base_dir=folder,
+    )
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("layout", ["webdataset", "folder"])
+def test_two_and_three_workers_write_the_bytes_of_one_process_every_time(tmp_path, layout):
+    spec = spec_for(tmp_path, layout=layout)
+    one = generate(spec, tmp_path / "one", workers=1)
+    assert one.workers == 1
+    ref = tree(tmp_path / "one")
+    for run, n in enumerate((2, 2, 3)):
+        out = tmp_path / f"w{n}-{run}"
+        counted = []
+        result = generate(spec, out, workers=n, progress=counted.append)
+        assert result.workers == n and result.samples_rendered == 10
+        assert sum(counted) == 10 and set(counted) == {1}  # every sample reported once, from every worker
+        assert f"on {n} workers" in result.summary()
+        assert tree(out) == ref  # shards (or sample folders), records, manifest, dataset.json
+
+
+def test_the_default_is_one_worker_per_core_at_most_8_and_one_per_shard(tmp_path):
+    assert default_workers(4, cores=2) == 2
+    assert default_workers(1, cores=8) == 1
+    assert default_workers(100, cores=64) == MAX_DEFAULT_WORKERS == 8
+    assert resolve_workers(5, 2) == 2  # never more than the pending shards
+    result = generate(spec_for(tmp_path), tmp_path / "out")  # 4 shards
+    assert result.workers == min(4, usable_cores(), MAX_DEFAULT_WORKERS)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_a_bad_worker_count_is_refused_before_anything_is_written(tmp_path, bad):
+    with pytest.raises(ConfigError, match="workers"):
+        generate(spec_for(tmp_path), tmp_path / "out", workers=bad)
+    assert not (tmp_path / "out").exists()
+
+
+def test_workers_with_ray_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="Ray"):
+        generate(spec_for(tmp_path), tmp_path / "out", workers=2, ray="")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--workers", "0"], "workers 0"),
+        (["--workers", "2", "--ray"], "--workers"),
+        (["--retries", "2"], "--retries"),
+        (["--only", "3", "--workers", "2"], "--workers"),
+    ],
+)
+def test_cli_options_that_cannot_apply_are_one_line(tmp_path, capsys, args, words):
+    path = tmp_path / "spec.toml"
+    path.write_text('[dataset]\nscene = "table"\nsamples = 4\nseed = 1\nsize = "64x48"\nshard_size = 2\n')
+    assert main(["dataset", str(path), "-o", str(tmp_path / "out"), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+# The table, but rendering the sample whose camera azimuth is GLREC_TEST_FAIL_AZIMUTH raises.
+FAILING_SCENE = """
+import os
+from glrec.errors import SceneError
+from glrec.scenes.table import Table
+
+class Failing(Table):
+    def randomise(self, params, rng):
+        self.azimuth = params.get("camera_azimuth")
+        super().randomise(params, rng)
+
+    def render(self, t):
+        if repr(self.azimuth) == os.environ.get("GLREC_TEST_FAIL_AZIMUTH"):
+            raise SceneError("the test scene refuses this sample")
+        super().render(t)
+"""
+
+# A colour encoder registered in the test process: PNG colour, or ZeroDivisionError (not a
+# glrec error) while GLREC_TEST_FAIL_COLOUR is set. The workers can only know it if it is sent.
+FAILING_COLOUR = """
+import os
+from glrec.dataset.encode import encode_png
+
+class FailingColour:
+    ext = "png"
+
+    def __init__(self, output):
+        self.output = output
+
+    def encode(self, image):
+        if os.environ.get("GLREC_TEST_FAIL_COLOUR"):
+            1 / 0
+        return encode_png(image.array())
+"""
+
+
+def _on_path(monkeypatch, *folders):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([*map(str, folders), os.environ.get("PYTHONPATH", "")]))
+
+
+def test_a_glrec_error_in_a_worker_keeps_its_class_and_names_the_sample(tmp_path, monkeypatch):
+    (tmp_path / "failing.py").write_text(textwrap.dedent(FAILING_SCENE))
+    spec = spec_for(tmp_path, scene="failing.py:Failing")
+    azimuth = sample_params(spec.distributions(), sample_seed(7, 7))["camera_azimuth"]
+    monkeypatch.setenv("GLREC_TEST_FAIL_AZIMUTH", repr(azimuth))
+    _on_path(monkeypatch, ROOT)
+    with pytest.raises(SceneError, match="refuses") as info:
+        generate(spec, tmp_path / "out", workers=2)
+    assert str(info.value).startswith("Sample 7 (shard 2): "), info.value
+    assert not (tmp_path / "out" / "manifest.jsonl").exists()
+    # with the cause gone, --resume finishes it as one process would have made it
+    monkeypatch.delenv("GLREC_TEST_FAIL_AZIMUTH")
+    generate(spec, tmp_path / "out", resume=True, workers=2)
+    generate(spec, tmp_path / "one", workers=1)
+    assert tree(tmp_path / "out") == tree(tmp_path / "one")
+
+
+def test_another_error_in_a_worker_is_a_dataset_error_naming_the_sample(tmp_path, monkeypatch):
+    from glrec.dataset import encode, register_colour_encoder
+
+    (tmp_path / "failing_colour.py").write_text(textwrap.dedent(FAILING_COLOUR))
+    _on_path(monkeypatch, ROOT, tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from failing_colour import FailingColour  # type: ignore[import-not-found]
+
+    monkeypatch.setitem(encode.COLOUR_ENCODERS, ("png", "failing"), FailingColour)
+    register_colour_encoder("png", "failing", FailingColour)
+    spec = spec_for(tmp_path)
+    spec = spec.with_(output=replace(spec.output, rgb_encoder="failing"))
+    monkeypatch.setenv("GLREC_TEST_FAIL_COLOUR", "1")
+    with pytest.raises(DatasetError, match=r"^Sample (\d+) \(shard (\d+)\) failed in dataset worker \d: Zero") as info:
+        generate(spec, tmp_path / "out", workers=2)
+    index, shard = (int(x) for x in re.match(r"Sample (\d+) \(shard (\d+)\)", str(info.value)).groups())
+    assert index in spec.shard_range(shard) and "--resume" in str(info.value)
+    monkeypatch.delenv("GLREC_TEST_FAIL_COLOUR")  # the encoder works again: the workers use it
+    generate(spec, tmp_path / "out", resume=True, workers=2)
+    plain = generate(spec_for(tmp_path), tmp_path / "plain", workers=1)
+    assert plain.samples == 10
+    assert {k: v for k, v in tree(tmp_path / "out").items() if k.endswith(".tar")} == {
+        k: v for k, v in tree(tmp_path / "plain").items() if k.endswith(".tar")
+    }
+
+
+def test_workers_refuse_a_colour_encoder_they_cannot_import(tmp_path, monkeypatch):
+    from glrec.dataset import encode
+
+    monkeypatch.setitem(encode.COLOUR_ENCODERS, ("png", "local"), lambda output: None)
+    spec = spec_for(tmp_path)
+    spec = spec.with_(output=replace(spec.output, rgb_encoder="local"))
+    with pytest.raises(ConfigError, match="workers=1"):
+        generate(spec, tmp_path / "out", workers=2)
+    assert not (tmp_path / "out").exists()
+
+
+def test_clips_on_two_workers_are_the_bytes_of_one_process(tmp_path):
+    # Each worker encodes its clips through its own Recorder, in scratch files named by its pid.
+    spec = DatasetSpec.from_dict(
+        {
+            "dataset": {"scene": "table", "samples": 4, "size": "64x48", "seed": 3, "shard_size": 2, "frames": 3},
+            "params": {"objects": {"int": [1, 4]}},
+        },
+        base_dir=tmp_path,
+    )
+    generate(spec, tmp_path / "one", workers=1)
+    assert generate(spec, tmp_path / "two", workers=2).workers == 2
+    one = tree(tmp_path / "one")
+    assert any(name.endswith(".tar") for name in one) and tree(tmp_path / "two") == one
+    assert not list((tmp_path / "two" / ".glrec").glob("clip-*"))  # no scratch video left behind
+
+
+def test_the_cli_summary_says_how_many_workers_rendered(tmp_path, capsys):
+    path = tmp_path / "spec.toml"
+    path.write_text('[dataset]\nscene = "table"\nsamples = 4\nseed = 1\nsize = "64x48"\nshard_size = 2\n')
+    assert main(["dataset", str(path), "-o", str(tmp_path / "out"), "--workers", "2"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and "4 samples in 2 shards" in out[0] and "on 2 workers" in out[0], out

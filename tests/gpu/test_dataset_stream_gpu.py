@@ -1,0 +1,39 @@
+"""The dataset stream on CUDA (``-m gpu``): torch tensors in CUDA memory equal the CPU stream; held ones stay.
+
+Written without a GPU at hand (the CPU twin is tests/dataset/test_dataset_stream*.py); run on the H200 with -m gpu.
+"""
+
+import numpy as np
+import pytest
+from test_dataset_stream import make_spec
+
+from glrec.dataset import StreamDataset, stream
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch", reason="needs PyTorch with CUDA")
+PASSES = ("rgb", "depth", "instance", "semantic", "normal")
+
+
+def test_cuda_batches_equal_the_cpu_stream_and_held_tensors_stay():
+    spec = make_spec(samples=12, size="64x48")
+    with stream(spec, batch_size=2, buffers=6) as s:
+        want = list(s)
+    held = []
+    with stream(spec, batch_size=2, device="cuda", buffers=4) as s:
+        for k, batch in enumerate(s):
+            tensors = {p: torch.from_dlpack(batch[p]) for p in PASSES}
+            assert tensors["rgb"].is_cuda and tensors["rgb"].shape == want[k]["rgb"].shape
+            sums = {p: float(t.double().sum()) for p, t in tensors.items()}  # on the consumer's stream
+            held = [*held[-2:], (k, tensors, sums)]
+            del batch
+            for j, ts, ss in held:  # tensors held across batches are never written over
+                for p, t in ts.items():
+                    assert float(t.double().sum()) == ss[p]
+                    np.testing.assert_array_equal(t.cpu().numpy(), want[j][p])
+
+
+def test_stream_dataset_on_cuda_gives_cuda_tensors():
+    ds = StreamDataset(make_spec(samples=4, size="64x48"), batch_size=2, device="cuda")
+    batches = list(torch.utils.data.DataLoader(ds, batch_size=None))
+    assert [b["index"].tolist() for b in batches] == [[0, 1], [2, 3]]
+    assert all(b["depth"].is_cuda and b["K"].is_cuda for b in batches)
