@@ -58,6 +58,20 @@ def _declared(table):
     return declared(table)
 
 
+def test_messages_spell_each_option_as_the_command_line_takes_it():
+    """What a message calls an option on the command line is the flag the command takes (issue 35 item 6)."""
+    from glrec._declare import cli_spelling, named
+
+    record = {s for a in _subparser("record")._actions for s in a.option_strings}
+    with cli_spelling():
+        for table in (VideoOptions, PipelineOptions, LengthOptions, InputOptions):
+            for f, spec in _declared(table):
+                if spec.flags:
+                    assert named(f.name) == spec.flags[0] and spec.flags[0] in record, f.name
+        assert named("overwrite", True) == "--overwrite (-y)" and {"--overwrite", "-y"} <= record
+    assert named("overwrite", True) == "overwrite=True" and named("crf") == "crf"  # Python's own words outside
+
+
 def test_stream_rc_with_the_cpu_encoder_is_refused_not_ignored(capsys):
     code = main(["stream", "cube", "--to", "udp://127.0.0.1:5999", "--frames", "1", "--rc", "cbr", "-q"])
     assert code == 2

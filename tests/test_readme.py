@@ -26,7 +26,8 @@ def test_every_readme_python_block_runs_alone_twice(tmp_path):
     for run in (1, 2):
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "--markdown-docs", "-p", "readme_blocks", "-p", "no:cacheprovider",
-             "-q", "-rs", "--rootdir", str(tmp_path), str(ROOT / "README.md")],
+             "-q", "-rs", "-W", "error::UserWarning",  # a warning a pasted block prints is one a reader sees
+             "--rootdir", str(tmp_path), str(ROOT / "README.md")],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=500,
         )  # fmt: skip
         tail = done.stdout[-6000:] + done.stderr[-2000:]
