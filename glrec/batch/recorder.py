@@ -1,0 +1,430 @@
+"""``glrec.BatchRecorder``: a vectorised simulator's steps, ``(N, H, W, C)`` each, into N files, a grid or clips.
+
+Per step, :meth:`BatchRecorder.write` checks the batch (:mod:`.frames`), hands
+it to the route of the chosen encoder (:mod:`.routes`, :mod:`.gl_route`), and
+queues each env's frame for the worker that owns the env (:mod:`.pool`), which
+encodes it into the env's file or ring (:mod:`.stream`). The grid layout tiles
+the step (:mod:`.grid`) into one :class:`glrec.Recorder`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import ConfigError, GlrecError, RecorderClosedError
+from ..options import split_options
+from ..sinks.registry import output_kind
+from ..timebase import frame_rate
+from .frames import Batch, BatchShape, CudaBatch, inspect_batch
+from .grid import grid_shape, label_text, tile_host
+from .plan import FILES_PIPELINE, plan_files, video_options
+from .pool import POLICIES, Backpressure, EncodePool
+from .result import BatchResult, BatchVideo
+from .ring import GopRing
+from .routes import Route
+from .stream import EnvStream
+
+log = logging.getLogger("glrec")
+
+Layout = Literal["files", "grid"]
+#: Where env frames come from: fixed by the first batch (auto), or promised (a batch elsewhere is refused).
+DeviceKind = Literal["auto", "host", "cuda"]
+PathLike = str | os.PathLike[str]
+
+
+class BatchRecorder:
+    """Record ``(N, H, W, C)`` uint8 batches, one per step, into per-env files, a grid, or clips kept by outcome.
+
+    ``path``: for ``layout="files"`` a pattern with ``{env}`` (and ``{episode}`` for a file per
+    episode), e.g. ``"videos/env{env:02d}-ep{episode}.mp4"``, or a callable ``(env, episode) -> path``;
+    for ``layout="grid"`` one path. ``envs``: the envs recorded (default all): indices, or a callable
+    ``env -> bool``. Frames: numpy, a sequence of N host frames, or a CUDA tensor (PyTorch, CuPy,
+    JAX via DLPack); the size, N and C are fixed by the first batch. Other keywords are
+    :class:`glrec.Recorder`'s options (``codec``, ``encoder``, ``crf``, ``preset``, ``quality``, ...).
+
+    ``keep=lambda info: ...`` (or ``ring_seconds=``) records clips instead of whole files: each env
+    encodes into a ring of GOPs holding ``ring_seconds`` (default 60) and at most ``ring_bytes``
+    (default 64 MiB) per env; :meth:`end_episode` keeps the episode as a file where ``keep(info)``
+    is true, and :meth:`save_last` writes an env's last seconds. ``backpressure`` is ``block``
+    (default), ``drop`` or ``repeat`` (see :mod:`glrec.batch.pool`), with ``abort_after`` frames
+    of one env behind in a row raising EncoderError. ``workers``: encode threads (default: the
+    cores). ``labels=True`` draws each grid tile's env index (and :meth:`write`'s ``labels``).
+
+    >>> with glrec.BatchRecorder("videos/env{env}.mp4", fps=30) as rec:  # doctest: +SKIP
+    ...     for _ in range(300):
+    ...         rec.write(envs.render())  # (N, H, W, 3)
+    """
+
+    def __init__(
+        self,
+        path: PathLike | Callable[[int, int], PathLike],
+        *,
+        fps: float = 30.0,
+        layout: Layout = "files",
+        envs: Sequence[int] | Callable[[int], bool] | None = None,
+        keep: Callable[[Any], bool] | None = None,
+        ring_seconds: float | None = None,
+        ring_bytes: int = 64 << 20,
+        backpressure: Backpressure = "block",
+        abort_after: int | None = None,
+        workers: int | None = None,
+        queue_steps: int = 4,
+        labels: bool = False,
+        device: DeviceKind = "auto",
+        overwrite: bool = True,
+        **options: Any,
+    ) -> None:
+        if layout not in ("files", "grid"):
+            raise ConfigError(f"Unknown layout {layout!r}. Valid: files, grid.")
+        if backpressure not in POLICIES:
+            raise ConfigError(f"Unknown backpressure {backpressure!r}. Valid: {', '.join(POLICIES)}.")
+        if device not in ("auto", "host", "cuda"):
+            raise ConfigError(f"Unknown device {device!r}. Valid: auto, host, cuda.")
+        self.fps = float(frame_rate(fps))
+        self.layout = layout
+        self._video, self._pipeline = split_options(options)  # unknown names raise here
+        clips = keep is not None or ring_seconds is not None
+        if layout == "grid":
+            self._check_grid(path, clips, backpressure)
+        else:
+            if set(self._pipeline) - set(FILES_PIPELINE):
+                extra = sorted(set(self._pipeline) - set(FILES_PIPELINE))
+                raise ConfigError(f"{', '.join(extra)} configure the single-stream pipeline; per-env files take "
+                                  f"only {', '.join(FILES_PIPELINE)} of those (the grid takes them all).")  # fmt: skip
+            self._namer = _namer(path)
+        self.path = path
+        self._select = envs
+        self._keep = keep
+        self._ring = (ring_seconds if ring_seconds is not None else 60.0, int(ring_bytes)) if clips else None
+        self._backpressure: Backpressure = backpressure
+        self._abort_after = abort_after
+        self._workers = workers or os.cpu_count() or 1
+        self._queue_steps = queue_steps
+        self._labels = labels
+        self._overwrite = overwrite
+        self._shape: BatchShape | None = None
+        if device != "auto":
+            self._promised = device
+        self.steps = 0
+        self.frames = 0
+        self._route: Route | None = None
+        self._pool: EncodePool | None = None
+        self._grid: Any = None  # the grid's Recorder
+        self._grid_gpu: Any = None  # (LayerUpload, GridPass) for CUDA batches
+        self._canvas: Any = None
+        self._grid_dropped = 0
+        self._episodes: dict[int, int] = {}
+        self._closed = False
+        self._started = time.perf_counter()
+        self._encoder_name = "none"
+        self._codec = str(self._video.get("codec") or "h264")
+        self._result: BatchResult | None = None
+
+    _promised: str | None = None
+    _selection: list[int]
+
+    def _check_grid(self, path: object, clips: bool, backpressure: str) -> None:
+        if callable(path) or "{" in os.fspath(path):  # type: ignore[arg-type]
+            raise ConfigError("layout='grid' writes one video: give one path, without {env} or {episode}.")
+        if clips:
+            raise ConfigError("keep= and ring_seconds= cut clips per env; use layout='files' for them.")
+        if backpressure == "repeat":
+            raise ConfigError("backpressure 'repeat' is for per-env files; for the grid use 'drop' (a dropped "
+                              "step leaves the previous picture on screen for its time) or 'block'.")  # fmt: skip
+
+    # -- steps
+
+    @property
+    def envs(self) -> int:
+        """N, fixed by the first batch (0 before it)."""
+        return self._shape.envs if self._shape is not None else 0
+
+    def write(self, frames: object, *, active: Sequence[int] | Sequence[bool] | None = None,
+              labels: Sequence[object] | None = None) -> int:  # fmt: skip
+        """Record one step: ``frames`` is ``(N, H, W, C)`` (see the class docstring); returns the step index.
+
+        ``active``: the envs recorded this step (indices or a mask of N; default the selected
+        envs), e.g. only those whose episode is being recorded. ``labels``: per env a value drawn
+        beside its index on the grid (an episode return). A batch of the wrong shape, dtype, N or
+        device raises ConfigError and records nothing; the recording stays open. The caller may
+        reuse or free ``frames`` when this returns.
+        """
+        self._check_open()
+        batch = inspect_batch(frames)
+        try:
+            self._check(batch)
+            if self._shape is None:
+                self._start(batch)
+            chosen = self._active(active)
+            if self.layout == "grid":
+                self._write_grid(batch, labels)
+            else:
+                self._write_files(batch, chosen)
+        except GlrecError as exc:
+            if isinstance(exc, ConfigError) and self._shape is not None:
+                raise  # a bad batch: nothing of it was queued, the recording goes on
+            self._stop_after(exc)
+            raise
+        finally:
+            batch.release()
+        self.frames += len(chosen) if self.layout == "files" else self.envs
+        self.steps += 1
+        return self.steps - 1
+
+    def _check(self, batch: Batch) -> None:
+        if self._promised is not None and batch.kind != self._promised:
+            where = "device=" if self._shape is None else "first batch"
+            hint = "tensor.cuda()" if self._promised == "cuda" else "tensor.cpu() or numpy"
+            raise ConfigError(f"Step {self.steps} is a {batch.kind} batch; this recording takes {self._promised} "
+                              f"batches (its {where}). Pass every step the same way ({hint}).")  # fmt: skip
+        if self._shape is not None:
+            self._shape.check(batch, self.steps)
+        self._promised = batch.kind
+
+    def _selected(self, n: int) -> list[int]:
+        select = self._select
+        if select is None:
+            return list(range(n))
+        if callable(select):
+            return [i for i in range(n) if select(i)]
+        chosen = sorted({int(i) for i in select})
+        bad = [i for i in chosen if not 0 <= i < n]
+        if bad:
+            raise ConfigError(f"envs {bad} are outside this batch's 0..{n - 1}.")
+        return chosen
+
+    def _active(self, active: Sequence[int] | Sequence[bool] | None) -> list[int]:
+        assert self._shape is not None
+        n, selected = self._shape.envs, self._selection
+        if active is None:
+            return list(selected)
+        values = list(active)
+        if values and all(isinstance(v, (bool,)) or type(v).__name__ == "bool_" for v in values):
+            mask = [i for i, v in enumerate(values) if v]
+        else:
+            mask = [int(v) for v in values]
+        if any(not 0 <= i < n for i in mask):
+            raise ConfigError(f"active names envs outside 0..{n - 1}: {active!r}.")
+        return [i for i in mask if i in selected]
+
+    def _start(self, batch: Batch) -> None:
+        """The first batch: N, size and device are known; plan the route, open the pool (nothing written yet)."""
+        shape = BatchShape.of(batch)
+        self._selection = self._selected(shape.envs)
+        if self.layout == "grid":
+            self._start_grid(shape, batch)
+            self._shape = shape
+            return
+        opts = video_options(self._video, shape, self.fps)
+        output_kind(os.fspath(self._namer(0, 0)), opts.codec)  # the extension takes the codec
+        if self._ring is not None and opts.codec != "mjpeg":
+            # Clips cut at keyframes: one a second, and the ones asked for are IDR (a clip starts there).
+            extra = dict(opts.encoder_options)
+            extra.setdefault("forced-idr", "1")
+            opts = video_options({**self._video, "gop": opts.gop or max(1, round(self.fps)),
+                                  "encoder_options": extra}, shape, self.fps)  # fmt: skip
+        route, facts = plan_files(opts, shape, self._pipeline, len(self._selection))
+        self._route, self._encoder_name, self._codec = route, route.name, facts.codec
+        self._shape = shape
+
+        def make_stream(env: int) -> EnvStream:
+            ring = None
+            if self._ring is not None:
+                ring = GopRing(max(1, round(self._ring[0] * self.fps)), self._ring[1])
+            return EnvStream(env, facts, route.stream_encoder, self._namer, overwrite=self._overwrite,
+                             split_episodes=_has_field(self.path, "episode"), ring=ring)  # fmt: skip
+
+        self._pool = EncodePool(shape.envs, make_stream, workers=self._workers, queue_steps=self._queue_steps,
+                                backpressure=self._backpressure, abort_after=self._abort_after)  # fmt: skip
+        # Still nothing written after a failure here: the pool and the route go with the recorder.
+        log.info("batch: %d envs %dx%d, %d recorded into files via %s, %d workers", shape.envs, *shape.size,
+                 len(self._selection), route.name, self._pool.workers)  # fmt: skip
+
+    def _write_files(self, batch: Batch, active: list[int]) -> None:
+        assert self._route is not None and self._pool is not None
+        for env, frame in self._route.frames(batch, active, self.steps):
+            self._pool.put_frame(env, frame)
+
+    # -- the grid
+
+    def _start_grid(self, shape: BatchShape, batch: Batch) -> None:
+        from ..recorder import Recorder
+
+        cols, rows = grid_shape(shape.envs, shape.size)
+        w, h = shape.size
+        options = {"pad": True, **self._video, **self._pipeline, "fps": self.fps, "size": (cols * w, rows * h)}
+        self._grid = Recorder(os.fspath(self.path), overwrite=self._overwrite, **options)  # type: ignore[arg-type]
+        if isinstance(batch, CudaBatch):
+            from ..cuda.driver import CudaDevice
+            from .grid import GridPass
+            from .layers import LayerUpload
+
+            ctx = self._grid.ctx
+            device = CudaDevice.open(batch.device)
+            with ctx:
+                self._grid_gpu = (LayerUpload(ctx, shape.envs, shape.size, shape.channels, device),
+                                  GridPass(ctx, shape.envs, shape.size), device)  # fmt: skip
+        self._encoder_name = self._grid.encoder_name if hasattr(self._grid, "encoder_name") else "auto"
+        self._codec = self._grid.options.codec
+
+    def _write_grid(self, batch: Batch, labels: Sequence[object] | None) -> None:
+        rec = self._grid
+        texts = None
+        if self._labels or labels is not None:
+            texts = [label_text(env, None if labels is None else labels[env]) for env in range(self.envs)]
+        if self._backpressure == "drop" and rec._session is not None and rec._session.worker.backlogged():
+            rec.skip_to(rec.frames_submitted + 1)  # its time slot stays empty: the previous picture stays on
+            self._grid_dropped += 1
+            return
+        if self._grid_gpu is None:
+            frames = batch.frames  # type: ignore[union-attr]
+            self._canvas = tile_host(frames, texts, self._canvas)
+            rec.write(self._canvas)
+            return
+        upload, grid_pass, _ = self._grid_gpu
+        with rec.frame():
+            upload.put(batch)
+            grid_pass.draw(upload.texture, texts)
+        self._encoder_name = rec.encoder_name
+
+    # -- episodes and clips
+
+    def end_episode(self, env: int, info: Any = None) -> None:
+        """Env ``env``'s episode ended with its last written frame.
+
+        Files named with ``{episode}``: its file is finished, the next frame starts the next one.
+        Clips: ``keep(info)`` decides whether the episode (from its first frame, a keyframe) is
+        written. Otherwise (one file per env, the grid) the episode is only counted.
+        """
+        self._check_open()
+        self._episodes[env] = self._episodes.get(env, 0) + 1
+        if self._pool is None:
+            return
+        keep = bool(self._keep(info)) if self._keep is not None else False
+        self._pool.put_marker("end_episode", env, keep, None)
+
+    def save_last(self, seconds: float, env: int, path: PathLike | None = None) -> Path:
+        """Write env ``env``'s last ``seconds`` (from the keyframe at or before them) to ``path``.
+
+        Needs clips (``keep=`` or ``ring_seconds=``). The file is complete at the next keyframe
+        (asked for at the env's next frame) or at :meth:`close`. Returns the path.
+        """
+        self._check_open()
+        if self._ring is None or self._pool is None:
+            raise ConfigError("save_last cuts from the ring of encoded GOPs: make the recorder with ring_seconds= "
+                              "(or keep=), and write a step first.")  # fmt: skip
+        episode = self._episodes.get(env, 0)
+        target = Path(path) if path is not None else Path(os.fspath(self._namer(env, episode))).with_stem(
+            f"{Path(os.fspath(self._namer(env, episode))).stem}-last{self.steps}"
+        )
+        self._pool.put_marker("save_last", env, max(1, round(seconds * self.fps)), os.fspath(target))
+        return target
+
+    # -- life
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RecorderClosedError("This BatchRecorder is closed; make a new one to record again.")
+
+    def _stop_after(self, error: BaseException) -> None:
+        try:
+            self.close()
+        except BaseException as err:
+            if err is not error:
+                log.warning("While finishing the batch recording after %r, closing failed too: %r", error, err)
+
+    def close(self) -> BatchResult:
+        """Finish every file (frames in flight encoded, trailers written, clips decided on). Safe twice."""
+        if self._result is not None:
+            return self._result
+        self._closed = True
+        error: BaseException | None = None
+        try:
+            if self._route is not None and self._pool is not None and self._pool.error is None:
+                for env, frame in self._route.drain():
+                    self._pool.put_frame(env, frame)
+        except BaseException as exc:
+            error = exc
+        finally:
+            try:
+                if self._pool is not None:
+                    self._pool.finish()
+            except BaseException as exc:
+                error = error or exc
+            finally:
+                self._release()
+                self._result = self._make_result()
+        if error is not None:
+            raise error
+        log.info("%s", self._result.summary(), extra={"glrec_summary": True})
+        return self._result
+
+    def _release(self) -> None:
+        route, self._route = self._route, None
+        if route is not None:
+            route.release()
+        gpu, self._grid_gpu = self._grid_gpu, None
+        if gpu is not None:
+            with self._grid.ctx:
+                gpu[0].release()
+                gpu[1].release()
+            gpu[2].release()
+
+    def _make_result(self) -> BatchResult:
+        n = self.envs
+        videos: list[BatchVideo] = []
+        dropped, repeated = [0] * n, [0] * n
+        peak = 0
+        if self._pool is not None:
+            for stream in self._pool.streams:
+                if stream is not None:
+                    videos += stream.videos
+                    peak = max(peak, stream.ring.peak_bytes if stream.ring is not None else 0)
+            dropped, repeated = self._pool.dropped, self._pool.repeated
+        if self._grid is not None:
+            result = self._grid.close()
+            if result.frames:
+                videos.append(BatchVideo(None, None, result.path, result.frames, result.bytes))
+            self._encoder_name = result.encoder
+            dropped = [self._grid_dropped] * n
+        return BatchResult(tuple(videos), self.layout, n, self.steps, self.frames, tuple(dropped), tuple(repeated),
+                           time.perf_counter() - self._started, self._encoder_name, self._codec, peak)  # fmt: skip
+
+    def __enter__(self) -> BatchRecorder:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if exc[0] is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except Exception as err:
+            if err is not exc[1]:
+                log.warning("While finishing the batch recording after an error, closing failed too: %r", err)
+
+
+def _has_field(path: object, name: str) -> bool:
+    return callable(path) or "{" + name in os.fspath(path)  # type: ignore[arg-type]
+
+
+def _namer(path: PathLike | Callable[[int, int], PathLike]) -> Callable[[int, int], str]:
+    """``(env, episode) -> path`` for per-env files; ConfigError for a pattern without ``{env}``."""
+    if callable(path):
+        return lambda env, episode: os.fspath(path(env, episode))  # type: ignore[operator]
+    pattern = os.fspath(path)
+    try:
+        names = {pattern.format(env=e, episode=0) for e in (0, 1)}
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ConfigError(f"The path pattern {pattern!r} has a field other than {{env}} and {{episode}} ({exc}).") from None
+    if len(names) < 2:
+        raise ConfigError(
+            f"Per-env files need {{env}} in the path, e.g. 'videos/env{{env:02d}}.mp4' (and {{episode}} for a file "
+            f"per episode); got {pattern!r}. For one video of all envs use layout='grid'."
+        )
+    return lambda env, episode: pattern.format(env=env, episode=episode)
