@@ -258,6 +258,7 @@ class BatchRecorder:
         cols, rows = grid_shape(shape.envs, shape.size)
         w, h = shape.size
         options = {"pad": True, **self._video, **self._pipeline, "fps": self.fps, "size": (cols * w, rows * h)}
+        Path(os.fspath(self.path)).parent.mkdir(parents=True, exist_ok=True)  # type: ignore[arg-type]  # as files
         self._grid = Recorder(os.fspath(self.path), overwrite=self._overwrite, **options)  # type: ignore[arg-type]
         if isinstance(batch, CudaBatch):
             from ..cuda.driver import CudaDevice
