@@ -141,8 +141,8 @@ class RecordVectorVideo(VectorWrapper):  # type: ignore[misc]  # Gymnasium is un
         if self.episode_trigger is not None and self.episode_trigger(self.episode_id[env]):
             self.start_recording(env, f"episode-{self.episode_id[env]}")
 
-    def _capture(self) -> None:
-        active = [i for i in self.selected if self.recording[i]]
+    def _capture(self, only: Any = None) -> None:
+        active = [i for i in self.selected if self.recording[i] and (only is None or only[i])]
         if not active:
             return  # no env records this step: nothing rendered
         frames = self.env.render()
@@ -156,13 +156,15 @@ class RecordVectorVideo(VectorWrapper):  # type: ignore[misc]  # Gymnasium is un
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None) -> Any:
         """Reset the envs (those of ``options["reset_mask"]``); each reset env starts an episode."""
+        mask = None if options is None else options.get("reset_mask")  # read first: the vector env pops it
+        if mask is not None:
+            mask = np.array(mask, dtype=bool)
         obs, info = self.env.reset(seed=seed, options=options)
-        mask = None if options is None else options.get("reset_mask")
         for i in self.selected:
             if mask is None or mask[i]:
                 self._new_episode(i)
-        self._pending[:] = False if mask is None else self._pending & ~np.asarray(mask, dtype=bool)
-        self._capture()
+        self._pending[:] = False if mask is None else self._pending & ~mask
+        self._capture(mask)  # the envs reset now: the others' frames did not change
         return obs, info
 
     def step(self, actions: Any) -> Any:
