@@ -63,7 +63,7 @@ class CudaBatch:
     @property
     def contiguous(self) -> bool:
         """C-contiguous: the whole step is one block of ``N * H * W * C`` bytes (one copy moves it)."""
-        n, h, w, c = self.shape
+        _, h, w, c = self.shape
         return self.strides == (h * w * c, w * c, c, 1)
 
     @property
@@ -172,7 +172,7 @@ def _from_dlpack(frames: Any) -> CudaBatch:
 
 
 def _c_strides(shape: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
-    n, h, w, c = shape
+    _, h, w, c = shape
     return h * w * c, w * c, c, 1
 
 

@@ -130,11 +130,11 @@ class GridPass:
         source = _FRAGMENT % {"glyphs": len(FONT), "cells": envs * LABEL_CHARS, "chars": LABEL_CHARS}
         self.program = ctx.program(vertex_shader=_VERTEX, fragment_shader=source)
         self.vao = ctx.vertex_array(self.program, [])
-        w, h = size
+        h = size[1]
         for name, value in (("tile", size), ("cols", self.cols), ("envs", envs), ("grid_h", rows * h),
                             ("scale", scale_for(h)), ("layers", 0)):  # fmt: skip
-            self.program[name].value = value
-        self.program["font"].value = FONT
+            self.program[name].value = value  # type: ignore[union-attr]
+        self.program["font"].value = FONT  # type: ignore[union-attr]
 
     def draw(self, texture: Any, labels: Sequence[str] | None) -> None:
         codes = [-1] * (self.envs * LABEL_CHARS)
@@ -142,7 +142,7 @@ class GridPass:
             for env, text in enumerate(labels):
                 for i, ch in enumerate(text[:LABEL_CHARS]):
                     codes[env * LABEL_CHARS + i] = GLYPHS.index(ch)
-        self.program["label"].value = codes
+        self.program["label"].value = codes  # type: ignore[union-attr]
         texture.use(0)
         self.vao.render(mode=5, vertices=4)  # GL_TRIANGLE_STRIP: the whole target
 

@@ -16,6 +16,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ..encoders.jpeg_options import JpegOptions
 from ..encoders.registry import encoder_row, request, unfit
 from ..errors import ConfigError, EncoderUnavailableError
 from ..options import VideoOptions
@@ -82,7 +83,8 @@ def plan_files(
     if name == "gl":
         from .gl_route import GlJpegRoute
 
-        route = GlJpegRoute(facts, opts.jpeg_quality, shape.envs, shape.channels, cuda=shape.kind == "cuda",
+        quality = opts.table(JpegOptions).jpeg_quality
+        route = GlJpegRoute(facts, quality, shape.envs, shape.channels, cuda=shape.kind == "cuda",
                             cuda_device=cuda_device, egl_device=pipeline.get("egl_device"))  # fmt: skip
         return route, facts
     raise ConfigError(f"encoder {name} has no batch route; use encoder 'cpu', 'gl' or 'nvjpeg'.")

@@ -177,12 +177,12 @@ class EncodePool:
                     self.error = exc
                 log.debug("glrec: batch encode worker %d failed: %r", worker, exc)
         for env in mine:  # finish every file this worker opened, also after an error (the first one wins)
-            stream = self.streams[env]
-            assert stream is not None
+            owned = self.streams[env]
+            assert owned is not None
             if self.error is not None:
-                stream.abandon()
+                owned.abandon()
                 continue
             try:
-                stream.finish(0, False)
+                owned.finish(0, False)
             except BaseException as exc:
                 self.error = self.error or exc

@@ -16,12 +16,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from ..encoders.options import RateOptions
 from ..errors import ConfigError, GlrecError, RecorderClosedError
 from ..options import split_options
 from ..sinks.registry import output_kind
 from ..timebase import frame_rate
 from .frames import Batch, BatchShape, CudaBatch, inspect_batch
-from .grid import grid_shape, label_text, tile_host
+from .grid_stream import GridStream
 from .plan import FILES_PIPELINE, plan_files, video_options
 from .pool import POLICIES, Backpressure, EncodePool
 from .result import BatchResult, BatchVideo
@@ -114,10 +115,7 @@ class BatchRecorder:
         self.frames = 0
         self._route: Route | None = None
         self._pool: EncodePool | None = None
-        self._grid: Any = None  # the grid's Recorder
-        self._grid_gpu: Any = None  # (LayerUpload, GridPass) for CUDA batches
-        self._canvas: Any = None
-        self._grid_dropped = 0
+        self._grid: GridStream | None = None
         self._episodes: dict[int, int] = {}
         self._closed = False
         self._started = time.perf_counter()
@@ -129,7 +127,7 @@ class BatchRecorder:
     _selection: list[int]
 
     def _check_grid(self, path: object, clips: bool, backpressure: str) -> None:
-        if callable(path) or "{" in os.fspath(path):  # type: ignore[arg-type]
+        if not isinstance(path, (str, os.PathLike)) or "{" in os.fspath(path):
             raise ConfigError("layout='grid' writes one video: give one path, without {env} or {episode}.")
         if clips:
             raise ConfigError("keep= and ring_seconds= cut clips per env; use layout='files' for them.")
@@ -161,8 +159,8 @@ class BatchRecorder:
             if self._shape is None:
                 self._start(batch)
             chosen = self._active(active)
-            if self.layout == "grid":
-                self._write_grid(batch, labels)
+            if self._grid is not None:
+                self._grid.write(batch, labels)
             else:
                 self._write_files(batch, chosen)
         except GlrecError as exc:
@@ -217,16 +215,22 @@ class BatchRecorder:
         shape = BatchShape.of(batch)
         self._selection = self._selected(shape.envs)
         if self.layout == "grid":
-            self._start_grid(shape, batch)
+            cuda = batch.device if isinstance(batch, CudaBatch) else None
+            options = {**self._video, **self._pipeline, "fps": self.fps}
+            assert isinstance(self.path, (str, os.PathLike))  # checked by _check_grid
+            self._grid = GridStream(os.fspath(self.path), shape, options, overwrite=self._overwrite,
+                                    drop=self._backpressure == "drop", labels=self._labels,
+                                    cuda_device=cuda)  # fmt: skip
             self._shape = shape
             return
         opts = video_options(self._video, shape, self.fps)
         output_kind(os.fspath(self._namer(0, 0)), opts.codec)  # the extension takes the codec
         if self._ring is not None and opts.codec != "mjpeg":
             # Clips cut at keyframes: one a second, and the ones asked for are IDR (a clip starts there).
-            extra = dict(opts.encoder_options)
+            rate = opts.table(RateOptions)
+            extra = dict(rate.encoder_options)
             extra.setdefault("forced-idr", "1")
-            opts = video_options({**self._video, "gop": opts.gop or max(1, round(self.fps)),
+            opts = video_options({**self._video, "gop": rate.gop or max(1, round(self.fps)),
                                   "encoder_options": extra}, shape, self.fps)  # fmt: skip
         route, facts = plan_files(opts, shape, self._pipeline, len(self._selection))
         self._route, self._encoder_name, self._codec = route, route.name, facts.codec
@@ -249,49 +253,6 @@ class BatchRecorder:
         assert self._route is not None and self._pool is not None
         for env, frame in self._route.frames(batch, active, self.steps):
             self._pool.put_frame(env, frame)
-
-    # -- the grid
-
-    def _start_grid(self, shape: BatchShape, batch: Batch) -> None:
-        from ..recorder import Recorder
-
-        cols, rows = grid_shape(shape.envs, shape.size)
-        w, h = shape.size
-        options = {"pad": True, **self._video, **self._pipeline, "fps": self.fps, "size": (cols * w, rows * h)}
-        Path(os.fspath(self.path)).parent.mkdir(parents=True, exist_ok=True)  # type: ignore[arg-type]  # as files
-        self._grid = Recorder(os.fspath(self.path), overwrite=self._overwrite, **options)  # type: ignore[arg-type]
-        if isinstance(batch, CudaBatch):
-            from ..cuda.driver import CudaDevice
-            from .grid import GridPass
-            from .layers import LayerUpload
-
-            ctx = self._grid.ctx
-            device = CudaDevice.open(batch.device)
-            with ctx:
-                self._grid_gpu = (LayerUpload(ctx, shape.envs, shape.size, shape.channels, device),
-                                  GridPass(ctx, shape.envs, shape.size), device)  # fmt: skip
-        self._encoder_name = self._grid.encoder_name if hasattr(self._grid, "encoder_name") else "auto"
-        self._codec = self._grid.options.codec
-
-    def _write_grid(self, batch: Batch, labels: Sequence[object] | None) -> None:
-        rec = self._grid
-        texts = None
-        if self._labels or labels is not None:
-            texts = [label_text(env, None if labels is None else labels[env]) for env in range(self.envs)]
-        if self._backpressure == "drop" and rec._session is not None and rec._session.worker.backlogged():
-            rec.skip_to(rec.frames_submitted + 1)  # its time slot stays empty: the previous picture stays on
-            self._grid_dropped += 1
-            return
-        if self._grid_gpu is None:
-            frames = batch.frames  # type: ignore[union-attr]
-            self._canvas = tile_host(frames, texts, self._canvas)
-            rec.write(self._canvas)
-            return
-        upload, grid_pass, _ = self._grid_gpu
-        with rec.frame():
-            upload.put(batch)
-            grid_pass.draw(upload.texture, texts)
-        self._encoder_name = rec.encoder_name
 
     # -- episodes and clips
 
@@ -320,8 +281,12 @@ class BatchRecorder:
             raise ConfigError("save_last cuts from the ring of encoded GOPs: make the recorder with ring_seconds= "
                               "(or keep=), and write a step first.")  # fmt: skip
         episode = self._episodes.get(env, 0)
-        target = Path(path) if path is not None else Path(os.fspath(self._namer(env, episode))).with_stem(
-            f"{Path(os.fspath(self._namer(env, episode))).stem}-last{self.steps}"
+        target = (
+            Path(path)
+            if path is not None
+            else Path(os.fspath(self._namer(env, episode))).with_stem(
+                f"{Path(os.fspath(self._namer(env, episode))).stem}-last{self.steps}"
+            )
         )
         self._pool.put_marker("save_last", env, max(1, round(seconds * self.fps)), os.fspath(target))
         return target
@@ -369,12 +334,6 @@ class BatchRecorder:
         route, self._route = self._route, None
         if route is not None:
             route.release()
-        gpu, self._grid_gpu = self._grid_gpu, None
-        if gpu is not None:
-            with self._grid.ctx:
-                gpu[0].release()
-                gpu[1].release()
-            gpu[2].release()
 
     def _make_result(self) -> BatchResult:
         n = self.envs
@@ -388,11 +347,11 @@ class BatchRecorder:
                     peak = max(peak, stream.ring.peak_bytes if stream.ring is not None else 0)
             dropped, repeated = self._pool.dropped, self._pool.repeated
         if self._grid is not None:
-            result = self._grid.close()
-            if result.frames:
-                videos.append(BatchVideo(None, None, result.path, result.frames, result.bytes))
-            self._encoder_name = result.encoder
-            dropped = [self._grid_dropped] * n
+            video = self._grid.close()
+            videos += [video] if video is not None else []
+            self._encoder_name = self._grid.rec.close().encoder
+            self._codec = self._grid.rec.options.codec
+            dropped = [self._grid.dropped] * n
         return BatchResult(tuple(videos), self.layout, n, self.steps, self.frames, tuple(dropped), tuple(repeated),
                            time.perf_counter() - self._started, self._encoder_name, self._codec, peak)  # fmt: skip
 
@@ -411,18 +370,20 @@ class BatchRecorder:
 
 
 def _has_field(path: object, name: str) -> bool:
-    return callable(path) or "{" + name in os.fspath(path)  # type: ignore[arg-type]
+    return not isinstance(path, (str, os.PathLike)) or "{" + name in os.fspath(path)
 
 
 def _namer(path: PathLike | Callable[[int, int], PathLike]) -> Callable[[int, int], str]:
     """``(env, episode) -> path`` for per-env files; ConfigError for a pattern without ``{env}``."""
-    if callable(path):
-        return lambda env, episode: os.fspath(path(env, episode))  # type: ignore[operator]
+    if not isinstance(path, (str, os.PathLike)):
+        return lambda env, episode: os.fspath(path(env, episode))
     pattern = os.fspath(path)
     try:
         names = {pattern.format(env=e, episode=0) for e in (0, 1)}
     except (KeyError, IndexError, ValueError) as exc:
-        raise ConfigError(f"The path pattern {pattern!r} has a field other than {{env}} and {{episode}} ({exc}).") from None
+        raise ConfigError(
+            f"The path pattern {pattern!r} has a field other than {{env}} and {{episode}} ({exc})."
+        ) from None
     if len(names) < 2:
         raise ConfigError(
             f"Per-env files need {{env}} in the path, e.g. 'videos/env{{env:02d}}.mp4' (and {{episode}} for a file "

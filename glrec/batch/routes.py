@@ -104,7 +104,7 @@ class CpuRoute:
         if isinstance(batch, HostBatch):
             return batch.frames
         HOST_COPIES[0] += len(active)
-        return cuda_to_host(batch)
+        return list(cuda_to_host(batch))  # views of one new host array
 
     def drain(self) -> list[tuple[int, Frame]]:
         return []
@@ -179,7 +179,9 @@ class NvjpegRoute:
 
         self.facts = facts
         self._device = CudaDevice.open(request.device if isinstance(request.device, int) else 0)
-        self._encoder = encoder_row("nvjpeg").open(request.__class__(facts, request.options, self._device))
+        self._encoder: Encoder | None = encoder_row("nvjpeg").open(
+            request.__class__(facts, request.options, self._device)
+        )
 
     def stream_encoder(self) -> Encoder:
         return Passthrough()
@@ -196,7 +198,8 @@ class NvjpegRoute:
         if batch.stream is not None:
             call("cuStreamSynchronize", batch.stream)
         views = [_EnvView(batch, env) for env in active]
-        packets = self._encoder.encode_batch(views)  # type: ignore[arg-type]
+        assert self._encoder is not None, "released"
+        packets = self._encoder.encode_batch(views)  # the views are CUDA device frames
         w, h = self.facts.size
         return [(p.pts, EncodedFrame(0, "mjpeg", w, h, p.data)) for p in packets]
 

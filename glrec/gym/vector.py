@@ -49,7 +49,7 @@ log = logging.getLogger("glrec")
 __all__ = ["RecordVectorVideo"]
 
 
-class RecordVectorVideo(VectorWrapper):  # type: ignore[misc]  # Gymnasium is untyped here
+class RecordVectorVideo(VectorWrapper):
     """Record each env's episodes (or stretches of steps) of a vector env (see the module docstring).
 
     ``envs``: the envs recorded (indices, or a callable ``env -> bool``; default all).
@@ -154,7 +154,7 @@ class RecordVectorVideo(VectorWrapper):  # type: ignore[misc]  # Gymnasium is un
 
     # -- the VectorEnv API
 
-    def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None) -> Any:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
         """Reset the envs (those of ``options["reset_mask"]``); each reset env starts an episode."""
         mask = None if options is None else options.get("reset_mask")  # read first: the vector env pops it
         if mask is not None:
@@ -204,4 +204,3 @@ class RecordVectorVideo(VectorWrapper):  # type: ignore[misc]  # Gymnasium is un
     def videos(self) -> list[str]:
         """The files written so far, in the order they were finished."""
         return [str(v.path) for r in self.results for v in r.videos]
-

@@ -7,6 +7,7 @@ frames written (libx264 at qp 0 in 4:4:4 is a near-lossless reference).
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -202,7 +203,7 @@ def test_the_ring_is_bounded_per_env(tmp_path) -> None:
     assert ring.bytes <= 10_000 and ring.peak_bytes <= 10_000 + 10 * 300  # the bound plus one GOP
     assert next(ring.gops())[0].keyframe
     result = record(tmp_path, steps=60, pattern="r{env}-{episode}.mp4", ring_seconds=1.0)
-    assert result.videos == () and 0 < result.ring_bytes_peak  # a ring without keep writes nothing
+    assert result.videos == () and result.ring_bytes_peak > 0  # a ring without keep writes nothing
 
 
 class _Gate:
@@ -246,7 +247,7 @@ def test_backpressure_counts_what_it_dropped_or_repeated(tmp_path, monkeypatch, 
                 assert psnr(frame, step_batch(step, n=2)[env]) > 40
         else:
             assert len(frames) == 12  # one frame per step, the previous picture in the slots it could not take
-            assert sum(psnr(a, b) == float("inf") for a, b in zip(frames, frames[1:], strict=False)) >= lost[env]
+            assert sum(psnr(a, b) == float("inf") for a, b in itertools.pairwise(frames)) >= lost[env]
     assert f"{sum(lost)} {'dropped' if policy == 'drop' else 'repeated'}" in result.summary()
 
 
@@ -311,9 +312,9 @@ def test_a_host_batch_where_cuda_was_promised_is_refused(tmp_path) -> None:
 )
 def test_bad_options_are_refused_before_anything_is_written(tmp_path, kwargs, message) -> None:
     path = str(tmp_path / kwargs.pop("path"))
-    with pytest.raises(ConfigError, match=message.replace("{", r"\{").replace("(", r"\(")):
-        with glrec.BatchRecorder(path, **kwargs) as rec:
-            rec.write(step_batch(0))
+    with pytest.raises(ConfigError, match=message.replace("{", r"\{").replace("(", r"\(")), \
+            glrec.BatchRecorder(path, **kwargs) as rec:  # fmt: skip
+        rec.write(step_batch(0))
     assert not list(tmp_path.iterdir())
 
 
@@ -332,7 +333,12 @@ for s in range(10**6):
 def test_sigkill_leaves_every_env_file_playable(tmp_path, ext) -> None:
     pattern = str(tmp_path / f"k{{env}}.{ext}")
     code = _CHILD.format(pattern=pattern)
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=child_env(Path(__file__).parent, Path(__file__).parent.parent))
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=child_env(Path(__file__).parent, Path(__file__).parent.parent),
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "written"
         time.sleep(2.5)  # more than a fragment's second of video on disk, whatever the machine's speed

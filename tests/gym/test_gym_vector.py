@@ -59,10 +59,10 @@ def episodes_expected(renders, dones, mode) -> dict[tuple[int, int], list[np.nda
     for env in range(N):
         episode = 0
         for t, frames in enumerate(renders):
-            if mode == AutoresetMode.NEXT_STEP:  # the step after the terminating one only resets the env
-                new = t >= 2 and dones[t - 2][env]
-            else:  # SAME_STEP: the terminating step's frame is already the next episode's reset
-                new = t >= 1 and dones[t - 1][env]
+            # NEXT_STEP: the step after the terminating one only resets the env; SAME_STEP: the terminating
+            # step's frame is already the next episode's reset.
+            lag = 2 if mode == AutoresetMode.NEXT_STEP else 1
+            new = t >= lag and dones[t - lag][env]
             episode += bool(new)
             out.setdefault((env, episode), []).append(frames[env])
     return out

@@ -198,7 +198,9 @@ class GlJpegStage:
 
     def _segment_shader(self, *, layers: bool) -> moderngl.ComputeShader:
         geo = self.geometry
-        shader = self._shader("jpeg_segment.comp", {**self._defines, "LAYERS": int(layers), "TOP_DOWN": int(self.top_down)})
+        shader = self._shader(
+            "jpeg_segment.comp", {**self._defines, "LAYERS": int(layers), "TOP_DOWN": int(self.top_down)}
+        )
         for name, value in (("tex_size", self.source_size), ("mcus_x", geo.mcus_x), ("mcus", geo.mcus),
                             ("segments", geo.segments), ("tiles", geo.tiles)):  # fmt: skip
             shader[name].value = value
