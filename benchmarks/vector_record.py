@@ -12,6 +12,8 @@ a balancing policy with a little noise:
   render         step + render only: the simulator's own cost, no recording
   lists-imageio  the loop users write: per-env lists of frames, each list written with imageio (libx264) at
                  the end (what Isaac Lab's recorder and Gymnasium's RecordVideo do, one file per env)
+  lists-imageio-same  the same with glrec's x264 settings (preset veryfast, crf 20, no resize to a multiple
+                 of 16): the loop's cost with the encoder's share equal to glrec's
   lists-moviepy  the same, written with moviepy's ImageSequenceClip (Gymnasium's wrapper's writer)
   tile-imageio   tiling on the CPU each step, one imageio writer for the grid (ManiSkill's way)
   glrec-files    glrec.BatchRecorder: one file per env, encoded as frames come on a pool of threads
@@ -48,7 +50,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results_file import write_results
 
 ROWS = {
-    "2core": ["render", "lists-imageio", "lists-moviepy", "tile-imageio", "glrec-files", "glrec-grid", "glrec-long"],
+    "2core": [
+        "render",
+        "lists-imageio",
+        "lists-imageio-same",
+        "lists-moviepy",
+        "tile-imageio",
+        "glrec-files",
+        "glrec-grid",
+        "glrec-long",
+    ],
     "h200": ["gl-jpeg-files", "nvjpeg-files", "grid-nvjpeg", "cpu-h264", "x264-alone", "gl-jpeg-long"],
 }
 
@@ -140,11 +151,12 @@ def cartpole_row(name: str, args: argparse.Namespace, out: Path) -> dict[str, An
     if rec is not None:
         result = rec.close()
         extra = {"summary": result.summary(), "files": len(result.videos)}
-    elif name == "lists-imageio":
+    elif name.startswith("lists-imageio"):
         import imageio.v2 as imageio
 
+        same = {"macro_block_size": 1, "quality": None, "ffmpeg_params": ["-preset", "veryfast", "-crf", "20"]}
         for i, frames in enumerate(lists):
-            imageio.mimwrite(str(out / f"env{i:02d}.mp4"), frames, fps=50)
+            imageio.mimwrite(str(out / f"env{i:02d}.mp4"), frames, fps=50, **(same if name.endswith("same") else {}))
         extra = {"files": n}
     elif name == "lists-moviepy":
         from moviepy import ImageSequenceClip

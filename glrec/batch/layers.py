@@ -34,6 +34,12 @@ class LayerUpload:
                  device: Any = None) -> None:  # fmt: skip
         self.ctx = ctx
         w, h = size
+        most = int(ctx.info.get("GL_MAX_ARRAY_TEXTURE_LAYERS", 256))
+        if envs > most:  # checked before any GL object: one array texture holds the step
+            raise ConfigError(
+                f"{envs} envs exceed this GL's {most} array texture layers; split the batch over two BatchRecorders "
+                f"(frames[:{most}] and frames[{most}:]), or use encoder 'cpu'."
+            )
         self.texture = ctx.texture_array((w, h, envs), channels, alignment=1)
         self.texture.filter = (moderngl.NEAREST, moderngl.NEAREST)
         self.device = device  # a CudaDevice for CUDA batches (None: host batches only)

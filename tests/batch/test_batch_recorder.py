@@ -349,3 +349,22 @@ def test_sigkill_leaves_every_env_file_playable(tmp_path, ext) -> None:
         frames = decode(tmp_path / f"k{env}.{ext}")
         assert len(frames) >= 30, (env, len(frames))  # at least one whole second survives
         assert all(psnr(f, step_batch(s % 50)[env]) > 40 for s, f in enumerate(frames))
+
+
+def test_memory_stays_within_the_queues_over_many_steps(tmp_path) -> None:
+    """Python-side memory after 400 steps is what it was after 100: frames are encoded, not kept (tracemalloc)."""
+    import tracemalloc
+
+    batch = np.random.default_rng(0).integers(0, 256, (8, 64, 96, 3), dtype=np.uint8)  # 147 kB a step
+    tracemalloc.start()
+    try:
+        with glrec.BatchRecorder(str(tmp_path / "m{env}.mkv"), queue_steps=2) as rec:
+            for step in range(400):
+                rec.write(batch)
+                if step == 100:
+                    early = tracemalloc.get_traced_memory()[0]
+            late = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert late - early < 3 * batch.nbytes, (early, late)  # 300 steps kept would be 100x the batch
+    assert rec.close().frames == 8 * 400
