@@ -54,6 +54,9 @@ class Readback(Protocol):
 
     kind: str
 
+    @property
+    def device_bytes(self) -> int: ...
+
     def before_frame(self) -> None: ...
 
     def submit(self, index: int) -> Sequence[Frame]: ...
