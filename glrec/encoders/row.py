@@ -8,7 +8,9 @@ planes), the pixel format it takes from host memory, or, for an encoder that
 works in the GL context, its own convert and readback slots. Three checks
 return a reason or None: :attr:`~EncoderRow.refuse` (what it cannot take,
 known without touching the machine), :attr:`~EncoderRow.problem` (why it
-cannot run here) and :attr:`~EncoderRow.limits` (this device's limits).
+cannot run here) and :attr:`~EncoderRow.limits` (this device's limits); a
+fourth, :attr:`~EncoderRow.auto_problem`, says why ``auto`` passes it over
+where it runs but another encoder is measured faster.
 :mod:`glrec.encoders.registry` lists the rows.
 """
 
@@ -103,6 +105,9 @@ class EncoderRow:
     refuse: Check = _none
     problem: Check = _none
     limits: Check = _none
+    #: Why ``auto`` passes it over on this machine although it runs here (a faster row follows), or None.
+    #: An explicit choice of it is never refused for this reason.
+    auto_problem: Check = _none
     #: ``glrec info``'s lines for it, given the CUDA devices (None: CUDA unusable, with the reason).
     status: Callable[[Sequence[int], str | None], list[str]] | None = None
     doctor: str = ""  # the name of its check in ``glrec doctor``
