@@ -97,12 +97,12 @@ variant(
 variant("pipe:recorder", "glrec.Recorder(encoder=nvjpeg) -> .mkv, as users get it", "recorder", batch=None, phased=None)
 variant("pipe:recorder-worker", "the Recorder, nvJPEG on the encode worker (no turns: before 2026-12-02)", "recorder",
         batch=None, phased=None, turns=False)  # fmt: skip
-variant("pipe:recorder-chunk1", "the Recorder in turns, one frame per nvJPEG call", "recorder", batch=None,
-        phased=None, chunk=1)  # fmt: skip
+variant("pipe:recorder-chunk32", "the Recorder in turns, 32 frames per nvJPEG call", "recorder", batch=None,
+        phased=None, chunk=32)  # fmt: skip
 variant("pipe:recorder-gl", "glrec.Recorder(encoder=gl) -> .mkv: the GL JPEG encoder, no CUDA", "recorder",
         batch=None, phased=None, encoder="gl")  # fmt: skip
-variant("pipe:recorder-gl-b1", "the GL JPEG Recorder encoding each frame at once (no batches of array layers)",
-        "recorder", batch=None, phased=None, encoder="gl", gl_batch=1)  # fmt: skip
+variant("pipe:recorder-turns-nomux", "the Recorder in turns with a sink that drops packets", "recorder",
+        batch=None, phased=None, mux=False)  # fmt: skip
 variant(
     "pipe:recorder-b1",
     "the Recorder, shared handoff fenced per frame (the default before 2026-12-01)",
@@ -476,9 +476,8 @@ def nvjpeg_alone(
 
 def recorder(args: argparse.Namespace, mux: bool = True, handoff: str = "shared", batch: int | None = 1,
              phased: bool | None = False, encoder: str = "nvjpeg", turns: bool | None = None,
-             chunk: int | None = None, gl_batch: int | None = None) -> dict[str, Any]:  # fmt: skip
+             chunk: int | None = None) -> dict[str, Any]:  # fmt: skip
     import glrec
-    from glrec.encoders.gl_jpeg import slots
     from glrec.interop import handoff as handoffs
     from glrec.pipeline import turns as turns_module
     from glrec.scenes import load_scene
@@ -486,7 +485,7 @@ def recorder(args: argparse.Namespace, mux: bool = True, handoff: str = "shared"
     # The shared handoff's batch and phasing fixed (None: glrec's defaults, as users get them); likewise GL/CUDA
     # turns on the GL thread and the frames per encode call in them.
     handoffs.SHARED_BATCH, handoffs.SHARED_PHASED = batch, phased
-    turns_module.TURNS, turns_module.CHUNK, slots.BATCH = turns, chunk, gl_batch
+    turns_module.TURNS, turns_module.CHUNK = turns, chunk
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for run in ("warmup", "clean", "profiled"):

@@ -96,6 +96,8 @@ class EncoderRow:
     options: type[EncoderOptions] = EncoderOptions  # its own table; options of other tables are refused
     #: The most frames it takes in one ``encode_batch`` call (1: it encodes frame by frame).
     batch: int = 1
+    #: Frames per call where a recording's GL thread encodes in turns (glrec.pipeline.turns); None: ``batch``.
+    turn_batch: int | None = None
     #: What the GL convert stage makes for it (host and CUDA readers): ``yuv`` planes, ``rgb24`` or ``rgba``.
     convert: Callable[[VideoFacts], str] = _yuv
     #: The pixel format it takes from host memory, for frames that skip GL (host readers).

@@ -6,7 +6,7 @@ renders on another thread, and one thread doing 32 frames of GL then 32 of
 nvJPEG reaches the serial bound of the two (benchmarks/gpu_ceiling.py,
 ``nvjpeg:gl-turns32``). So where the encoder runs in a CUDA context and the
 recording is not live, the GL thread encodes each batch the handoff completes
-(after its one fence) itself, in chunks of the row's ``batch``, and queues the
+(after its one fence) itself, in chunks of the row's ``turn_batch``, and queues the
 packets: the contexts switch twice per batch instead of twice per frame, and the
 worker only writes to the sink. Live recordings hand every frame to the worker
 at once (latency over throughput); CPU encoders keep the worker, where their
@@ -23,7 +23,7 @@ from ..frame import EncodedFrame, Frame, HostFrame
 from .worker import Encoded
 
 #: Turns on or off for every recording (None: where the row's encode runs in a CUDA context and the recording
-#: is not live); and frames per encode call (None: the row's ``batch``). Fixed only by measurements
+#: is not live); and frames per encode call (None: the row's ``turn_batch``). Fixed only by measurements
 #: (benchmarks/gpu_ceiling.py).
 TURNS: bool | None = None
 CHUNK: int | None = None
@@ -40,7 +40,7 @@ class Turns:
     def open(cls, row: EncoderRow, encoder: Encoder, *, live: bool) -> Turns | None:
         """Turns for ``row``'s encoder, or None where the worker thread should encode (see the module docstring)."""
         wanted = row.context == "cuda" and not live if TURNS is None else TURNS
-        return cls(encoder, CHUNK or row.batch) if wanted else None
+        return cls(encoder, CHUNK or row.turn_batch or row.batch) if wanted else None
 
     def deliver(self, frames: Sequence[Frame], put: Callable[[Encoded], None]) -> None:
         """Encode ``frames`` in chunks and ``put`` each chunk's packets; after a failure, the frames not yet

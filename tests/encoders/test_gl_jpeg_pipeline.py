@@ -154,35 +154,3 @@ def test_auto_takes_gl_for_mjpeg_on_hardware_gl(monkeypatch):
     finally:
         if plan.device is not None:
             plan.device.release()
-
-
-def _packets(path):
-    with av.open(str(path)) as c:
-        return [bytes(p) for p in c.demux(video=0) if p.size]
-
-
-@pytest.mark.gl
-@pytest.mark.parametrize("frames", [40, 7])  # whole batches and a partial one; fewer frames than one batch
-def test_a_recording_encodes_in_batches_with_the_same_bytes_as_frame_by_frame(tmp_path, monkeypatch, frames):
-    """Frames gathered into array layers and encoded 16 at a time give the packets of one-at-a-time encoding."""
-    from glrec.encoders.gl_jpeg import slots
-
-    paths = {}
-    for batch in (1, None):  # None: the recording's own batch, 16 at this size
-        monkeypatch.setattr(slots, "BATCH", batch)
-        paths[batch] = tmp_path / f"b{batch}.mkv"
-        with glrec.Recorder(paths[batch], size=(96, 64), fps=30, encoder="gl", codec="mjpeg") as rec:
-            convert = rec._session._convert  # type: ignore[union-attr]
-            assert convert.batch == (16 if batch is None else 1)
-            for _ in range(frames):
-                rec.render("plasma")
-        assert rec.close().frames == frames
-    assert _packets(paths[None]) == _packets(paths[1]) and len(_packets(paths[1])) == frames
-
-
-def test_live_recordings_encode_each_frame_at_once():
-    from glrec.encoders.gl_jpeg.slots import recording_batch
-
-    facts = VideoOptions.create((96, 64), 30.0, codec="mjpeg").facts
-    assert recording_batch(facts, 3) == 16
-    assert recording_batch(VideoOptions.create((96, 64), 30.0, codec="mjpeg", live=True).facts, 3) == 1
