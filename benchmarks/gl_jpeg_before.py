@@ -167,7 +167,10 @@ class GlJpegStage:
         restart: int | None = None,
         depth: int = 3,
         source_size: tuple[int, int] | None = None,
+        batch: int = 1,  # what the pipeline passes the new stage; the old one encodes a frame at a time
     ) -> None:
+        if batch != 1:
+            raise ValueError("the old GL JPEG stage encodes one frame at a time")
         if not 1 <= quality <= 100:
             raise ConfigError(f"JPEG quality {quality} is outside 1..100.")
         if depth < 2:

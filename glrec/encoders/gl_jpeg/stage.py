@@ -204,6 +204,11 @@ class GlJpegStage:
     def depth(self) -> int:
         return len(self._outputs)
 
+    @property
+    def nbytes(self) -> int:
+        """GPU memory of its buffers (the segment slots and the output ring, each sized for the worst case)."""
+        return sum(obj.size for obj in self._objects if isinstance(obj, moderngl.Buffer))
+
     # -- the passes of one batch (run, profile)
 
     def _check(self, frames: Frames) -> int:
@@ -262,9 +267,14 @@ class GlJpegStage:
         """Queue the encoding of ``texture`` into the next output of the ring (returns at once)."""
         self.run_batch([texture])
 
-    def run_batch(self, frames: Frames) -> None:
-        """Queue the encoding of ``frames`` (at most ``batch``) into the next output of the ring."""
+    def run_batch(self, frames: Frames, count: int | None = None) -> None:
+        """Queue the encoding of ``frames`` (at most ``batch``; the first ``count`` only, if given) into the next
+        output of the ring."""
         n = self._check(frames)
+        if count is not None:
+            if not 1 <= count <= n:
+                raise ConfigError(f"Cannot encode the first {count} of {n} frames.")
+            n = count
         if not 1 <= n <= self.batch:
             raise ConfigError(f"This GL JPEG stage encodes batches of 1..{self.batch} frames, not {n}.")
         for _, dispatch in self._passes(frames, 0, n, self._slot):
