@@ -244,6 +244,11 @@ class GlJpegStage:
         self._huffman["mcus"].value = geo.mcus
 
     @property
+    def nbytes(self) -> int:
+        """GPU memory of its buffers (what the pipeline logs for the frames in flight)."""
+        return sum(obj.size for obj in self._objects if isinstance(obj, moderngl.Buffer))
+
+    @property
     def depth(self) -> int:
         return len(self._outputs)
 
