@@ -222,6 +222,10 @@ def _fit(
             raise ConfigError(why)
         reasons.append(f"{row.label} cannot take these options ({why.rstrip('.')})")
         return None
+    why = None if chosen else row.auto_problem(asked)
+    if why is not None:  # an order of preference, not a failure: the log says it, the summary need not
+        log.info("auto passes over %s: %s", row.label, why.rstrip("."))
+        return None
     device = asked.device
     via = "cuda" if device is not None else "host"
     plan_handoff = handoff if via == "cuda" else "host"
