@@ -1,9 +1,10 @@
 """The batch recorder's plan: the stream's facts from the first batch, which route encodes, and why.
 
-``encoder="auto"`` for per-env files: host batches go to the CPU encoders; CUDA
-batches in mjpeg to nvJPEG where it runs (all N in one call), else the CPU
-encoders (one device-to-host copy per step). ``encoder="gl"`` is the GL JPEG
-route (one upload, one dispatch per pass for all N; any GPU, and llvmpipe).
+``encoder="auto"`` for per-env files, as the single-stream plan orders them: mjpeg
+goes to the GL JPEG route on hardware GL (one upload, one dispatch per pass for all
+N), else CUDA batches of 3 channels to nvJPEG where it runs (all N in one call);
+everything else to the CPU encoders (a CUDA batch then crosses to the host once
+per step). ``encoder="gl"`` takes the GL JPEG route anywhere, llvmpipe included.
 NVENC opens one session per stream, and per-env files would need N of them:
 it is refused for ``layout="files"`` with the reason, and takes the grid (one
 session) -- see :func:`plan_files`.
@@ -39,6 +40,12 @@ def pick_encoder(opts: VideoOptions, shape: BatchShape) -> str:
     """The encoder for per-env files (see the module docstring)."""
     if opts.encoder != "auto":
         return str(opts.encoder)
+    if opts.codec == "mjpeg":
+        gl = encoder_row("gl")
+        why_not_gl = gl.auto_problem(request(gl, opts.facts, opts.given()))
+        if why_not_gl is None:  # hardware GL: one upload and one dispatch per pass for all N
+            return "gl"
+        log.info("glrec: batch: auto passes the GL JPEG encoder over: %s", why_not_gl)
     if shape.kind == "cuda" and opts.codec == "mjpeg":
         row = encoder_row("nvjpeg")
         why = row.problem(request(row, opts.facts, opts.given()))
