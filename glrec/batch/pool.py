@@ -70,12 +70,13 @@ class EncodePool:
 
     # -- the recorder's side
 
-    def put_frame(self, env: int, frame: Frame) -> bool:
-        """Queue env ``env``'s next frame under the policy; False when it was dropped or repeated."""
+    def put_frame(self, env: int, frame: Frame, *, wait: bool = False) -> bool:
+        """Queue env ``env``'s next frame under the policy (``wait``: whatever the policy); False when it was
+        dropped or repeated."""
         self.raise_error()
         item = ("frame", env, frame, self._skipped[env], self.policy == "repeat")
         target = self._queues[env % self.workers]
-        if self.policy == "block":
+        if self.policy == "block" or wait:
             self._put(target, item)
         else:
             try:

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from ..encoders.options import RateOptions
 from ..errors import ConfigError, GlrecError, RecorderClosedError
 from ..options import split_options
+from ..sinks.paths import check_output_path
 from ..sinks.registry import output_kind
 from ..timebase import frame_rate
 from .frames import Batch, BatchShape, CudaBatch, inspect_batch
@@ -232,6 +233,10 @@ class BatchRecorder:
             extra.setdefault("forced-idr", "1")
             opts = video_options({**self._video, "gop": rate.gop or max(1, round(self.fps)),
                                   "encoder_options": extra}, shape, self.fps)  # fmt: skip
+        for env in self._selection:  # an output that cannot be written is refused now, before any frame
+            first = Path(self._namer(env, 0))
+            first.parent.mkdir(parents=True, exist_ok=True)
+            check_output_path(first, self._overwrite)
         route, facts = plan_files(opts, shape, self._pipeline, len(self._selection))
         self._route, self._encoder_name, self._codec = route, route.name, facts.codec
         self._shape = shape
@@ -312,8 +317,8 @@ class BatchRecorder:
         error: BaseException | None = None
         try:
             if self._route is not None and self._pool is not None and self._pool.error is None:
-                for env, frame in self._route.drain():
-                    self._pool.put_frame(env, frame)
+                for env, frame in self._route.drain():  # encoded steps still on the GPU: kept, whatever the policy
+                    self._pool.put_frame(env, frame, wait=True)
         except BaseException as exc:
             error = exc
         finally:

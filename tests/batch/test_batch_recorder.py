@@ -368,3 +368,13 @@ def test_memory_stays_within_the_queues_over_many_steps(tmp_path) -> None:
         tracemalloc.stop()
     assert late - early < 3 * batch.nbytes, (early, late)  # 300 steps kept would be 100x the batch
     assert rec.close().frames == 8 * 400
+
+
+def test_an_existing_file_is_refused_at_the_first_step_with_overwrite_false(tmp_path) -> None:
+    from glrec.errors import OutputExistsError
+
+    (tmp_path / "f2.mp4").write_bytes(b"keep me")
+    with pytest.raises(OutputExistsError), glrec.BatchRecorder(str(tmp_path / "f{env}.mp4"), overwrite=False) as rec:
+        rec.write(step_batch(0))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f2.mp4"]  # nothing written, nothing replaced
+    assert (tmp_path / "f2.mp4").read_bytes() == b"keep me"
