@@ -378,3 +378,27 @@ def test_an_existing_file_is_refused_at_the_first_step_with_overwrite_false(tmp_
         rec.write(step_batch(0))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f2.mp4"]  # nothing written, nothing replaced
     assert (tmp_path / "f2.mp4").read_bytes() == b"keep me"
+
+
+@pytest.mark.gl
+def test_the_gl_grid_pass_draws_what_numpy_tiles(tmp_path) -> None:
+    """The pass that tiles CUDA batches on the GPU, fed from host memory here: the same pixels as numpy's."""
+    from glrec.batch.frames import HostBatch
+    from glrec.batch.grid import GridPass, label_text, tile_host
+    from glrec.batch.layers import LayerUpload
+
+    batch = step_batch(1, n=5)
+    labels = [label_text(env, 1.5 * env) for env in range(5)]
+    expected = tile_host(list(batch), labels, None)
+    with glrec.Recorder(str(tmp_path / "g.mkv"), size=(3 * W, 2 * H), **LOSSLESS) as rec:
+        with rec.ctx:
+            upload, grid = LayerUpload(rec.ctx, 5, (W, H), 3), GridPass(rec.ctx, 5, (W, H))
+        with rec.frame():
+            upload.put(HostBatch(list(batch)))
+            grid.draw(upload.texture, labels)
+        with rec.ctx:
+            upload.release()
+            grid.release()
+    frame = decode(tmp_path / "g.mkv")[0]
+    assert psnr(frame, expected) > 40
+    assert psnr(frame[:8], expected[:8]) > 40  # the label rows too
