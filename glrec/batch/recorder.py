@@ -225,7 +225,8 @@ class BatchRecorder:
             self._shape = shape
             return
         opts = video_options(self._video, shape, self.fps)
-        output_kind(os.fspath(self._namer(0, 0)), opts.codec)  # the extension takes the codec
+        if isinstance(self.path, (str, os.PathLike)):
+            output_kind(os.fspath(self.path), opts.codec)  # the extension takes the codec
         if self._ring is not None and opts.codec != "mjpeg":
             # Clips cut at keyframes: one a second, and the ones asked for are IDR (a clip starts there).
             rate = opts.table(RateOptions)
@@ -233,7 +234,8 @@ class BatchRecorder:
             extra.setdefault("forced-idr", "1")
             opts = video_options({**self._video, "gop": rate.gop or max(1, round(self.fps)),
                                   "encoder_options": extra}, shape, self.fps)  # fmt: skip
-        for env in self._selection:  # an output that cannot be written is refused now, before any frame
+        patterned = isinstance(self.path, (str, os.PathLike))  # a callable names files as they come
+        for env in self._selection if patterned else ():  # an output that cannot be written: refused now
             first = Path(self._namer(env, 0))
             first.parent.mkdir(parents=True, exist_ok=True)
             check_output_path(first, self._overwrite)
