@@ -402,3 +402,19 @@ def test_the_gl_grid_pass_draws_what_numpy_tiles(tmp_path) -> None:
     frame = decode(tmp_path / "g.mkv")[0]
     assert psnr(frame, expected) > 40
     assert psnr(frame[:8], expected[:8]) > 40  # the label rows too
+
+
+def test_the_grid_drops_steps_while_its_encoder_is_behind(tmp_path, monkeypatch) -> None:
+    from glrec._recording import Recording
+
+    behind = iter([False, True, True, False, False, True] + [False] * 10)
+    monkeypatch.setattr(Recording, "encoder_backlogged", property(lambda self: next(behind)))
+    with glrec.BatchRecorder(str(tmp_path / "g.mkv"), layout="grid", backpressure="drop", **LOSSLESS) as rec:
+        for s in range(8):
+            rec.write(step_batch(s))
+    result = rec.close()
+    assert result.dropped == (3,) * N
+    steps = [round(p.pts * p.time_base * 30) for p in packets(tmp_path / "g.mkv")]
+    assert sorted(steps) == [0, 3, 4, 6, 7]  # the dropped steps' slots stay empty: time is the simulator's
+    frames = decode(tmp_path / "g.mkv")
+    assert psnr(frames[1][:H, :W], step_batch(3)[0]) > 40
