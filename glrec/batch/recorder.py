@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from .._lifecycle import deferred_signals, track, untrack
 from ..encoders.options import RateOptions
 from ..errors import ConfigError, GlrecError, RecorderClosedError
 from ..options import split_options
@@ -24,6 +25,7 @@ from ..sinks.registry import output_kind
 from ..timebase import frame_rate
 from .frames import Batch, BatchShape, CudaBatch, inspect_batch
 from .grid_stream import GridStream
+from .names import PathLike, has_field, namer
 from .plan import FILES_PIPELINE, plan_files, video_options
 from .pool import POLICIES, Backpressure, EncodePool
 from .result import BatchResult, BatchVideo
@@ -36,7 +38,6 @@ log = logging.getLogger("glrec")
 Layout = Literal["files", "grid"]
 #: Where env frames come from: fixed by the first batch (auto), or promised (a batch elsewhere is refused).
 DeviceKind = Literal["auto", "host", "cuda"]
-PathLike = str | os.PathLike[str]
 
 
 class BatchRecorder:
@@ -98,7 +99,7 @@ class BatchRecorder:
                 extra = sorted(set(self._pipeline) - set(FILES_PIPELINE))
                 raise ConfigError(f"{', '.join(extra)} configure the single-stream pipeline; per-env files take "
                                   f"only {', '.join(FILES_PIPELINE)} of those (the grid takes them all).")  # fmt: skip
-            self._namer = _namer(path)
+            self._namer = namer(path)
         self.path = path
         self._select = envs
         self._keep = keep
@@ -123,6 +124,7 @@ class BatchRecorder:
         self._encoder_name = "none"
         self._codec = str(self._video.get("codec") or "h264")
         self._result: BatchResult | None = None
+        track(self)  # finished at interpreter exit if nobody closes it
 
     _promised: str | None = None
     _selection: list[int]
@@ -248,7 +250,7 @@ class BatchRecorder:
             if self._ring is not None:
                 ring = GopRing(max(1, round(self._ring[0] * self.fps)), self._ring[1])
             return EnvStream(env, facts, route.stream_encoder, self._namer, overwrite=self._overwrite,
-                             split_episodes=_has_field(self.path, "episode"), ring=ring)  # fmt: skip
+                             split_episodes=has_field(self.path, "episode"), ring=ring)  # fmt: skip
 
         self._pool = EncodePool(shape.envs, make_stream, workers=self._workers, queue_steps=self._queue_steps,
                                 backpressure=self._backpressure, abort_after=self._abort_after)  # fmt: skip
@@ -312,10 +314,18 @@ class BatchRecorder:
                 log.warning("While finishing the batch recording after %r, closing failed too: %r", error, err)
 
     def close(self) -> BatchResult:
-        """Finish every file (frames in flight encoded, trailers written, clips decided on). Safe twice."""
+        """Finish every file (frames in flight encoded, trailers written, clips decided on). Safe twice.
+
+        Ctrl-C and SIGTERM arriving meanwhile wait until the files are finished.
+        """
         if self._result is not None:
             return self._result
         self._closed = True
+        untrack(self)
+        with deferred_signals("finishing the batch recording"):
+            return self._finish()
+
+    def _finish(self) -> BatchResult:
         error: BaseException | None = None
         try:
             if self._route is not None and self._pool is not None and self._pool.error is None:
@@ -336,6 +346,13 @@ class BatchRecorder:
             raise error
         log.info("%s", self._result.summary(), extra={"glrec_summary": True})
         return self._result
+
+    def _finish_at_exit(self) -> None:
+        """The interpreter is exiting with this recorder open: finish its files."""
+        if not self._closed:
+            log.warning("BatchRecorder for %s was never closed; finishing it at exit (use 'with' or call close()).",
+                        self.path)  # fmt: skip
+            self.close()
 
     def _release(self) -> None:
         route, self._route = self._route, None
@@ -374,26 +391,3 @@ class BatchRecorder:
         except Exception as err:
             if err is not exc[1]:
                 log.warning("While finishing the batch recording after an error, closing failed too: %r", err)
-
-
-def _has_field(path: object, name: str) -> bool:
-    return not isinstance(path, (str, os.PathLike)) or "{" + name in os.fspath(path)
-
-
-def _namer(path: PathLike | Callable[[int, int], PathLike]) -> Callable[[int, int], str]:
-    """``(env, episode) -> path`` for per-env files; ConfigError for a pattern without ``{env}``."""
-    if not isinstance(path, (str, os.PathLike)):
-        return lambda env, episode: os.fspath(path(env, episode))
-    pattern = os.fspath(path)
-    try:
-        names = {pattern.format(env=e, episode=0) for e in (0, 1)}
-    except (KeyError, IndexError, ValueError) as exc:
-        raise ConfigError(
-            f"The path pattern {pattern!r} has a field other than {{env}} and {{episode}} ({exc})."
-        ) from None
-    if len(names) < 2:
-        raise ConfigError(
-            f"Per-env files need {{env}} in the path, e.g. 'videos/env{{env:02d}}.mp4' (and {{episode}} for a file "
-            f"per episode); got {pattern!r}. For one video of all envs use layout='grid'."
-        )
-    return lambda env, episode: pattern.format(env=env, episode=episode)
