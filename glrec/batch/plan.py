@@ -85,8 +85,7 @@ def plan_files(
     if name == "nvjpeg":
         if shape.kind != "cuda":
             raise ConfigError("encoder 'nvjpeg' reads CUDA batches; pass a CUDA tensor, or use encoder 'gl' or 'cpu'.")
-        asked = request(row, facts, given, device=cuda_device)  # type: ignore[arg-type]  # the route opens it
-        return NvjpegRoute(facts, asked, shape.channels), facts
+        return NvjpegRoute(asked, cuda_device, shape.channels), facts
     if name == "gl":
         from .gl_route import GlJpegRoute
 

@@ -24,9 +24,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..encoders import Encoder
-from ..encoders.registry import encoder_row
+from ..encoders.registry import EncodeRequest, encoder_row
 from ..errors import ConfigError
-from ..frame import EncodedFrame, Frame, HostFrame
+from ..frame import EncodedFrame, Frame, HostFrame, Packet
 from ..video_facts import VideoFacts
 from .frames import Batch, CudaBatch, HostBatch
 
@@ -54,16 +54,14 @@ class Passthrough:
     name = "batch"
     codec = "mjpeg"
 
-    def encode(self, frame: Frame) -> list[Any]:
-        from ..frame import Packet
-
+    def encode(self, frame: Frame) -> list[Packet]:
         assert isinstance(frame, EncodedFrame)
         return [Packet(frame.data, frame.index, frame.index, True)]
 
-    def encode_batch(self, frames: Sequence[Frame]) -> list[Any]:
+    def encode_batch(self, frames: Sequence[Frame]) -> list[Packet]:
         return [p for f in frames for p in self.encode(f)]
 
-    def flush(self) -> list[Any]:
+    def flush(self) -> list[Packet]:
         return []
 
     def request_keyframe(self) -> None:
@@ -169,7 +167,7 @@ class NvjpegRoute:
 
     name = "nvjpeg (batch)"
 
-    def __init__(self, facts: VideoFacts, request: Any, channels: int) -> None:
+    def __init__(self, asked: EncodeRequest[Any], cuda_device: int, channels: int) -> None:
         if channels != 3:
             raise ConfigError(
                 "nvJPEG reads packed RGB; this batch has 4 channels. Pass frames[..., :3].contiguous(), "
@@ -177,10 +175,10 @@ class NvjpegRoute:
             )
         from ..cuda.driver import CudaDevice
 
-        self.facts = facts
-        self._device = CudaDevice.open(request.device if isinstance(request.device, int) else 0)
+        self.facts = asked.facts
+        self._device = CudaDevice.open(cuda_device)
         self._encoder: Encoder | None = encoder_row("nvjpeg").open(
-            request.__class__(facts, request.options, self._device)
+            EncodeRequest(asked.facts, asked.options, self._device)
         )
 
     def stream_encoder(self) -> Encoder:
