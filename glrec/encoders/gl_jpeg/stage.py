@@ -143,7 +143,8 @@ class GlJpegStage:
     ``size`` is the JPEG's size; ``source_size`` (default ``size``) the textures': a larger
     JPEG repeats the texture's last column and row (``pad``). ``quality`` 1..100 (default 90),
     ``pix_fmt`` yuv420p or yuv444p, ``restart`` MCUs per segment (default: see :func:`geometry`),
-    ``batch`` the most frames one dispatch encodes (default 1; buffers grow with it).
+    ``batch`` the most frames one dispatch encodes (default 1; buffers grow with it); ``top_down``:
+    the textures' rows are top row first (arrays uploaded as they lie: :mod:`glrec.batch`), not GL's bottom-up.
 
     >>> stage = GlJpegStage(ctx, (256, 256), batch=64)  # doctest: +SKIP
     >>> jpegs = stage.encode_batch(textures)  # 64 textures, or a TextureArray of 64 layers  # doctest: +SKIP
@@ -163,6 +164,7 @@ class GlJpegStage:
         depth: int = 3,
         source_size: tuple[int, int] | None = None,
         batch: int = 1,
+        top_down: bool = False,
     ) -> None:
         if not 1 <= quality <= 100:
             raise ConfigError(f"JPEG quality {quality} is outside 1..100.")
@@ -176,6 +178,7 @@ class GlJpegStage:
             raise ConfigError(f"The texture {self.source_size} is larger than the JPEG {size}; glrec does not crop.")
         check_limits(ctx, geo, self.source_size, batch)  # before any GL object
         self.ctx, self.geometry, self.quality, self.pix_fmt, self.batch = ctx, geo, quality, pix_fmt, batch
+        self.top_down = top_down  # frames' rows top row first (batches uploaded as arrays lie), not GL's bottom-up
         self.header = tables.header(geo.width, geo.height, quality, geo.subsampling, geo.restart)
         units = gl_integer(ctx, GL_MAX_COMPUTE_TEXTURE_IMAGE_UNITS) or MAX_UNITS
         self._units = max(1, min(batch, MAX_UNITS, units))
@@ -225,6 +228,7 @@ class GlJpegStage:
             "BITS_WORDS": geo.bits_words,
             "UNITS": self._units,
             "LAYERS": 0,
+            "TOP_DOWN": 0,
             "QUANT": _glsl_array(quant),
             "BASIS": _glsl_array(np.rint(basis * 8192).astype(np.int32)),
             "ZIGZAG_POS": _glsl_array(position),
@@ -244,7 +248,9 @@ class GlJpegStage:
 
     def _segment_shader(self, *, layers: bool) -> moderngl.ComputeShader:
         geo = self.geometry
-        shader = self._shader("jpeg_segment.comp", {**self._defines, "LAYERS": int(layers)})
+        shader = self._shader(
+            "jpeg_segment.comp", {**self._defines, "LAYERS": int(layers), "TOP_DOWN": int(self.top_down)}
+        )
         for name, value in (("tex_size", self.source_size), ("mcus_x", geo.mcus_x), ("mcus", geo.mcus),
                             ("segments", geo.segments), ("tiles", geo.tiles)):  # fmt: skip
             shader[name].value = value
