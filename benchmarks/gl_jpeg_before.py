@@ -167,7 +167,10 @@ class GlJpegStage:
         restart: int | None = None,
         depth: int = 3,
         source_size: tuple[int, int] | None = None,
+        batch: int = 1,  # what the pipeline passes the new stage; the old one encodes a frame at a time
     ) -> None:
+        if batch != 1:
+            raise ValueError("the old GL JPEG stage encodes one frame at a time")
         if not 1 <= quality <= 100:
             raise ConfigError(f"JPEG quality {quality} is outside 1..100.")
         if depth < 2:
@@ -239,6 +242,11 @@ class GlJpegStage:
         for shader in (self._huffman, self._scan, self._assemble):
             shader["segments"].value = geo.segments
         self._huffman["mcus"].value = geo.mcus
+
+    @property
+    def nbytes(self) -> int:
+        """GPU memory of its buffers (what the pipeline logs for the frames in flight)."""
+        return sum(obj.size for obj in self._objects if isinstance(obj, moderngl.Buffer))
 
     @property
     def depth(self) -> int:

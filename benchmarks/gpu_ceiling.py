@@ -95,6 +95,14 @@ variant(
     memory="gl-turns",
 )
 variant("pipe:recorder", "glrec.Recorder(encoder=nvjpeg) -> .mkv, as users get it", "recorder", batch=None, phased=None)
+variant("pipe:recorder-worker", "the Recorder, nvJPEG on the encode worker (no turns: before 2026-12-02)", "recorder",
+        batch=None, phased=None, turns=False)  # fmt: skip
+variant("pipe:recorder-chunk32", "the Recorder in turns, 32 frames per nvJPEG call", "recorder", batch=None,
+        phased=None, chunk=32)  # fmt: skip
+variant("pipe:recorder-gl", "glrec.Recorder(encoder=gl) -> .mkv: the GL JPEG encoder, no CUDA", "recorder",
+        batch=None, phased=None, encoder="gl")  # fmt: skip
+variant("pipe:recorder-turns-nomux", "the Recorder in turns with a sink that drops packets", "recorder",
+        batch=None, phased=None, mux=False)  # fmt: skip
 variant(
     "pipe:recorder-b1",
     "the Recorder, shared handoff fenced per frame (the default before 2026-12-01)",
@@ -125,8 +133,11 @@ variant("pipe:phased-b8", "two threads, GL and CUDA taking turns per 8 frames", 
 variant("pipe:phased-b32", "two threads, turns per 32 frames", "pipeline", batch=32, phased=True, mux=False)
 variant("pipe:phased-b8-nvjpeg8", "turns per 8 frames, 8 images per nvJPEG call", "pipeline", batch=8, phased=True,
         mux=False, nvjpeg_batch=8)  # fmt: skip
-variant("procs:4x-recorder", "4 processes of pipe:recorder at once (total frames/s)", "processes",
-        inner="pipe:recorder", count=4)  # fmt: skip
+for _n in (1, 2, 4, 8):
+    variant(f"procs:{_n}x-recorder", f"{_n} processes of pipe:recorder at once (total frames/s)", "processes",
+            inner="pipe:recorder", count=_n)  # fmt: skip
+    variant(f"procs:{_n}x-recorder-gl", f"{_n} processes of pipe:recorder-gl at once (total frames/s)", "processes",
+            inner="pipe:recorder-gl", count=_n)  # fmt: skip
 variant("procs:4x-recorder-b8-phased", "4 processes of pipe:recorder-b8-phased at once", "processes",
         inner="pipe:recorder-b8-phased", count=4)  # fmt: skip
 
@@ -464,20 +475,28 @@ def nvjpeg_alone(
 
 
 def recorder(args: argparse.Namespace, mux: bool = True, handoff: str = "shared", batch: int | None = 1,
-             phased: bool | None = False) -> dict[str, Any]:  # fmt: skip
+             phased: bool | None = False, encoder: str = "nvjpeg", turns: bool | None = None,
+             chunk: int | None = None) -> dict[str, Any]:  # fmt: skip
     import glrec
     from glrec.interop import handoff as handoffs
+    from glrec.pipeline import turns as turns_module
     from glrec.scenes import load_scene
 
-    # The shared handoff's batch and phasing fixed (None: glrec's defaults, as users get them).
+    # The shared handoff's batch and phasing fixed (None: glrec's defaults, as users get them); likewise GL/CUDA
+    # turns on the GL thread and the frames per encode call in them.
     handoffs.SHARED_BATCH, handoffs.SHARED_PHASED = batch, phased
+    turns_module.TURNS, turns_module.CHUNK = turns, chunk
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for run in ("warmup", "clean", "profiled"):
             frames = args.warmup if run == "warmup" else args.frames
             kw: dict[str, Any] = {} if mux else {"sink": NullSink()}
-            rec = glrec.Recorder(Path(tmp) / f"{run}.mkv", size=args.size, fps=60, encoder="nvjpeg", codec="mjpeg",
-                                 handoff=handoff, overwrite=True, **kw)  # fmt: skip
+            if encoder != "gl":
+                kw["handoff"] = handoff
+            rec = glrec.Recorder(Path(tmp) / f"{run}.mkv", size=args.size, fps=60, encoder=encoder, codec="mjpeg",
+                                 overwrite=True, **kw)  # fmt: skip
+            if run == "clean":
+                _wait_for_start()  # several processes: every one starts its timed frames at once
             with rec:
                 with rec.ctx:  # glrec's context current for the script's own GL objects; ends before close
                     clocks = Clocks(rec.ctx) if run == "profiled" else None
@@ -485,18 +504,23 @@ def recorder(args: argparse.Namespace, mux: bool = True, handoff: str = "shared"
                     scene.setup(rec.ctx, args.size)
                     if clocks is not None:
                         rec.time_stages(_recorder_timers(clocks))
-                    t0, c0 = time.perf_counter(), time.process_time()
+                    w0, t0, c0 = time.time(), time.perf_counter(), time.process_time()
                     for _ in range(frames):
                         with rec.frame(), clocks.gpu("render") if clocks else _nothing():
                             scene.render(rec.time)
                     stages = clocks.result(frames) if clocks else {}  # the GL queries, read while current
                     scene.close()
+                t1 = time.perf_counter()
                 result = rec.close()
                 seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
             if result.frames != frames:
                 raise RuntimeError(f"the recorder wrote {result.frames} of {frames} frames")
             if run == "clean":
-                out.update(fps=frames / seconds, cpu_ms_per_frame=1e3 * cpu / frames, plan=rec.plan.describe())
+                # fps: first frame to the file finished, as users get it; loop_fps leaves out close (the trailer,
+                # the last batch's encode), a fixed cost per recording, not per frame.
+                out.update(fps=frames / seconds, loop_fps=frames / (t1 - t0), close_ms=1e3 * (t0 + seconds - t1),
+                           cpu_ms_per_frame=1e3 * cpu / frames, plan=rec.plan.describe(), wall=(w0, w0 + seconds),
+                           gpu_memory_mib=round(rec._session.device_bytes / 2**20, 1))  # fmt: skip
             elif run == "profiled":
                 out.update(fps_profiled=frames / seconds, stages_ms=stages)
     return out
@@ -579,17 +603,67 @@ def pipeline(args: argparse.Namespace, threads: bool = True, mux: bool = True, b
         return _timed_loop(args, ctx, frame, finish)
 
 
+_START_AT = "GLREC_BENCH_START_AT"
+
+
+def _wait_for_start() -> None:
+    """Sleep until the wall time the parent of several processes set for their timed frames to begin."""
+    at = os.environ.get(_START_AT)
+    if at:
+        time.sleep(max(0.0, float(at) - time.time()))
+
+
 def processes(args: argparse.Namespace, inner: str, count: int) -> dict[str, Any]:
+    """``count`` processes of ``inner`` whose timed recordings start at one wall time (after each one's set-up and
+    warm-up): total frames over the span from the first start to the last finish, and the GPU's utilisation
+    sampled by nvidia-smi meanwhile."""
     cmd = _child_command(inner, args)
     started = time.perf_counter()
-    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(count)]
+    env = {**os.environ, _START_AT: str(time.time() + 6.0 + 0.5 * count)}
+    smi = _utilisation_sampler()
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for _ in range(count)]  # fmt: skip
     results = []
     for p in procs:
         out, err = p.communicate(timeout=args.timeout)
         results.append(_parse(out, err, p.returncode))
-    fps = [r["fps"] for r in results]
-    note = f"sum of {count} processes' frames/s (their timed loops overlap; each ran {args.frames} frames)"
-    return {"fps": sum(fps), "fps_each": fps, "wall_seconds": time.perf_counter() - started, "note": note}
+    samples = _stop_sampler(smi)
+    failed = [r["reason"] for r in results if r.get("status") != "ok"]
+    if failed:
+        raise RuntimeError(failed[0])
+    begin, end = min(r["wall"][0] for r in results), max(r["wall"][1] for r in results)
+    inside = [u for t, u in samples if begin <= t <= end]
+    return {"fps": count * args.frames / (end - begin), "fps_each": [r["fps"] for r in results],
+            "span_seconds": end - begin, "wall_seconds": time.perf_counter() - started,
+            "gpu_utilisation_pct": round(sum(inside) / len(inside), 1) if inside else None,
+            "note": f"{count} x {args.frames} frames, first start to last finish"}  # fmt: skip
+
+
+def _utilisation_sampler() -> Any:
+    try:
+        query = ["nvidia-smi", "--query-gpu=timestamp,utilization.gpu", "--format=csv,noheader,nounits", "-lms", "100"]
+        return subprocess.Popen(query, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    except OSError:
+        return None
+
+
+def _stop_sampler(smi: Any) -> list[tuple[float, float]]:
+    """(wall time, utilisation %) samples of the sampler, stopped."""
+    import datetime
+
+    if smi is None:
+        return []
+    smi.terminate()
+    out, _ = smi.communicate()
+    samples = []
+    for line in out.splitlines():
+        try:
+            stamp, util = (x.strip() for x in line.split(","))
+            t = datetime.datetime.strptime(stamp, "%Y/%m/%d %H:%M:%S.%f").timestamp()
+            samples.append((t, float(util)))
+        except ValueError:
+            continue
+    return samples
 
 
 # -- driver ------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from .errors import *  # noqa: F403  # every error class; the list is glrec.erro
 if TYPE_CHECKING:
     from ._api import record, write_video
     from ._transcode import transcode
+    from .batch import BatchRecorder, BatchResult
     from .recorder import Recorder
     from .result import RecordResult
     from .scenes import Scene, load_scene
@@ -30,7 +31,8 @@ _moved.install()  # pre-0.2 module paths (glrec.leaks, glrec.interop.pool, ...) 
 # starts in a few milliseconds and handles a Ctrl-C during its imports itself;
 # glrec.gym needs Gymnasium, an optional extra.
 _LAZY = {"Recorder": "recorder", "RecordResult": "result", "record": "_api", "write_video": "_api",
-         "transcode": "_transcode", "Scene": "scenes", "load_scene": "scenes", "VideoSource": "sources"}  # fmt: skip
+         "transcode": "_transcode", "Scene": "scenes", "load_scene": "scenes", "VideoSource": "sources",
+         "BatchRecorder": "batch", "BatchResult": "batch"}  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
@@ -46,6 +48,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     *errors.__all__,
+    "BatchRecorder",
+    "BatchResult",
     "RecordResult",
     "Recorder",
     "Scene",

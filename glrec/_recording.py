@@ -167,6 +167,11 @@ class Recording:
         """Frames handed to the output so far (a container holds up to one second of them in memory)."""
         return self._session.worker.frames_written if self._session is not None else 0
 
+    @property
+    def encoder_backlogged(self) -> bool:
+        """Whether the encode queue is full, so the next frame would wait: the encoder is the slower side."""
+        return self._session is not None and self._session.worker.backlogged()
+
     def _stop_after(self, error: BaseException) -> None:
         """A stage failed: finish the file and release everything; the caller raises ``error``.
 

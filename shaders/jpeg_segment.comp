@@ -22,8 +22,9 @@
 // every run and every GL. Defines: SUB (1: 4:4:4, 2: 4:2:0), BLOCKS (per MCU), RESTART (MCUs
 // per segment), NB (= RESTART * BLOCKS), LANES (invocations per block: 4 or 8), CHUNK
 // (= 64 / LANES), NT (= LANES * NB), SEG_WORDS, BITS_WORDS, UNITS (frames a dispatch may sample:
-// sampler array size), LAYERS (1: the frames are layers of one array texture), QUANT (int[128]),
-// BASIS (int[64]), ZIGZAG_POS (int[64]).
+// sampler array size), LAYERS (1: the frames are layers of one array texture), TOP_DOWN (1: the
+// frames' rows are top row first, as arrays uploaded as they lie), QUANT (int[128]), BASIS (int[64]),
+// ZIGZAG_POS (int[64]).
 layout(local_size_x = NT) in;
 
 #if LAYERS
@@ -65,7 +66,11 @@ uint frame_z() { return gl_WorkGroupID.z; }
 
 ivec3 rgb_at(ivec2 p) {
     p = min(p, tex_size - 1);
-    ivec2 q = ivec2(p.x, tex_size.y - 1 - p.y);  // the frames' rows are bottom-up
+#if TOP_DOWN
+    ivec2 q = p;
+#else
+    ivec2 q = ivec2(p.x, tex_size.y - 1 - p.y);  // the frames' rows are bottom-up (GL's render targets)
+#endif
 #if LAYERS
     vec4 c = texelFetch(frames, ivec3(q, int(layer_base + frame_z())), 0);
 #else

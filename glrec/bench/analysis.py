@@ -22,7 +22,7 @@ X264_THREADING = frozenset({"threads", "lookahead_threads", "sliced_threads", "s
 TARGETS = {
     "cpu": ("glrec:cpu frames/s vs naive-imageio at equal x264 settings", 1.5),
     "nvjpeg": ("glrec:nvjpeg frames/s vs naive-imageio", 20.0),
-    "nvjpeg_efficiency": ("glrec:nvjpeg pipeline efficiency (e2e / slowest stage)", 0.8),
+    "nvjpeg_efficiency": ("glrec:nvjpeg pipeline efficiency (e2e / serial bound: GL and CUDA take turns)", 0.9),
     "memory": ("peak RSS of 10N frames / N frames", 1.10),
 }
 
@@ -130,9 +130,11 @@ def efficiency(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         slowest = min(stages, key=lambda k: stages[k])
         serial = 1.0 / sum(1.0 / v for v in stages.values())
+        # Stages that take turns on one GPU cannot overlap: their bound is the serial one.
+        bound = serial if backend.turns else stages[slowest]
         line = {
             "group": s["group"], "backend": backend.name, "fps": s["fps"], "stage_fps": stages,
-            "slowest_stage": slowest, "efficiency": s["fps"] / stages[slowest],
+            "slowest_stage": slowest, "efficiency": s["fps"] / bound, "bound": "serial" if backend.turns else "slowest",
             "serial_fps": serial, "x_serial": s["fps"] / serial, "cpu_ms_per_frame": s["cpu_ms_per_frame"],
         }  # fmt: skip
         floor = [cpu_ms.get((s["group"], name)) for name in backend.floor_stages]

@@ -41,6 +41,9 @@ class Backend:
     #: Rows whose work every loop must do whatever its pipeline (rendering, encoding): their CPU
     #: time per frame bounds what any pipeline can gain where everything runs on the CPU.
     floor_stages: tuple[str, ...] = ()
+    #: True where the parallel stages take turns on one GPU (GL and a CUDA encoder: glrec.pipeline.turns)
+    #: instead of overlapping: efficiency is then end-to-end frames/s over their serial bound.
+    turns: bool = False
     #: True when the backend encodes with libx264, so --preset/--crf apply.
     x264: bool = False
     note: str = ""
@@ -65,7 +68,8 @@ _STAGES: dict[str, dict[str, Any]] = {
     "nvjpeg": dict(
         stage_rows=("stage:render", "stage:handoff:nvjpeg", "stage:encode-nvjpeg"),
         parallel_stages=("stage:handoff:nvjpeg", "stage:encode-nvjpeg"),
-        note="GL pack to RGB -> CUDA handoff -> nvJPEG -> Motion-JPEG in Matroska",
+        turns=True,
+        note="GL pack to RGB -> CUDA handoff -> nvJPEG (GL and CUDA in turns) -> Motion-JPEG in Matroska",
     ),
     "nvenc": dict(note="GL convert -> CUDA handoff -> NVENC H.264"),
     "gl": dict(note="GL JPEG in the GL context -> its own readback of the bytes -> Motion-JPEG in Matroska"),

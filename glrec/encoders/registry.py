@@ -45,8 +45,9 @@ def _load(spec: str) -> EncoderRow:
 #: Every encoder by name.
 ENCODERS: dict[str, EncoderRow] = {row.name: row for row in map(_load, ROWS)}
 #: What ``encoder="auto"`` tries, first to last: the first row that fits the options and runs here is taken.
-#: The GL JPEG encoder is not in it: auto takes it only once it is measured faster than nvJPEG or the CPU.
-AUTO_ORDER: tuple[str, ...] = ("nvenc", "nvjpeg", "cpu")
+#: For MJPEG the GL JPEG encoder comes first on hardware GL (it never switches to a CUDA context), nvJPEG next,
+#: the CPU last; on software GL auto passes the GL encoder over (its ``auto_problem``).
+AUTO_ORDER: tuple[str, ...] = ("nvenc", "gl", "nvjpeg", "cpu")
 
 
 def encoder_row(name: str) -> EncoderRow:

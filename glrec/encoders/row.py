@@ -8,7 +8,9 @@ planes), the pixel format it takes from host memory, or, for an encoder that
 works in the GL context, its own convert and readback slots. Three checks
 return a reason or None: :attr:`~EncoderRow.refuse` (what it cannot take,
 known without touching the machine), :attr:`~EncoderRow.problem` (why it
-cannot run here) and :attr:`~EncoderRow.limits` (this device's limits).
+cannot run here) and :attr:`~EncoderRow.limits` (this device's limits); a
+fourth, :attr:`~EncoderRow.auto_problem`, says why ``auto`` passes it over
+where it runs but another encoder is measured faster.
 :mod:`glrec.encoders.registry` lists the rows.
 """
 
@@ -54,6 +56,9 @@ class Readback(Protocol):
 
     kind: str
 
+    @property
+    def device_bytes(self) -> int: ...
+
     def before_frame(self) -> None: ...
 
     def submit(self, index: int) -> Sequence[Frame]: ...
@@ -91,6 +96,8 @@ class EncoderRow:
     options: type[EncoderOptions] = EncoderOptions  # its own table; options of other tables are refused
     #: The most frames it takes in one ``encode_batch`` call (1: it encodes frame by frame).
     batch: int = 1
+    #: Frames per call where a recording's GL thread encodes in turns (glrec.pipeline.turns); None: ``batch``.
+    turn_batch: int | None = None
     #: What the GL convert stage makes for it (host and CUDA readers): ``yuv`` planes, ``rgb24`` or ``rgba``.
     convert: Callable[[VideoFacts], str] = _yuv
     #: The pixel format it takes from host memory, for frames that skip GL (host readers).
@@ -100,6 +107,9 @@ class EncoderRow:
     refuse: Check = _none
     problem: Check = _none
     limits: Check = _none
+    #: Why ``auto`` passes it over on this machine although it runs here (a faster row follows), or None.
+    #: An explicit choice of it is never refused for this reason.
+    auto_problem: Check = _none
     #: ``glrec info``'s lines for it, given the CUDA devices (None: CUDA unusable, with the reason).
     status: Callable[[Sequence[int], str | None], list[str]] | None = None
     doctor: str = ""  # the name of its check in ``glrec doctor``

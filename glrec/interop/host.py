@@ -38,6 +38,8 @@ class HostReadback:
     def depth(self) -> int:
         return len(self._pbos)
 
+    device_bytes = 0  # its ring is in GL memory; no CUDA memory at all
+
     def before_frame(self) -> None:
         """Nothing to wait for: a full ring is collected in :meth:`submit`."""
 

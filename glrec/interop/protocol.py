@@ -13,6 +13,10 @@ class Handoff(Protocol):
 
     kind: str  # "host", "register" or "shared"
 
+    @property
+    def device_bytes(self) -> int:
+        """GPU memory its frames in flight take beyond GL's own textures (0 for the PBO ring to host memory)."""
+
     def before_frame(self) -> None:
         """Before a frame's GL work is issued: where the handoff paces GL against its consumer, wait here."""
 

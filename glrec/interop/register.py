@@ -77,6 +77,11 @@ class RegisterHandoff:
     def depth(self) -> int:
         return self.batch
 
+    @property
+    def device_bytes(self) -> int:
+        """The pool's CUDA memory (the registered textures are GL's)."""
+        return self.pool.stride * self.pool.count if self.pool is not None else 0
+
     @staticmethod
     def _copy_descriptor(row_bytes: int, rows: int) -> Any:
         cu = driver()

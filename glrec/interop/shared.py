@@ -121,6 +121,11 @@ class SharedHandoff:
             self.release()
             raise
 
+    @property
+    def device_bytes(self) -> int:
+        """The CUDA memory GL writes frames into and the consumer reads them from."""
+        return self.pool.stride * self.pool.count if self.pool is not None else 0
+
     def before_frame(self) -> None:
         """Call before issuing a frame's GL work: when phased, a new batch waits for the consumer."""
         if self._gate is not None and self._batches.at_batch_start:

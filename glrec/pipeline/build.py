@@ -122,8 +122,10 @@ def build_pipeline(stack: ExitStack, video: StreamRequest, pipeline: PipelineOpt
         build.callback(handoff.release)
         # CUDA frames come in the way the handoff goes out: through shared memory, or registered buffers.
         direct = _direct_frames(pipeline, plan, gl, facts)
+        # An encoder in the GL context opened no CUDA device: CUDA frames open their own, to stay on the GPU.
         frames = FrameWriter(ctx, target.colour, size, device=plan.device if plan.uses_cuda else None,
-                             cuda_input=kind, ring=pipeline.ring, direct=direct)  # fmt: skip
+                             cuda_input=kind, ring=pipeline.ring, direct=direct,
+                             gl_on_cuda=plan.row.reads_gl and not gl.info.is_software)  # fmt: skip
         build.callback(frames.release)
         stack.push(build.pop_all())
     # -- end glrec-context

@@ -261,6 +261,10 @@ def _fit(
         cannot = f"{row.label} cannot take these options"
         reasons.append(_Reason(f"{cannot} ({why.rstrip('.')})", cannot, row.name))
         return None
+    why = None if chosen else row.auto_problem(asked)
+    if why is not None:  # an order of preference, not a failure: the log says it, the summary need not
+        log.info("auto passes over %s: %s", row.label, why.rstrip("."))
+        return None
     device = asked.device
     via = "cuda" if device is not None else "host"
     plan_handoff = handoff if via == "cuda" else "host"
@@ -279,12 +283,13 @@ def _fit(
 
 
 def _runs_here(row: EncoderRow, facts: VideoFacts, output: OutputKind, cuda: _Cuda) -> bool:
-    """Whether ``row`` could record here at all (its options aside): CUDA where it needs it, and no problem."""
+    """Whether auto would take ``row`` here, its options aside: CUDA where it needs it, no problem, and not
+    passed over by preference (the GL JPEG encoder on software GL)."""
     if row.needs_cuda and cuda.get() is None:
         return False
     try:
         asked = request(row, facts, {}, raw_output=output.raw, device=cuda.device if row.needs_cuda else None)
-        return row.problem(asked) is None
+        return row.problem(asked) is None and row.auto_problem(asked) is None
     except Exception:  # a probe that fails says the same as a problem: not here
         return False
 

@@ -5,18 +5,22 @@ frame) and when to finish; a :class:`Session` is what it builds: the stages of
 :func:`~glrec.pipeline.build.build_pipeline`, the sink and the encode worker,
 and the moves of a frame between them -- through the processing stage if there
 is one, the convert pass and the handoff, then onto the worker's queue.
+
+Where the encoder runs in a CUDA context, the GL thread encodes in turns with GL
+(:mod:`glrec.pipeline.turns`).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
 import moderngl
 
-from ..frame import HostFrame
+from ..frame import Frame, HostFrame
 from ..result import RecordResult
 from ..sinks import Sink
 from ..sinks.registry import OutputKind
@@ -24,6 +28,7 @@ from .build import build_pipeline
 from .options import PipelineOptions
 from .plan import StreamRequest
 from .timing import StageTimers, timed
+from .turns import Turns
 from .worker import EncodeWorker
 
 log = logging.getLogger("glrec")
@@ -57,6 +62,13 @@ class Session:
         self._handoff = pipeline.handoff
         self._live = pipeline.facts.live
         self.gl_frames_pending = False  # frames of render()/frame() still in the handoff
+        #: The GL thread encodes each completed batch itself, in turns with GL (None: the worker encodes).
+        self.turns = Turns.open(pipeline.plan.row, self.encoder, live=self._live)
+        #: Device memory of the frames in flight between GL and the encoder (the handoff's pool).
+        self.device_bytes = pipeline.handoff.device_bytes
+        if self.turns is not None:
+            log.info("GL and %s take turns per batch; %.0f MiB of GPU memory for frames in flight",
+                     pipeline.plan.row.label, self.device_bytes / 2**20)  # fmt: skip
 
     def start(self, sink: Sink) -> None:
         """Start the encode worker on ``sink``; the stack finishes it (flush, trailer) before the stages go."""
@@ -70,6 +82,8 @@ class Session:
         self._convert = timed("convert", self._convert, timers)
         self._handoff = timed("handoff", self._handoff, timers)
         self.worker.time_stages(timers)
+        if self.turns is not None:  # the GL thread's own encode calls
+            self.turns.encoder = timed("encode", self.turns.encoder, timers)
 
     def before_frame(self) -> None:
         """Before a frame's GL work: a handoff that paces GL against its consumer (batches) waits here."""
@@ -82,14 +96,20 @@ class Session:
         else:  # the stage hands frames on as they come out of it, each with its own index
             self._process.submit(colour, index, self._hand_on)
         if self._live:  # latency over throughput: hand this frame on now, not N frames later
-            for frame in self._handoff.drain():
-                self.worker.put(frame)
+            self._deliver(self._handoff.drain())
 
     def _hand_on(self, index: int, texture: moderngl.Texture) -> None:
         """Convert frame ``index`` from ``texture`` and queue what the handoff completes for the encoder."""
         self._convert.run(texture)
         self.gl_frames_pending = True
-        for frame in self._handoff.submit(index):
+        self._deliver(self._handoff.submit(index))
+
+    def _deliver(self, frames: Sequence[Frame]) -> None:
+        """Completed frames to the worker, or (turns) encoded here and their packets to the worker."""
+        if self.turns is not None:
+            self.turns.deliver(frames, self.worker.put)
+            return
+        for frame in frames:
             self.worker.put(frame)
 
     def submit_ready(self, frame: HostFrame) -> None:
@@ -108,8 +128,7 @@ class Session:
                 self._process.drain(self._hand_on)
             except BaseException as exc:
                 error = exc
-        for done in self._handoff.drain():
-            self.worker.put(done)
+        self._deliver(self._handoff.drain())
         if error is not None:
             raise error
 

@@ -2,7 +2,7 @@
 
 A timer is a callable returning a context manager; the stage's methods run
 inside it. Stage names: ``convert`` (``run``), ``handoff`` (``submit``,
-``drain``), ``encode`` (``encode``, ``flush``), ``mux`` (``write``, ``close``).
+``drain``), ``encode`` (``encode``, ``encode_batch``, ``flush``), ``mux`` (``write``, ``close``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ T = TypeVar("T")
 STAGE_METHODS: dict[str, tuple[str, ...]] = {
     "convert": ("run",),
     "handoff": ("submit", "drain"),
-    "encode": ("encode", "flush"),
+    "encode": ("encode", "encode_batch", "flush"),
     "mux": ("write", "close"),
 }
 

@@ -4,6 +4,10 @@ Rendering (on the GL thread) and encoding overlap; a bounded queue keeps memory
 flat when the encoder is the slower side (the GL thread then waits). An error
 on the worker stops it and is kept; the GL thread raises it, once and as the
 very exception the encoder or sink raised, at its next ``put`` or at ``finish``.
+
+Where the GL thread encodes itself (a CUDA encoder taking turns with GL, see
+:mod:`glrec.pipeline.session`), it queues :class:`Encoded` packets instead of
+frames and the worker only writes them: the sink's work still overlaps the GPU's.
 """
 
 from __future__ import annotations
@@ -11,15 +15,24 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from dataclasses import dataclass
 
 from ..encoders import Encoder
-from ..frame import EncodedFrame, Frame, HostFrame
+from ..frame import EncodedFrame, Frame, HostFrame, Packet
 from ..sinks import Sink
 from .timing import StageTimers, timed
 
 log = logging.getLogger("glrec")
 
 _STOP = object()
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """The packets of ``frames`` frames the GL thread encoded itself: the worker writes them to the sink."""
+
+    packets: list[Packet]
+    frames: int
 
 
 class EncodeWorker:
@@ -54,8 +67,8 @@ class EncodeWorker:
     def failed(self) -> bool:
         return self.error is not None
 
-    def put(self, frame: Frame) -> None:
-        """Queue a frame (blocks while the queue is full); raise if the worker has failed."""
+    def put(self, frame: Frame | Encoded) -> None:
+        """Queue a frame, or packets encoded already (blocks while the queue is full); raise if the worker failed."""
         self._raise_error()
         while not self._offer(frame):
             self._raise_error()
@@ -87,6 +100,10 @@ class EncodeWorker:
                     stopping = True
                     self.sink.write(self.encoder.flush())
                     return
+                if isinstance(item, Encoded):
+                    self.sink.write(item.packets)
+                    self.frames_encoded += item.frames
+                    continue
                 self.sink.write(self.encoder.encode(item))  # type: ignore[arg-type]
                 self.frames_encoded += 1
         except BaseException as exc:
@@ -97,7 +114,7 @@ class EncodeWorker:
                 item = self._queue.get()
                 if item is _STOP:
                     break
-                if not isinstance(item, (HostFrame, EncodedFrame)):
+                if not isinstance(item, (HostFrame, EncodedFrame, Encoded)):
                     item.release()  # type: ignore[attr-defined]  # a DeviceFrame
 
     def finish(self) -> None:

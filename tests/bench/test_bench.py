@@ -292,3 +292,17 @@ def test_an_installed_glrec_never_writes_into_the_current_directory(tmp_path):
     saved = Path(line.split(": ", 1)[1])
     assert saved.is_file() and saved.parent == tmp_path / "data" / "glrec" / "bench"
     assert f"results folder: {saved.parent}" in p.stderr
+
+
+def test_stages_that_take_turns_are_held_to_their_serial_bound():
+    """nvJPEG's stages take turns with GL on one GPU, so its efficiency is e2e over the serial bound."""
+    from glrec.bench.analysis import efficiency
+
+    rows = [("glrec:nvjpeg", 800.0, "nvjpeg"), ("stage:handoff:nvjpeg", 2000.0, None),
+            ("stage:encode-nvjpeg", 4000.0, None), ("glrec:cpu", 100.0, "cpu"), ("stage:handoff:cpu", 400.0, None),
+            ("stage:encode-cpu", 200.0, None)]  # fmt: skip
+    summary = [{"group": "g", "row": r, "fps": f, "backend": b, "cpu_ms_per_frame": 1.0} for r, f, b in rows]
+    got = {e["backend"]: e for e in efficiency(summary)}
+    serial = 1 / (1 / 2000 + 1 / 4000)
+    assert math.isclose(got["nvjpeg"]["efficiency"], 800 / serial) and got["nvjpeg"]["bound"] == "serial"
+    assert math.isclose(got["cpu"]["efficiency"], 100 / 200) and got["cpu"]["bound"] == "slowest"

@@ -71,6 +71,7 @@ def test_rows_state_their_batch_and_the_context_their_encode_runs_in():
     contexts = {"cpu": "host", "nvenc": "cuda", "nvjpeg": "cuda", "gl": "gl"}
     assert {name: rows[name].context for name in contexts} == contexts
     assert rows["nvjpeg"].batch > 1  # nvImageCodec takes a list of frames in one call
+    assert rows["nvjpeg"].turn_batch == 1  # ... yet a recording's turns are fastest one frame a call (measured)
     assert all(rows[name].batch == 1 for name in ("cpu", "nvenc", "gl"))
     # what the pipeline builds for each comes from the row: host readers name their input, GL readers their slots
     facts = VideoOptions.create((64, 48), 30, codec="mjpeg").facts

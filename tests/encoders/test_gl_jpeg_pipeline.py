@@ -125,11 +125,32 @@ def test_plan_refuses_what_gl_cannot_honour(video, pipeline, match):
         make_plan(v, PipelineOptions(**pipeline), output_kind("out.mkv", v.codec))
 
 
-def test_auto_never_picks_gl():
+def test_auto_passes_gl_over_on_software_gl_and_says_why(caplog):
+    from glrec.gl.devices import egl_devices
+
+    if not all("EGL_MESA_device_software" in d.extensions for d in egl_devices()):
+        pytest.skip("this machine has hardware GL: auto takes the GL JPEG encoder here (the GPU tier checks it)")
     v = VideoOptions.create(SIZE, FPS, codec="mjpeg")
-    plan = make_plan(v, PipelineOptions(), output_kind("out.mkv", "mjpeg"))
+    with caplog.at_level("INFO", logger="glrec"):
+        plan = make_plan(v, PipelineOptions(), output_kind("out.mkv", "mjpeg"))
     try:
         assert plan.encoder != "gl"
+        assert "auto passes over the GL JPEG encoder: GL here is software" in caplog.text
+        assert not any("GL JPEG" in r for r in plan.fallbacks)  # an order of preference, not a fallback
+    finally:
+        if plan.device is not None:
+            plan.device.release()
+
+
+def test_auto_takes_gl_for_mjpeg_on_hardware_gl(monkeypatch):
+    """Where the EGL device is hardware, auto's first MJPEG encoder is the GL one, and the plan says why."""
+    from glrec.gl import devices
+
+    hardware = devices.EglDevice(0, "EGL_NV_device_cuda EGL_EXT_device_drm", 0, "/dev/dri/card0", None, None)
+    monkeypatch.setattr(devices, "egl_devices", lambda: [hardware])
+    plan = make_plan(VideoOptions.create(SIZE, FPS, codec="mjpeg"), PipelineOptions(), output_kind("o.mkv", "mjpeg"))
+    try:
+        assert plan.encoder == "gl" and "never leaves the GL context" in plan.reason
     finally:
         if plan.device is not None:
             plan.device.release()

@@ -176,3 +176,18 @@ def test_cuda_array_from_another_device_is_refused(tmp_path):
     with glrec.Recorder(tmp_path / "dev1.mp4", fps=10) as rec:
         rec.write(torch.zeros((64, 96, 3), dtype=torch.uint8, device="cuda:1"))
         assert rec.plan.device is not None and rec.plan.device.ordinal == 1
+
+
+def test_gl_jpeg_takes_cuda_tensors_on_the_gpu_and_auto_picks_it(tmp_path, caplog):
+    """auto on NVIDIA GL: MJPEG through the GL JPEG encoder; CUDA frames go into GL device to device."""
+    torch = pytest.importorskip("torch")
+    caplog.set_level(logging.INFO, logger="glrec")
+    host = pictures()
+    on_gpu = glrec.write_video(tmp_path / "cuda.mkv", [torch.from_numpy(a).cuda() for a in host], fps=10, codec="mjpeg")
+    assert on_gpu.encoder.startswith("gl"), on_gpu.encoder  # auto: the GL JPEG encoder on hardware GL
+    assert HOST_COPY_LOG not in caplog.text, "CUDA frames went through host memory"
+    on_host = glrec.write_video(tmp_path / "host.mkv", host, fps=10, codec="mjpeg", encoder="gl")
+    got, want = decode(on_gpu.path), decode(on_host.path)
+    assert len(got) == len(want) == len(host)
+    for a, b in zip(got, want, strict=True):
+        assert np.array_equal(a, b)

@@ -2,11 +2,17 @@
 
 :class:`~glrec.encoders.gl_jpeg.stage.GlJpegStage` does all the work on the GL
 thread, so it fills the pipeline's *convert* slot (:class:`GlJpegConvert`: the
-two compute passes per frame) and its *handoff* slot (:class:`GlJpegReadback`:
-the fenced ring that returns finished JPEGs as :class:`~glrec.frame.EncodedFrame` s);
-the *encoder* slot (:class:`GlJpegEncoder`, on the encode worker) only wraps each
-frame's bytes in a :class:`~glrec.frame.Packet`. ``encoder="gl"`` with codec
-``mjpeg`` picks it; ``auto`` never does (not yet measured on a GPU).
+two compute passes) and its *handoff* slot (:class:`GlJpegReadback`: the fenced
+ring that returns finished JPEGs as :class:`~glrec.frame.EncodedFrame` s); the
+*encoder* slot (:class:`GlJpegEncoder`, on the encode worker) only wraps each
+frame's bytes in a :class:`~glrec.frame.Packet`.
+
+Each frame is encoded as it is rendered: gathering a recording's frames into
+the layers of an array texture and encoding them in one pass pair per batch was
+measured slower on an H200 (1,538 against 2,309 frames/s at 1080p,
+benchmarks/gpu_ceiling.py ``pipe:recorder-gl``, 2026-12-02): the copy into the
+layers costs more than the dispatches it saves. Batches pay where frames arrive
+together (:meth:`GlJpegStage.encode_batch`: vectorised environments, datasets).
 """
 
 from __future__ import annotations
@@ -65,6 +71,11 @@ class GlJpegReadback:
 
     def __init__(self, convert: GlJpegConvert) -> None:
         self._convert = convert
+
+    @property
+    def device_bytes(self) -> int:
+        """The GPU memory of the stage's buffers."""
+        return self._convert.stage.nbytes
 
     def before_frame(self) -> None:
         """Nothing to wait for: :meth:`submit` keeps the ring's next output free."""

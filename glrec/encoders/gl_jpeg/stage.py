@@ -47,6 +47,7 @@ refused before any GL object is made. GPU memory: (depth + 1) x batch x that bou
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import time
 from collections import deque
@@ -55,9 +56,9 @@ from collections.abc import Callable, Sequence
 import moderngl
 import numpy as np
 
-from ...errors import ConfigError
+from ...errors import ConfigError, ContextError
 from ...gl import glsl
-from ...gl.fences import Fence, dispatch_compute
+from ...gl.fences import Fence, dispatch_compute, gl_function
 from . import tables
 from .blocks import (
     GL_MAX_COMPUTE_TEXTURE_IMAGE_UNITS,
@@ -75,6 +76,9 @@ __all__ = ["SUBSAMPLING", "TILE", "Frames", "GlJpegStage", "JpegGeometry", "chec
 log = logging.getLogger("glrec")
 
 _SSBO = moderngl.SHADER_STORAGE_BARRIER_BIT
+_CLIENT_MAPPED = 0x00004000  # GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT: shader writes visible through a mapping
+_SHADER_STORAGE_BUFFER = 0x90D2
+_MAP_READ, _MAP_PERSISTENT, _MAP_COHERENT = 0x0001, 0x0040, 0x0080
 #: Textures one dispatch samples (a sampler array); GL 4.3 promises 16 units to compute shaders.
 MAX_UNITS = 16
 #: What :meth:`GlJpegStage.encode_batch` takes: textures of the stage's source size, or an array texture's layers.
@@ -89,13 +93,58 @@ def _glsl_array(values: np.ndarray) -> str:
     return f"int[{values.size}]({', '.join(str(int(v)) for v in values.ravel())})"
 
 
+class _MappedOutput:
+    """A GL buffer the shaders write and the host reads through a persistent, coherent mapping.
+
+    Reading finished JPEGs with ``glGetBufferSubData`` made NVIDIA's driver wait for
+    all the work queued after them, so the GL thread could not run ahead of the GPU
+    (the ring of outputs bought no overlap). Mapped once, a finished output is read
+    as memory once its fence has signalled: no GL call, no wait for later frames.
+    """
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+        name = ctypes.c_uint(0)
+        gl_function("glCreateBuffers", None, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(1, ctypes.byref(name))
+        self.glo = name.value
+        flags = _MAP_READ | _MAP_PERSISTENT | _MAP_COHERENT
+        gl_function("glNamedBufferStorage", None, ctypes.c_uint, ctypes.c_ssize_t, ctypes.c_void_p, ctypes.c_uint)(
+            self.glo, nbytes, None, flags
+        )
+        map_range = gl_function("glMapNamedBufferRange", ctypes.c_void_p, ctypes.c_uint, ctypes.c_ssize_t,
+                                ctypes.c_ssize_t, ctypes.c_uint)  # fmt: skip
+        self.address = int(map_range(self.glo, 0, nbytes, flags) or 0)
+        if not self.address:
+            self.release()
+            raise ContextError("glMapNamedBufferRange could not map the GL JPEG output buffer persistently.")
+
+    def bind(self, binding: int) -> None:
+        gl_function("glBindBufferBase", None, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint)(
+            _SHADER_STORAGE_BUFFER, binding, self.glo
+        )
+
+    def read(self, nbytes: int, offset: int = 0) -> bytes:
+        return ctypes.string_at(self.address + offset, nbytes)
+
+    def release(self) -> None:
+        glo, self.glo = self.glo, 0
+        if glo:
+            if self.address:
+                gl_function("glUnmapNamedBuffer", ctypes.c_ubyte, ctypes.c_uint)(glo)
+            self.address = 0
+            gl_function("glDeleteBuffers", None, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(
+                1, ctypes.byref(ctypes.c_uint(glo))
+            )
+
+
 class GlJpegStage:
     """Encode frames into JPEGs on the GPU, ``batch`` frames per dispatch; a ring of ``depth`` outputs.
 
     ``size`` is the JPEG's size; ``source_size`` (default ``size``) the textures': a larger
     JPEG repeats the texture's last column and row (``pad``). ``quality`` 1..100 (default 90),
     ``pix_fmt`` yuv420p or yuv444p, ``restart`` MCUs per segment (default: see :func:`geometry`),
-    ``batch`` the most frames one dispatch encodes (default 1; buffers grow with it).
+    ``batch`` the most frames one dispatch encodes (default 1; buffers grow with it); ``top_down``:
+    the textures' rows are top row first (arrays uploaded as they lie: :mod:`glrec.batch`), not GL's bottom-up.
 
     >>> stage = GlJpegStage(ctx, (256, 256), batch=64)  # doctest: +SKIP
     >>> jpegs = stage.encode_batch(textures)  # 64 textures, or a TextureArray of 64 layers  # doctest: +SKIP
@@ -115,6 +164,7 @@ class GlJpegStage:
         depth: int = 3,
         source_size: tuple[int, int] | None = None,
         batch: int = 1,
+        top_down: bool = False,
     ) -> None:
         if not 1 <= quality <= 100:
             raise ConfigError(f"JPEG quality {quality} is outside 1..100.")
@@ -128,10 +178,12 @@ class GlJpegStage:
             raise ConfigError(f"The texture {self.source_size} is larger than the JPEG {size}; glrec does not crop.")
         check_limits(ctx, geo, self.source_size, batch)  # before any GL object
         self.ctx, self.geometry, self.quality, self.pix_fmt, self.batch = ctx, geo, quality, pix_fmt, batch
+        self.top_down = top_down  # frames' rows top row first (batches uploaded as arrays lie), not GL's bottom-up
         self.header = tables.header(geo.width, geo.height, quality, geo.subsampling, geo.restart)
         units = gl_integer(ctx, GL_MAX_COMPUTE_TEXTURE_IMAGE_UNITS) or MAX_UNITS
         self._units = max(1, min(batch, MAX_UNITS, units))
         self._objects: list[moderngl.Buffer | moderngl.ComputeShader] = []
+        self._outputs: list[_MappedOutput] = []  # the ring the host reads finished JPEGs from
         self._pending: deque[tuple[tuple[int, ...], int, Fence]] = deque()  # (frame indices, slot, fence)
         self._slot = 0
         self._parity = 0  # which set of tile totals the next batch adds into (the other is being cleared)
@@ -176,6 +228,7 @@ class GlJpegStage:
             "BITS_WORDS": geo.bits_words,
             "UNITS": self._units,
             "LAYERS": 0,
+            "TOP_DOWN": 0,
             "QUANT": _glsl_array(quant),
             "BASIS": _glsl_array(np.rint(basis * 8192).astype(np.int32)),
             "ZIGZAG_POS": _glsl_array(position),
@@ -185,7 +238,8 @@ class GlJpegStage:
         self._segments = self._buffer(reserve=batch * geo.max_bytes)
         self._lengths = self._buffer(reserve=batch * geo.segments * 4)
         self._tiles = self._buffer(data=bytes(2 * batch * geo.tiles * 4))  # two sets, both zero to start
-        self._outputs = [self._buffer(reserve=4 * batch + batch * geo.max_bytes) for _ in range(depth)]
+        for _ in range(depth):
+            self._outputs.append(_MappedOutput(4 * batch + batch * geo.max_bytes))
         self._segment = self._segment_shader(layers=False)
         self._assemble = self._shader("jpeg_assemble.comp", {"SEG_WORDS": geo.segment_words})
         for name, value in (("segments", geo.segments), ("tiles", geo.tiles), ("frames_held", batch),
@@ -194,7 +248,9 @@ class GlJpegStage:
 
     def _segment_shader(self, *, layers: bool) -> moderngl.ComputeShader:
         geo = self.geometry
-        shader = self._shader("jpeg_segment.comp", {**self._defines, "LAYERS": int(layers)})
+        shader = self._shader(
+            "jpeg_segment.comp", {**self._defines, "LAYERS": int(layers), "TOP_DOWN": int(self.top_down)}
+        )
         for name, value in (("tex_size", self.source_size), ("mcus_x", geo.mcus_x), ("mcus", geo.mcus),
                             ("segments", geo.segments), ("tiles", geo.tiles)):  # fmt: skip
             shader[name].value = value
@@ -203,6 +259,12 @@ class GlJpegStage:
     @property
     def depth(self) -> int:
         return len(self._outputs)
+
+    @property
+    def nbytes(self) -> int:
+        """GPU memory of its buffers (the segment slots and the output ring, each sized for the worst case)."""
+        buffers = sum(obj.size for obj in self._objects if isinstance(obj, moderngl.Buffer))
+        return buffers + sum(out.nbytes for out in self._outputs)
 
     # -- the passes of one batch (run, profile)
 
@@ -247,13 +309,14 @@ class GlJpegStage:
             self.ctx.memory_barrier(_SSBO)
 
         def assemble() -> None:
-            for binding, buf in enumerate((self._segments, self._lengths, self._tiles, self._outputs[slot]), 1):
+            for binding, buf in enumerate((self._segments, self._lengths, self._tiles), 1):
                 buf.bind_to_storage_buffer(binding)
+            self._outputs[slot].bind(4)
             self._assemble["tile_base"].value = parity * tile_sets
             self._assemble["clear_base"].value = (1 - parity) * tile_sets
             dispatch_compute(self._assemble.glo, *_grid(geo.segments), n)
-            # The host reads the output with glGetBufferSubData: it must see the shader's writes.
-            self.ctx.memory_barrier(_SSBO | moderngl.BUFFER_UPDATE_BARRIER_BIT)
+            # The host reads the output through its mapping once the fence has signalled: it must see the writes.
+            self.ctx.memory_barrier(_SSBO | _CLIENT_MAPPED)
             self._parity, self._cut_short = 1 - parity, False
 
         return [("segments", segments), ("assemble", assemble)]
@@ -262,9 +325,14 @@ class GlJpegStage:
         """Queue the encoding of ``texture`` into the next output of the ring (returns at once)."""
         self.run_batch([texture])
 
-    def run_batch(self, frames: Frames) -> None:
-        """Queue the encoding of ``frames`` (at most ``batch``) into the next output of the ring."""
+    def run_batch(self, frames: Frames, count: int | None = None) -> None:
+        """Queue the encoding of ``frames`` (at most ``batch``; the first ``count`` only, if given) into the next
+        output of the ring."""
         n = self._check(frames)
+        if count is not None:
+            if not 1 <= count <= n:
+                raise ConfigError(f"Cannot encode the first {count} of {n} frames.")
+            n = count
         if not 1 <= n <= self.batch:
             raise ConfigError(f"This GL JPEG stage encodes batches of 1..{self.batch} frames, not {n}.")
         for _, dispatch in self._passes(frames, 0, n, self._slot):
@@ -356,5 +424,7 @@ class GlJpegStage:
         objects, self._objects = self._objects, []
         for obj in reversed(objects):
             obj.release()
-        self._outputs = []
+        outputs, self._outputs = self._outputs, []
+        for out in outputs:
+            out.release()
         self._layers_shader = None

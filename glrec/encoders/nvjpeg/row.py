@@ -10,10 +10,12 @@ from ...video_facts import VideoFacts
 from ..jpeg_options import JpegOptions
 from ..row import EncodeRequest, EncoderRow
 
-#: The most frames one ``encode_batch`` call hands nvImageCodec. It takes any list; measured on an H200 at
-#: 1080p (benchmarks/handoff.py) one frame a call encodes fastest alone, so recordings stay frame by frame
-#: until the plan picks a batch from memory and latency.
-BATCH = 32
+#: The most frames one ``encode_batch`` call hands nvImageCodec (one step of 64 vectorised environments).
+BATCH = 64
+#: Frames per call in a recording's turns. nvImageCodec's cost is per image: on an H200 at 1080p the Recorder
+#: in turns ran 1,439 frames/s one frame a call and 1,360 thirty-two a call (benchmarks/gpu_ceiling.py,
+#: 2026-12-02); alone, one a call took 0.31 ms a frame, eight a call 0.34.
+TURN_BATCH = 1
 
 
 def refuse(request: EncodeRequest[JpegOptions]) -> str | None:
@@ -57,7 +59,7 @@ def status(devices: Sequence[int], no_cuda: str | None) -> list[str]:
 
 ROW = EncoderRow(
     "nvjpeg", "nvJPEG", ("mjpeg",), ("yuv420p", "yuv444p"), ("cuda",), "glrec.encoders.nvjpeg.encoder:NvJpegEncoder",
-    options=JpegOptions, batch=BATCH, convert=convert, refuse=refuse, problem=problem, status=status,
-    doctor="nvJPEG", absent="no {label} ({why})", chosen="MJPEG output, nvJPEG available",
+    options=JpegOptions, batch=BATCH, turn_batch=TURN_BATCH, convert=convert, refuse=refuse, problem=problem,
+    status=status, doctor="nvJPEG", absent="no {label} ({why})", chosen="MJPEG output, nvJPEG available",
     note="nvJPEG through nvImageCodec",
 )  # fmt: skip

@@ -7,12 +7,15 @@ of scenes makes no upload buffers at all.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigError
 from ...frame import HostFrame
 from .array import ArraySource
 from .written import FrameIn, HostFrameIn
+
+log = logging.getLogger("glrec")
 
 if TYPE_CHECKING:
     from ...cuda.driver import CudaDevice
@@ -25,13 +28,17 @@ class FrameWriter:
 
     ``device`` is the CUDA device of a CUDA handoff (None for the host readback):
     CUDA frames stay on it, or are copied to the host once where there is none;
-    ``cuda_input`` (the handoff's kind) says how they get into GL.
+    ``cuda_input`` (the handoff's kind) says how they get into GL. With
+    ``gl_on_cuda`` (an encoder that works in the GL context, so no CUDA device was
+    opened for the handoff), the first CUDA frame opens its own device, and its
+    frames go into GL on the GPU if the GL context runs on that device.
     With ``direct`` (software GL, see :mod:`.direct`) host frames skip GL:
     :meth:`encoder_frame` makes them ready for the CPU encoder instead.
     """
 
     def __init__(self, ctx: Any, texture: Any, size: tuple[int, int], *, device: CudaDevice | None,
-                 cuda_input: str = "register", ring: int = 3, direct: DirectFrames | None = None) -> None:  # fmt: skip
+                 cuda_input: str = "register", ring: int = 3, direct: DirectFrames | None = None,
+                 gl_on_cuda: bool = False) -> None:  # fmt: skip
         self.ctx = ctx
         self.texture = texture
         self.size = size
@@ -42,6 +49,8 @@ class FrameWriter:
         self._host: ArraySource | None = None
         self._cuda: CudaArraySource | None = None
         self._to_host: CudaToHost | None = None
+        self._gl_on_cuda = gl_on_cuda
+        self._own_device: CudaDevice | None = None  # opened here for a GL-context encoder; released here
 
     def check(self, frame: FrameIn, index: int) -> None:
         """ConfigError unless ``frame`` (frame ``index`` of the recording) has the recording's size."""
@@ -71,10 +80,34 @@ class FrameWriter:
         self.check(frame, index)
         if isinstance(frame, HostFrameIn):
             self._host_source().put(frame)
-        elif self.device is not None:
+        elif self.device is not None or self._open_frames_device(frame.device):
             self._cuda_source().put(frame)
         else:
             self._host_source().put(self._cuda_to_host(frame))
+
+    def _open_frames_device(self, ordinal: int) -> bool:
+        """For a GL-context encoder: open CUDA device ``ordinal`` (once) if the GL context runs on it."""
+        if not self._gl_on_cuda:
+            return False
+        self._gl_on_cuda = False  # one try: a device that does not fit is not asked again
+        from ...cuda.driver import CudaDevice
+        from ...cuda.vmm import EXTENSION
+        from ...errors import GlrecError
+        from ...gl.devices import verify_gl_device
+
+        try:
+            device = CudaDevice.open(ordinal)
+        except GlrecError as exc:
+            log.info("CUDA frames go through host memory: CUDA device %d does not open (%s)", ordinal, exc)
+            return False
+        if verify_gl_device(ordinal) is not True:
+            device.release()
+            log.info("CUDA frames go through host memory: the GL context is not on CUDA device %d", ordinal)
+            return False
+        self.device = self._own_device = device
+        # shared where GL imports CUDA memory, as the handoff's auto (glrec.interop.handoff.cuda_handoff_kind)
+        self.cuda_input = "shared" if EXTENSION in self.ctx.extensions else "register"
+        return True
 
     def _cuda_to_host(self, frame: Any) -> HostFrameIn:
         if self._to_host is None:
@@ -104,3 +137,7 @@ class FrameWriter:
             setattr(self, name, None)
             if source is not None:
                 source.release()
+        device, self._own_device = self._own_device, None
+        if device is not None:  # after the source that copied on it
+            self.device = None
+            device.release()

@@ -1,0 +1,102 @@
+"""The batch recorder's plan: the stream's facts from the first batch, which route encodes, and why.
+
+``encoder="auto"`` for per-env files, as the single-stream plan orders them: mjpeg
+goes to the GL JPEG route on hardware GL (one upload, one dispatch per pass for all
+N), else CUDA batches of 3 channels to nvJPEG where it runs (all N in one call);
+everything else to the CPU encoders (a CUDA batch then crosses to the host once
+per step). ``encoder="gl"`` takes the GL JPEG route anywhere, llvmpipe included.
+NVENC opens one session per stream, and per-env files would need N of them:
+it is refused for ``layout="files"`` with the reason, and takes the grid (one
+session) -- see :func:`plan_files`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from ..encoders.jpeg_options import JpegOptions
+from ..encoders.registry import encoder_row, request, unfit
+from ..errors import ConfigError, EncoderUnavailableError
+from ..options import VideoOptions
+from ..video_facts import VideoFacts
+from .frames import BatchShape
+from .routes import CpuRoute, NvjpegRoute, Route
+
+log = logging.getLogger("glrec")
+
+#: Pipeline options that mean something to per-env files (the grid's recorder takes them all).
+FILES_PIPELINE = ("cuda_device", "egl_device")
+
+
+def video_options(video: Mapping[str, object], shape: BatchShape, fps: float) -> VideoOptions:
+    """The options of every env's stream (the grid's: see the recorder), checked now that the size is known."""
+    return VideoOptions.create(**{"pad": True, **video, "size": shape.size, "fps": fps})
+
+
+def pick_encoder(opts: VideoOptions, shape: BatchShape) -> str:
+    """The encoder for per-env files (see the module docstring)."""
+    if opts.encoder != "auto":
+        return str(opts.encoder)
+    if opts.codec == "mjpeg":
+        gl = encoder_row("gl")
+        why_not_gl = gl.auto_problem(request(gl, opts.facts, opts.given()))
+        if why_not_gl is None:  # hardware GL: one upload and one dispatch per pass for all N
+            return "gl"
+        log.info("glrec: batch: auto passes the GL JPEG encoder over: %s", why_not_gl)
+    if shape.kind == "cuda" and opts.codec == "mjpeg":
+        row = encoder_row("nvjpeg")
+        why = row.problem(request(row, opts.facts, opts.given()))
+        if why is None and shape.channels == 3:
+            return "nvjpeg"
+        log.info("glrec: batch: auto takes the CPU encoders, not nvJPEG (%s)", why or "4-channel frames")
+    return "cpu"
+
+
+def plan_files(
+    opts: VideoOptions, shape: BatchShape, pipeline: Mapping[str, Any], streams: int
+) -> tuple[Route, VideoFacts]:
+    """The route for ``streams`` per-env files of ``shape``'s frames; ConfigError with the reason if none fits."""
+    name = pick_encoder(opts, shape)
+    given = dict(opts.given())
+    facts = opts.facts
+    if name == "nvenc":
+        raise ConfigError(
+            f"NVENC encodes one stream per session and per-env files need {streams}; glrec does not open a "
+            "session per env (GPUs cap them, and the H200 has no NVENC to prove it on). Use layout='grid' "
+            "(one NVENC session for all envs), encoder='gl' or 'nvjpeg' with codec 'mjpeg', or encoder='cpu'."
+        )
+    row = encoder_row(name)
+    if name == "cpu" and "threads" not in given and opts.codec != "mjpeg":
+        # The pool runs the streams side by side on every core: one encoder thread each, unless they are few.
+        given["threads"] = max(1, (os.cpu_count() or 1) // max(1, streams))
+    why = unfit(row, facts, given, raw_output=False)
+    if why is not None:
+        raise ConfigError(f"encoder {name} cannot record these batches: {why}")
+    asked = request(row, facts, given)
+    problem = row.problem(asked)
+    if problem is not None:
+        raise EncoderUnavailableError(f"encoder {name} cannot run here: {problem}")
+    cuda_device = int(pipeline.get("cuda_device", 0) or 0)
+    if name == "cpu":
+        return CpuRoute(facts, lambda: row.open(asked), _cpu_name(opts)), facts
+    if name == "nvjpeg":
+        if shape.kind != "cuda":
+            raise ConfigError("encoder 'nvjpeg' reads CUDA batches; pass a CUDA tensor, or use encoder 'gl' or 'cpu'.")
+        return NvjpegRoute(asked, cuda_device, shape.channels), facts
+    if name == "gl":
+        from .gl_route import GlJpegRoute
+
+        quality = opts.table(JpegOptions).jpeg_quality
+        route = GlJpegRoute(facts, quality, shape.envs, shape.channels, cuda=shape.kind == "cuda",
+                            cuda_device=cuda_device, egl_device=pipeline.get("egl_device"))  # fmt: skip
+        return route, facts
+    raise ConfigError(f"encoder {name} has no batch route; use encoder 'cpu', 'gl' or 'nvjpeg'.")
+
+
+def _cpu_name(opts: VideoOptions) -> str:
+    from ..encoders.cpu.limits import CPU_ENCODERS
+
+    return CPU_ENCODERS[opts.codec]
