@@ -3,7 +3,9 @@
 Each subcommand lives in a module of its own here (:data:`SUBCOMMAND_MODULES`),
 with ``register(subparsers, common)`` adding its parser; :func:`main` runs one
 and turns Ctrl-C, SIGTERM, a closed stdout and glrec's errors into one line and
-an exit status.
+an exit status. While it runs, glrec's messages name options by their flags
+(:func:`glrec._declare.cli_spelling`), and a flag the command does not have gets
+the closest one it has (:func:`parse`).
 """
 
 from __future__ import annotations
