@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from typing import Any, ClassVar, TypeVar
 
@@ -113,6 +114,48 @@ def _checked(name: str, f: Field[Any], spec: OptionSpec, value: object) -> Any:
     if any(isinstance(v, float) and not math.isfinite(v) for v in numbers):
         raise ConfigError(f"{name} {value!r} must be a finite number.")
     return parsed
+
+
+# -- how a message names an option: a keyword from Python, a flag on the command line -------------------
+
+#: Who reads glrec's messages now: ``python`` (keywords) or ``cli`` (flags), set by :func:`cli_spelling`. One
+#: value for the process, not per thread: the command line owns its process, and messages made on its worker
+#: threads must read as its own.
+_SPELLING = ["python"]
+_UNSET: Any = object()
+#: Flags that are not ``--`` and the keyword with dashes (tests/test_options_declared.py checks them all).
+_FLAGS = {"colour_range": "--range", "drop_audio": "--no-audio", "encoder_options": "-x",
+          "input_options": "--input-option", "overwrite": "--overwrite (-y)"}  # fmt: skip
+
+
+@contextmanager
+def cli_spelling() -> Iterator[None]:
+    """While the command line runs, messages name options by their flags (``--crf``, not ``crf``)."""
+    previous = _SPELLING[0]
+    _SPELLING[0] = "cli"
+    try:
+        yield
+    finally:
+        _SPELLING[0] = previous
+
+
+def named(name: str, value: Any = _UNSET) -> str:
+    """Option ``name`` (set to ``value``) as the reader spells it: a keyword in Python, a flag on the command line.
+
+    >>> named("overwrite", True), named("encoder", "cpu"), named("crf")
+    ('overwrite=True', "encoder='cpu'", 'crf')
+
+    On the command line the same are ``--overwrite (-y)``, ``--encoder cpu`` and ``--crf``.
+    """
+    if _SPELLING[0] == "cli":
+        flag = _FLAGS.get(name, "--" + name.replace("_", "-"))
+        return flag if value is _UNSET or value is True else f"{flag} {value}"
+    return name if value is _UNSET else f"{name}={value!r}"
+
+
+def spelled(python: str, cli: str) -> str:
+    """``python`` for a reader of the Python API, ``cli`` on the command line (where :func:`named` is not enough)."""
+    return cli if _SPELLING[0] == "cli" else python
 
 
 def unknown_option(name: str, valid: Iterable[str]) -> ConfigError:

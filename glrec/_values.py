@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, get_args
 
+from ._declare import named
 from .errors import ConfigError
 
 
@@ -96,8 +97,13 @@ def parse_fps(value: object) -> float:
     return fps
 
 
+#: The least bitrate any encoder here opens with (libx264 counts in kbit/s and refuses 0); a smaller number is
+#: a unit left out (``--bitrate 8`` for 8 Mbit/s), refused with what it likely meant.
+MIN_BITRATE = 1000
+
+
 def parse_bitrate(value: object) -> int:
-    """Bits per second from ``8000000``, ``"8M"`` or ``"2500k"``."""
+    """Bits per second from ``8000000``, ``"8M"`` or ``"2500k"``; under 1k (``8``: a unit left out) is refused."""
     number: object = value
     if isinstance(value, str):
         text = value.strip().lower()
@@ -107,7 +113,14 @@ def parse_bitrate(value: object) -> int:
             number = float(body) * scale
         except ValueError:
             raise ConfigError(f"bitrate {value!r} is not a number such as 8M, 2500k or 8000000.") from None
-    return round(check_number("bitrate", number, 1, 1e12, example="8M or 8000000 bits per second"))
+    bits = check_number("bitrate", number, 1, 1e12, example="8M or 8000000 bits per second")
+    if bits < MIN_BITRATE:
+        shown = f"{bits:g}"
+        meant = f"{shown}M" if bits <= 100 else f"{shown}k"  # 8 is 8 Mbit/s more likely than 8 kbit/s; 500, 500k
+        least = f"{MIN_BITRATE // 1000}k"
+        raise ConfigError(f"{named('bitrate', value)} is {shown} bit/s, less than any encoder takes ({least}); "
+                          f"did you mean {meant}? Give the unit: e.g. 2500k or 8M.")  # fmt: skip
+    return round(bits)
 
 
 def _boolean(what: str) -> Callable[[object], bool]:

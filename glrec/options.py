@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal, TypeVar
 
-from ._declare import OptionTable, declared, option, unknown_option
+from ._declare import OptionTable, declared, named, option, spelled, unknown_option
 from ._declare import flag as _flag
 from ._declare import reference as _reference
 from ._options_typed import EncoderName
@@ -198,15 +198,17 @@ class VideoOptions(OptionTable):
         if self.live and codec == "av1":
             raise ConfigError("Live mode has no low-latency AV1 settings yet; use codec h264 (or hevc).")
         w, h = self.size
-        if (w % 2 or h % 2) and self.pix_fmt in SUBSAMPLED and not self.pad:
+        # JPEG holds any size (its 4:2:0 chroma covers the odd edge, as libjpeg pads it): only video codecs refuse.
+        if (w % 2 or h % 2) and self.pix_fmt in SUBSAMPLED and not self.pad and codec != "mjpeg":
 
             def even(v: int) -> int:  # the next even size, or the one before it past the limit
                 return v if v % 2 == 0 else v + 1 if v + 1 <= _MAX_SIDE else v - 1
 
+            pad, yuv444 = spelled("pad=True (--pad)", "--pad"), named("pix_fmt", "yuv444p")
             raise ConfigError(
-                f"Size {w}x{h} has an odd dimension, which {self.pix_fmt} (4:2:0) cannot hold. "
-                f"Use an even size such as {even(w)}x{even(h)}, pass pad=True (--pad) to add "
-                "a replicated edge row/column, or use pix_fmt yuv444p."
+                f"Size {w}x{h} has an odd dimension, which {self.pix_fmt} (4:2:0) cannot hold in {codec}. "
+                f"Use an even size such as {even(w)}x{even(h)}, pass {pad} to add "
+                f"a replicated edge row/column, or use {yuv444} (JPEG, codec mjpeg, stores odd sizes as they are)."
             )
         return replace(self, matrix=matrix, colour_range=colour_range)
 
@@ -225,9 +227,9 @@ class VideoOptions(OptionTable):
 
     @property
     def encoded_size(self) -> tuple[int, int]:
-        """The size of the encoded picture: the render size, padded to even for 4:2:0."""
+        """The size of the encoded picture: the render size, padded to even for 4:2:0 (JPEG: only with pad)."""
         w, h = self.size
-        if self.pix_fmt in SUBSAMPLED:
+        if self.pix_fmt in SUBSAMPLED and (self.codec != "mjpeg" or self.pad):
             return w + w % 2, h + h % 2
         return self.size
 

@@ -19,8 +19,11 @@ class RecordResult:
     codec: str = ""  # h264, hevc, av1, mjpeg ("" where not known)
     #: What the summary should say beyond the numbers (damaged input skipped), one phrase each.
     notes: tuple[str, ...] = ()
-    #: Why ``encoder="auto"`` passed over the encoders it tried before this one ("" when it did not).
+    #: Why ``encoder="auto"`` passed over the encoders it tried before this one, in a few words ("no NVIDIA
+    #: GPU"; "" when it did not): what the summary says.
     fallback: str = ""
+    #: The same reasons in full, one each (the driver's words, each encoder's refusal).
+    fallback_reasons: tuple[str, ...] = ()
 
     @property
     def fps_achieved(self) -> float:
@@ -42,6 +45,6 @@ class RecordResult:
             f"{self.path}: {self.frames} frames ({self.seconds:.2f} s of video) in {self.wall_seconds:.2f} s "
             f"= {self.fps_achieved:.1f} fps, {self.bytes / 1e6:.2f} MB, {self.bitrate / 1e6:.2f} Mbit/s, "
             f"encoder {self.encoder}"
-            + (f" (auto: {self.fallback})" if self.fallback else "")
+            + (f" ({self.fallback})" if self.fallback else "")
             + "".join(f"; {note}" for note in self.notes)
         )

@@ -25,7 +25,8 @@ class VideoFacts:
     """The stream as every stage sees it.
 
     ``size`` is the picture's, ``encoded_size`` the encoded picture's (the picture
-    padded to even for 4:2:0 where ``pad`` was asked for). ``fps`` is the rate as
+    padded to even for 4:2:0 where ``pad`` was asked for; JPEG stores odd sizes as
+    they are). ``fps`` is the rate as
     given and :attr:`rate` the exact rational every packet is timed by.
 
     >>> from glrec.options import VideoOptions
@@ -51,3 +52,15 @@ class VideoFacts:
     def padded(self) -> bool:
         """The encoded picture is larger than the picture (odd sizes padded for 4:2:0)."""
         return self.encoded_size != self.size
+
+    @property
+    def plane_size(self) -> tuple[int, int]:
+        """The size of the converted picture: the encoded size, even for 4:2:0 planes (2x2 chroma blocks).
+
+        Larger than :attr:`encoded_size` only for a JPEG of odd size, whose chroma covers the odd edge: its
+        planes are converted one row/column larger, the edge repeated, and its encoder takes the picture's part.
+        """
+        w, h = self.encoded_size
+        if self.pix_fmt in SUBSAMPLED:
+            return w + w % 2, h + h % 2
+        return self.encoded_size

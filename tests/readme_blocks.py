@@ -1,35 +1,54 @@
 """pytest plugin for the README's ```python blocks (pytest-markdown-docs), loaded by tests/test_readme.py.
 
-Every block runs in order in one folder (``GLREC_README_DIR``, with ``examples/``
-linked in and a short ``in.mp4``). A block that uses a name it does not define
-asks for it in its fence, ```python fixture:NAME, and gets the stand-in below;
-a block that cannot run on a CPU-only machine asks for a skip fixture
-(``fixture:needs_nvidia``, ``fixture:needs_ray_cluster``), which skips it with
-the reason.
+Each block runs as a newcomer pastes it: alone, in a folder of its own under
+``GLREC_README_DIR`` that holds nothing but a link to ``examples/`` (the README
+is read in the checkout, where ``examples/`` is), so a block that uses a name
+or a file it does not make fails here. The test runs every block twice, each
+time in the same folder, so one that only works once (an output it refuses to
+replace) fails too. A block that cannot run on a CPU-only machine asks for a
+skip fixture in its fence (```python fixture:needs_nvidia``,
+``fixture:needs_ray_cluster``), which skips it with the reason; a block whose
+optional package is missing is skipped saying which extra brings it.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+#: Optional packages a README block may import, and what brings each.
+EXTRAS = {"gymnasium": "glrec[gym]", "pygame": "glrec[gym]", "matplotlib": "glrec[test]", "torch": "glrec[torch]",
+          "mujoco": "glrec[interop]", "webdataset": "glrec[test]"}  # fmt: skip
+
 
 @pytest.fixture(autouse=True)
-def _readme_folder(monkeypatch):
-    folder = Path(os.environ["GLREC_README_DIR"])
+def _readme_folder(request, monkeypatch):
+    name = re.sub(r"[^A-Za-z0-9]+", "_", request.node.name).strip("_")
+    folder = Path(os.environ["GLREC_README_DIR"]) / name
+    folder.mkdir(parents=True, exist_ok=True)
     if not (folder / "examples").exists():
         (folder / "examples").symlink_to(ROOT / "examples")
-    if not (folder / "in.mp4").exists():  # the video input of the transcode example
-        import glrec
-
-        glrec.record("plasma", folder / "in.mp4", size=(320, 240), fps=30, frames=30)
     monkeypatch.chdir(folder)
     os.environ.setdefault("MUJOCO_GL", "egl")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A block whose optional package is not installed is skipped, naming the extra (not failed)."""
+    outcome = yield
+    report = outcome.get_result()
+    excinfo = call.excinfo
+    if report.when == "call" and excinfo is not None and excinfo.errisinstance(ModuleNotFoundError):
+        missing = (excinfo.value.name or "").split(".")[0]
+        if missing in EXTRAS:
+            report.outcome = "skipped"
+            why = f"Skipped: needs {missing} (pip install {EXTRAS[missing]})"
+            report.longrepr = (str(item.path), item.start_line, why)
 
 
 # -- skips: blocks that need what a CPU-only machine lacks ------------------------------------------
@@ -43,85 +62,3 @@ def needs_nvidia():
 @pytest.fixture
 def needs_ray_cluster():
     pytest.skip("needs a Ray cluster (ray.init(address=...))")
-
-
-# -- stand-ins for names a block uses but does not define --------------------------------------------
-
-
-@pytest.fixture
-def frames():
-    """Pictures as a user has them: H x W x 3 uint8, top row first."""
-    return [np.full((48, 64, 3), 8 * i, np.uint8) for i in range(10)]
-
-
-@pytest.fixture
-def gymnasium():
-    return pytest.importorskip("gymnasium")
-
-
-@pytest.fixture
-def env(gymnasium):
-    e = gymnasium.make("CartPole-v1", render_mode="rgb_array")
-    e.reset(seed=0)
-    yield e
-    e.close()
-
-
-@pytest.fixture
-def fig():
-    plt = pytest.importorskip("matplotlib.pyplot")
-    figure = plt.figure(figsize=(3.2, 2.4), dpi=50)
-    yield figure
-    plt.close(figure)
-
-
-@pytest.fixture
-def line(fig):
-    return fig.gca().plot(np.arange(16), np.zeros(16))[0]
-
-
-@pytest.fixture
-def ys():
-    return np.sin(np.arange(100)[:, None] / 10 + np.arange(16)[None] / 3)
-
-
-@pytest.fixture
-def latents():
-    torch = pytest.importorskip("torch")
-    return [torch.full((4,), float(i)) for i in range(5)]
-
-
-@pytest.fixture
-def generator():
-    """A stand-in generative model: a latent to a 48 x 64 RGB tensor (on the CPU here; CUDA on a GPU)."""
-    torch = pytest.importorskip("torch")
-    return lambda z: torch.full((48, 64, 3), float(z[0]) / 8).clamp(0, 1)
-
-
-@pytest.fixture
-def detector():
-    """A stand-in detector: a heat map over the frame and one box."""
-    torch = pytest.importorskip("torch")
-
-    def run(frame):
-        h, w = frame.shape[:2]
-        return torch.rand((h, w), device=frame.device), torch.tensor([[w / 4, h / 4, w / 2, h / 2]])
-
-    return run
-
-
-_MUJOCO_XML = """<mujoco><worldbody><light pos="0 0 3"/><geom type="plane" size="1 1 .1"/>
-<body pos="0 0 .5"><freejoint/><geom type="box" size=".1 .1 .1" rgba="1 .5 0 1"/></body></worldbody></mujoco>"""
-
-
-@pytest.fixture
-def model():
-    mujoco = pytest.importorskip("mujoco")
-    return mujoco.MjModel.from_xml_string(_MUJOCO_XML)
-
-
-@pytest.fixture
-def data(model):
-    import mujoco
-
-    return mujoco.MjData(model)

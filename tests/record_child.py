@@ -9,7 +9,9 @@ With ``--fsize BYTES`` the process may write files of at most that size
 (RLIMIT_FSIZE, with SIGXFSZ ignored so writes fail with EFBIG instead of the
 process dying); the outcome is printed as one ``result {json}`` line.
 With ``--no-close`` the script ends without closing the recorder (the exit
-safety net must finish the file).
+safety net must finish the file). With ``--pause-after N`` it stops after N
+frames, prints ``paused``, and waits to be killed: the parent kills it in a known
+state, however late it reads the line (a loaded machine reads late).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ def main() -> int:
     p.add_argument("--fsize", type=int)
     p.add_argument("--no-close", action="store_true")
     p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--pause-after", type=int)
     args = p.parse_args()
     if args.fsize is not None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -51,6 +54,10 @@ def main() -> int:
             for _ in range(args.frames):
                 rec.render("bars")
                 print(f"progress {rec.frames_submitted} {rec.frames_encoded} {rec.frames_written}", flush=True)
+                if rec.frames_submitted == args.pause_after:
+                    print("paused", flush=True)
+                    while True:
+                        signal.pause()
     except glrec.GlrecError as exc:
         out = {"type": type(exc).__name__, "message": str(exc), "errno": getattr(exc, "errno", None),
                "frames_written": exc.frames_written if isinstance(exc, glrec.OutputError) else None,

@@ -1,12 +1,14 @@
-"""The README's ```python blocks run as written, in order, twice in one folder (pytest-markdown-docs).
+"""The README's ```python blocks run as pasted: each alone in a folder of its own, twice (pytest-markdown-docs).
 
-Twice, so that an example that only works once (an output it refuses to
-replace, a file it expects not to exist) fails here. Names a block uses but
-does not define, and skips for what a CPU-only machine lacks, come from
-tests/readme_blocks.py, asked for in the block's fence (```python fixture:NAME).
+Alone, so a block that uses a name or a file it does not make itself fails
+here (a reader pastes one block, not the page); twice, so that an example that
+only works once (an output it refuses to replace, a file it expects not to
+exist) fails too. The only fence words are skips for what a CPU-only machine
+lacks (```python fixture:needs_nvidia``), from tests/readme_blocks.py.
 """
 
 import re
+import shlex
 import subprocess
 import sys
 
@@ -18,13 +20,16 @@ pytest.importorskip("pytest_markdown_docs", reason="pip install pytest-markdown-
 
 
 @pytest.mark.gl
-def test_every_readme_python_block_runs_twice_in_order(tmp_path):
+def test_every_readme_python_block_runs_alone_twice(tmp_path):
     blocks = re.findall(r"^```python", (ROOT / "README.md").read_text(), flags=re.M)
     env = child_env(ROOT / "tests", GLREC_README_DIR=str(tmp_path))
     for run in (1, 2):
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "--markdown-docs", "-p", "readme_blocks", "-p", "no:cacheprovider",
-             "-q", "-rs", "--rootdir", str(tmp_path), str(ROOT / "README.md")],
+             "-q", "-rs", "--rootdir", str(tmp_path), str(ROOT / "README.md"),
+             # a warning a block prints the first time it is pasted is one every reader sees (run again,
+             # Gymnasium's RecordVideo, and glrec's, warn that they replace the videos of the first run)
+             *(["-W", "error::UserWarning"] if run == 1 else [])],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=500,
         )  # fmt: skip
         tail = done.stdout[-6000:] + done.stderr[-2000:]
@@ -35,3 +40,42 @@ def test_every_readme_python_block_runs_twice_in_order(tmp_path):
         for line in done.stdout.splitlines():  # every skip says why
             if line.startswith("SKIPPED"):
                 assert re.search(r"needs .+", line), line
+
+
+def test_readme_python_blocks_define_their_own_inputs():
+    """A fence's fixture words are invisible on a rendered page: only skips may be asked for, never inputs."""
+    fences = re.findall(r"^```python(.*)$", (ROOT / "README.md").read_text(), flags=re.M)
+    words = {w for fence in fences for w in re.findall(r"fixture:(\w+)", fence)}
+    assert words <= {"needs_nvidia", "needs_ray_cluster"}, sorted(words)
+
+
+#: The commands that write what their -o names, and the flags that let them run again over it.
+_WRITERS = {"record", "transcode", "dataset", "dataset-preview"}
+_AGAIN = {"-y", "--overwrite", "--resume"}
+
+
+def _shell_commands() -> list[list[str]]:
+    """Every glrec command in the README's ```bash blocks, as words (comments and other commands left out)."""
+    text = (ROOT / "README.md").read_text()
+    out = []
+    for block in re.findall(r"^```bash\n(.*?)^```", text, flags=re.M | re.S):
+        for line in block.splitlines():
+            for part in line.split("&&"):
+                words = shlex.split(part, comments=True)
+                if words[:1] == ["glrec"]:
+                    out.append(words)
+    return out
+
+
+def test_readme_shell_commands_run_top_to_bottom_twice():
+    """Pasted top to bottom, twice: no command refuses what an earlier one (or its own last run) wrote."""
+    commands = [w for w in _shell_commands() if len(w) > 1 and w[1] in _WRITERS]
+    assert len(commands) >= 10, commands  # the blocks were found
+    made: dict[str, str] = {}
+    for words in commands:
+        line = " ".join(words)
+        assert _AGAIN & set(words), f"runs once only (no -y): {line}"
+        output = words[words.index("-o") + 1].rstrip("/")
+        if "--resume" not in words:  # --resume goes on with the folder an earlier line made, by design
+            assert output not in made, f"{line} replaces what {made[output]} made"
+            made[output] = line

@@ -28,7 +28,7 @@ log = logging.getLogger("glrec")
 class GlJpegRoute:
     """N env frames per step into N JPEGs on the GPU (see the module docstring)."""
 
-    name = "gl-jpeg (batch)"
+    name = "gl (GL-compute JPEG, batch)"  # the summary's words: the option value first, as the one-frame encoder's
 
     def __init__(self, facts: VideoFacts, quality: int, envs: int, channels: int, *, cuda: bool,
                  cuda_device: int, egl_device: int | None, depth: int = 3) -> None:  # fmt: skip

@@ -27,7 +27,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", required=True, help="output folder (new or empty, unless --resume/--overwrite)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true", help="keep the complete shards of this dataset, redo the rest")
-    mode.add_argument("--overwrite", action="store_true", help="replace the dataset in the output folder")
+    mode.add_argument("-y", "--overwrite", action="store_true",
+                      help="replace the dataset in the output folder (its own files only)")  # fmt: skip
     p.add_argument(
         "--only",
         type=_indices,
@@ -62,7 +63,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     v.add_argument("--allow-scene-outside", action="store_true", help="as for 'glrec dataset'")
     v.add_argument("-o", "--output", required=True, help="PNG file to write")
     v.add_argument("--index", type=int, default=0, help="sample index (default 0)")
-    v.add_argument("--overwrite", action="store_true", help="replace the PNG if it exists")
+    v.add_argument("-y", "--overwrite", action="store_true", help="replace the PNG if it exists (as ffmpeg -y)")
     v.set_defaults(func=_cmd_preview)
 
 
@@ -99,7 +100,8 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
                 meta = json.loads((path / "meta.json").read_text())
                 print(f"{path}: seed {meta['seed']}, params {json.dumps(meta['params'])}")
         return 0
-    bar = tqdm(total=spec.samples, unit="sample", disable=args.quiet or None, dynamic_ncols=True, leave=False)
+    bar = tqdm(total=spec.samples, unit="sample", desc=str(args.output), disable=args.quiet or None,
+               dynamic_ncols=True, leave=False)  # fmt: skip
     options = {"max_retries": args.retries} if args.retries is not None else None
     try:
         result = generate(

@@ -3,18 +3,22 @@
 Each subcommand lives in a module of its own here (:data:`SUBCOMMAND_MODULES`),
 with ``register(subparsers, common)`` adding its parser; :func:`main` runs one
 and turns Ctrl-C, SIGTERM, a closed stdout and glrec's errors into one line and
-an exit status.
+an exit status. While it runs, glrec's messages name options by their flags
+(:func:`glrec._declare.cli_spelling`), and a flag the command does not have gets
+the closest one it has (:func:`parse`).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .. import __version__
+from .._declare import cli_spelling
 from .._lifecycle import Terminated, catch_termination, restore_handlers
 from ..errors import GlrecError, user_error_line
 from .stdout import StdoutError, abandon_stdout, checked_stdout, say
@@ -24,12 +28,21 @@ log = logging.getLogger("glrec")
 #: Modules that add subcommands, in the order ``--help`` lists them: each has register(subparsers, common).
 SUBCOMMAND_MODULES: list[str] = [
     "glrec.cli.record",  # record, scenes
+    "glrec.cli.transcode",  # transcode
     "glrec.cli.stream",  # stream, serve
     "glrec.cli.info",  # info
     "glrec.cli.doctor",  # doctor
     "glrec.cli.dataset",  # dataset, dataset-preview
     "glrec.cli.bench",  # bench
 ]
+
+DESCRIPTION = """\
+Render OpenGL scenes headless and record them to video.
+
+  glrec record SCENE -o OUT       record a scene: built-in (glrec scenes), file.py[:Class], Shadertoy shader
+  glrec transcode INPUT -o OUT    re-encode a video (file, URL, camera), --overlay SCENE drawn over it
+                                  (glrec record INPUT -o OUT does the same)
+"""
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -38,7 +51,7 @@ EXIT_INTERRUPTED = 130
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="glrec", description="Render OpenGL scenes headless and record them to video."
+        prog="glrec", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--version", action="version", version=f"glrec {__version__}")
     common = argparse.ArgumentParser(add_help=False)
@@ -53,6 +66,51 @@ def build_parser() -> argparse.ArgumentParser:
     for module in SUBCOMMAND_MODULES:
         importlib.import_module(module).register(sub, common)
     return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, and for an option the command does not have, the ones it has that are close."""
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        commands = _commands(parser)
+        command = commands.get(getattr(args, "command", None) or "", parser)
+        _unrecognized(command, extras, [c for c in commands.values() if c is not command])
+    return args
+
+
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """Each subcommand's parser, by name."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _options(parser: argparse.ArgumentParser) -> list[str]:
+    """Every option string the parser takes (argparse's own list)."""
+    return [s for action in parser._actions for s in action.option_strings]
+
+
+def _unrecognized(
+    parser: argparse.ArgumentParser, extras: list[str], others: list[argparse.ArgumentParser]
+) -> NoReturn:
+    """argparse's refusal with "did you mean" from the command's own options (difflib), and its exit status 2.
+
+    An option another command has (``glrec serve --quality``) is named as theirs, not matched to a lookalike.
+    """
+    options, hints = _options(parser), []
+    for word in extras:
+        if not word.startswith("-"):
+            continue
+        flag = word.split("=", 1)[0]
+        owners = [o.prog for o in others if flag in _options(o)]
+        if owners:
+            hints.append(f"{flag} is an option of {owners[0]}, not of {parser.prog}")
+        else:
+            hints += [f"did you mean {m}?" for m in difflib.get_close_matches(flag, options, n=1, cutoff=0.6)]
+    hint = "".join(f"; {h}" for h in hints)
+    parser.exit(EXIT_USAGE, f"{parser.prog}: error: unrecognized arguments: {' '.join(extras)}{hint}\n"
+                            f"{parser.prog}: '{parser.prog} --help' lists its options\n")  # fmt: skip
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -108,10 +166,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args: argparse.Namespace | None = None
     status: int | None = None
     try:
-        args = build_parser().parse_args(argv)
-        _setup_logging(args.verbose)
-        status = int(args.func(args))
-        sys.stdout.flush()  # a closed pipe or a full device shows here, not at interpreter exit
+        with cli_spelling():  # messages name options as flags here (--overwrite, not overwrite=True)
+            args = parse(build_parser(), argv)
+            _setup_logging(args.verbose)
+            status = int(args.func(args))
+            sys.stdout.flush()  # a closed pipe or a full device shows here, not at interpreter exit
         return status
     except KeyboardInterrupt as exc:
         status = EXIT_INTERRUPTED

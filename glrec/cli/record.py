@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
@@ -11,8 +12,11 @@ from .flags import add_flags, add_recording_flags, recording_options, values_fro
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    rec = subparsers.add_parser("record", parents=[common],
-                                help="record a scene, or re-encode a video input, to a file")  # fmt: skip
+    rec = subparsers.add_parser(
+        "record", parents=[common], help="record a scene, or re-encode a video input, to a file",
+        description="Record a scene (built-in, Python file, Shadertoy shader) to a file: glrec record cube -o "
+        "cube.mp4. Given a video input instead, it re-encodes it, as 'glrec transcode INPUT -o OUT' does.",
+    )  # fmt: skip
     rec.add_argument("scene", help="built-in name (see 'glrec scenes'), file.py[:Class], a Shadertoy shader "
                      "(.glsl, folder, .json), or a video input (file, image, URL, /dev/videoN)")  # fmt: skip
     from ..sinks.registry import describe as describe_outputs  # here: it imports numpy, inside main()'s guard
@@ -60,7 +64,8 @@ def _cmd_record(args: argparse.Namespace) -> int:
                                 input_timeout=inputs.input_timeout)  # fmt: skip
     with Recorder(args.output, overwrite=args.overwrite, **options) as rec:
         args.recorder = rec  # for main()'s message if Ctrl-C or SIGTERM ends the recording
-        bar = tqdm(total=n, unit="frame", disable=args.quiet or None, leave=False, dynamic_ncols=True)
+        bar = tqdm(total=n, unit="frame", desc=Path(args.output).name, disable=args.quiet or None, leave=False,
+                   dynamic_ncols=True)  # fmt: skip
         try:
             for _ in range(n):
                 rec.render(scene)

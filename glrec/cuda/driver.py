@@ -24,6 +24,19 @@ from ..errors import CudaError, DeviceError
 log = logging.getLogger("glrec")
 
 INSTALL_HINT = "pip install glrec[cuda] (cuda-python) on a machine with an NVIDIA driver"
+#: What a machine without NVIDIA's driver lacks, in the words every message uses (a clause: no full stop).
+NO_DRIVER = "the NVIDIA driver (libcuda.so.1) is not installed"
+
+
+def driver_installed() -> bool:
+    """Whether NVIDIA's driver library loads here, asked without cuda-python (which needs it)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
 
 
 @functools.lru_cache(maxsize=1)
@@ -35,12 +48,15 @@ def driver() -> Any:
         try:  # cuda-python < 12.6 spells it cuda.cuda
             from cuda import cuda as cu  # type: ignore[no-redef]
         except ImportError as exc:
-            raise CudaError(f"cuda-python is not installed ({exc}); {INSTALL_HINT}.") from None
+            # Without the driver there is nothing cuda-python could do: that is the news, not the package.
+            if not driver_installed():
+                raise CudaError(NO_DRIVER) from None
+            raise CudaError(f"cuda-python is not installed ({exc}); pip install glrec[cuda]") from None
     try:
         err = cu.cuInit(0)[0]
     except Exception as exc:  # the bindings raise when libcuda.so itself is missing
-        reason = str(exc).rstrip(".")  # a clause: callers go on after it ("...: {problem}. Use --encoder cpu.")
-        raise CudaError(f"The NVIDIA driver library (libcuda.so) could not be loaded: {reason}") from None
+        log.debug("cuda-python could not load the driver: %s", exc)
+        raise CudaError(NO_DRIVER) from None  # a clause: callers go on after it ("...: {problem}. Use ...")
     if int(err) != 0:
         raise CudaError(f"cuInit failed: {_error_text(cu, err)}. Is an NVIDIA GPU visible (nvidia-smi)?")
     return cu
@@ -79,13 +95,43 @@ def call(name: str, *args: Any) -> Any:
 
 
 def cuda_problem() -> str | None:
-    """Why CUDA cannot be used here (None when it can): missing package, driver or GPU."""
+    """Why CUDA cannot be used here (None when it can): missing driver, package or GPU, as one clause."""
     try:
         if call("cuDeviceGetCount") < 1:
             return "the NVIDIA driver reports no CUDA device (check CUDA_VISIBLE_DEVICES)"
     except CudaError as exc:
         return str(exc).rstrip(".")  # a clause callers end (no doubled full stop)
     return None
+
+
+def cuda_brief(problem: str) -> str:
+    """:func:`cuda_problem`'s answer in a few words, for a summary line: ``no NVIDIA GPU`` where it is that."""
+    if problem.startswith(NO_DRIVER) or "no CUDA device" in problem:
+        return "no NVIDIA GPU"
+    if problem.startswith("cuda-python is not installed"):
+        return "cuda-python not installed"
+    return "CUDA unusable"
+
+
+def cuda_remedy(problem: str) -> str:
+    """What to do about :func:`cuda_problem`'s answer, for the GPU path (``glrec doctor``)."""
+    if problem.startswith(NO_DRIVER):
+        extra = "" if _cuda_python_installed() else ", then pip install glrec[cuda]"
+        return f"for the GPU path: a machine with an NVIDIA GPU and its driver{extra}; the CPU path needs neither"
+    if problem.startswith("cuda-python is not installed"):
+        return "for the GPU path: pip install glrec[cuda]"
+    return "for the GPU path: check the GPU with nvidia-smi (and CUDA_VISIBLE_DEVICES)"
+
+
+def _cuda_python_installed() -> bool:
+    try:
+        import cuda.bindings  # the package alone: loads no driver
+    except ImportError:
+        try:  # cuda-python < 12.6
+            from cuda import cuda  # type: ignore[attr-defined]  # noqa: F401
+        except ImportError:
+            return False
+    return True
 
 
 @dataclass(frozen=True)

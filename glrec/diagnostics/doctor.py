@@ -97,7 +97,7 @@ def run_doctor(workdir: Path) -> list[Check]:
 
     problem, devices = common.cuda_summary()
     checks.append(
-        Check("CUDA", NA, problem or "", f"for the GPU path: {_cuda_hint()}")
+        Check("CUDA", NA, problem, _cuda_remedy(problem))
         if problem
         else Check("CUDA", PASS, "; ".join(f"{d.ordinal}: {d.name} (PCI {d.pci_bus_id})" for d in devices))
     )
@@ -105,6 +105,12 @@ def run_doctor(workdir: Path) -> list[Check]:
         checks += _handoff_checks(workdir)
     for row in rows:
         if row in host:
+            continue
+        if problem and row.needs_cuda:  # said once, on the CUDA line: here the few words
+            from ..cuda.driver import cuda_brief
+
+            checks.append(Check(row.doctor, NA, f"needs CUDA ({cuda_brief(problem)}: see the CUDA line)",
+                                f"optional: without {row.label}, glrec records on the others"))  # fmt: skip
             continue
         check = _encoder_check(row, workdir, baselines)
         checks.append(check)
@@ -118,10 +124,11 @@ def run_doctor(workdir: Path) -> list[Check]:
     return checks
 
 
-def _cuda_hint() -> str:
-    from ..cuda.driver import INSTALL_HINT
+def _cuda_remedy(problem: str) -> str:
+    """What to do for the GPU path: ``pip install glrec[cuda]`` only where cuda-python itself is missing."""
+    from ..cuda.driver import cuda_remedy
 
-    return INSTALL_HINT
+    return cuda_remedy(problem)
 
 
 def _handoff_checks(workdir: Path) -> list[Check]:

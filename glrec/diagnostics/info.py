@@ -38,4 +38,26 @@ def info_lines() -> list[str]:
             lines.append(f"    {row.name}: {', '.join(row.codecs)} ({row.note})")
         else:
             lines += [f"    {line}" for line in row.status(ordinals, problem)]
+    lines.append("encoder auto here (each codec at the defaults; a summary says the reason in a few words):")
+    lines += [f"    {line}" for line in auto_choices()]
     return lines
+
+
+def auto_choices() -> list[str]:
+    """What ``encoder="auto"`` picks here for each codec at the defaults, with every reason in full (the plan's)."""
+    from ..options import PipelineOptions, VideoOptions
+    from ..pipeline.plan import make_plan
+    from ..sinks.registry import output_kind
+
+    out = []
+    for codec, ext in (("h264", ".mp4"), ("hevc", ".mp4"), ("av1", ".ivf"), ("mjpeg", ".mkv")):
+        try:
+            plan = make_plan(VideoOptions.create((64, 64), 30, codec=codec), PipelineOptions(),
+                             output_kind(f"x{ext}", codec))  # fmt: skip
+        except GlrecError as exc:
+            out.append(f"{codec}: none ({exc})")
+            continue
+        if plan.device is not None:
+            plan.device.release()
+        out.append(f"{codec}: {plan.describe()}")
+    return out

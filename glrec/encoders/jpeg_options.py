@@ -10,12 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .._declare import flag, option
+from .._declare import flag, named, option
 from .._values import _number
 from .options import EncoderOptions
 
 #: The JPEG quality when none is given.
 DEFAULT_QUALITY = 90
+#: FFmpeg's mjpeg quantiser is the MPEG-1 intra matrix times q/8 (one table for luma and chroma, the DC step
+#: fixed at 8), libjpeg's is the JPEG Annex K table times scale/100. This ratio makes the geometric mean of the
+#: 35 luma steps of the 6x6 low frequencies (DC left out) equal: 8/100 x 29.03 (Annex K) / 25.69 (MPEG-1).
+#: tests/encoders/test_jpeg_quality.py recomputes it from both tables and measures size and PSNR against libjpeg.
+_QSCALE_PER_SCALE = 0.0904
 
 
 @dataclass(frozen=True)
@@ -25,13 +30,30 @@ class JpegOptions(EncoderOptions):
     OWNER: ClassVar[str] = "quality is JPEG quality (codec mjpeg)"
 
     quality: int | None = option(
-        None, f"JPEG quality 1-100 (codec mjpeg only; default {DEFAULT_QUALITY}); for h264/hevc/av1 use crf",
+        None, f"JPEG quality 1-100 on libjpeg's scale, for every JPEG encoder (codec mjpeg only; default "
+        f"{DEFAULT_QUALITY}; the CPU encoder comes near it in FFmpeg's coarser steps); for h264/hevc/av1 use crf",
         _number("JPEG quality", 1, 100, integer=True, example="90"), flags=flag("quality"),
     )  # fmt: skip
 
     @property
     def jpeg_quality(self) -> int:
         return self.quality if self.quality is not None else DEFAULT_QUALITY
+
+
+def libjpeg_scale(quality: int) -> float:
+    """The percentage libjpeg scales its quantisation tables by at ``quality`` 1..100 (``jpeg_quality_scaling``)."""
+    q = max(1, min(100, quality))
+    return 5000 / q if q < 50 else 200 - 2 * q
+
+
+def ffmpeg_qscale(quality: int) -> int:
+    """FFmpeg's mjpeg q-scale (1 finest .. 31) whose tables come closest to libjpeg's at ``quality``.
+
+    Closest by the geometric mean of the low-frequency luma steps (see :data:`_QSCALE_PER_SCALE`), so
+    file sizes and PSNR come near libjpeg's at the same quality; FFmpeg's fixed DC step and its one table
+    for chroma keep them from being equal, and from quality 92 up every quality is its finest step.
+    """
+    return max(1, min(31, round(libjpeg_scale(quality) * _QSCALE_PER_SCALE)))
 
 
 def quality_problem(codec: str, quality: int | None) -> str | None:
@@ -42,5 +64,6 @@ def quality_problem(codec: str, quality: int | None) -> str | None:
     """
     if quality is None or codec == "mjpeg":
         return None
-    return (f"quality {quality} is JPEG quality (codec mjpeg); {codec} takes crf for its quality "
-            "(lower is better, e.g. crf 18 for high quality, 28 for small files), or qp or bitrate")  # fmt: skip
+    crf, qp, bitrate = named("crf"), named("qp"), named("bitrate")
+    return (f"{named('quality')} {quality} is JPEG quality (codec mjpeg); {codec} takes {crf} for its quality "
+            f"(lower is better, e.g. {crf} 18 for high quality, 28 for small files), or {qp} or {bitrate}")  # fmt: skip

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
+from .._declare import named
 from ..errors import ConfigError
 from ..video_facts import VideoFacts
 from .options import EncoderOptions
@@ -76,7 +77,8 @@ def foreign(row: EncoderRow, given: Mapping[str, object]) -> str | None:
     own = {f.name for f in fields(row.options)}
     for name, value in given.items():
         if name not in own:
-            return f"{_owner(name)} ({name} {value!r} given), which {row.label} does not take; drop {name}"
+            flag = named(name)
+            return f"{_owner(name)} ({flag} {value!r} given), which {row.label} does not take; drop {flag}"
     return None
 
 

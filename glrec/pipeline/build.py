@@ -204,7 +204,7 @@ def _open_convert(gl: GLContext, plan: Plan, facts: VideoFacts) -> ConvertStage:
     if plan.convert != "yuv":  # packed RGB for an encoder that converts RGB itself
         assert plan.convert is not None
         return RgbPacker(gl.mgl, facts.size, plan.convert)
-    return Converter(gl.mgl, facts.size, facts.encoded_size, facts.pix_fmt, facts.colour)
+    return Converter(gl.mgl, facts.size, facts.plane_size, facts.pix_fmt, facts.colour)
 
 
 def _open_encoder(

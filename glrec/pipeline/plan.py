@@ -13,9 +13,11 @@ one device-to-host copy per frame), else by the PBO host readback. Each row's
 checks run once per plan.
 
 One log line states the choice and the reason, with the reasons auto passed
-over the rows before it (also in the summary). An explicit encoder, handoff or
-CUDA device that cannot work raises an error naming the reason instead of
-falling back; when no row fits, the error lists every row's reason. A plan is
+over the rows before it (the summary says them in a few words: ``no NVIDIA
+GPU``). An explicit encoder, handoff or CUDA device that cannot work raises an
+error naming the reason instead of falling back; when no row fits, the error is
+the refusal of the row auto would have taken here (it names the fix), the other
+rows' reasons going to the log, or, where no row could run, every row's reason. A plan is
 frozen: building may only *refine* it (``auto`` handoff resolved), or, under
 ``auto``, move on to the next row (:func:`next_plan`) when the GL cannot share
 memory with the CUDA device or the chosen encoder fails to open (the latter also
@@ -75,8 +77,11 @@ class Plan:
     #: The encoder was left to auto, whatever else was chosen: where only the handoff or CUDA device made the
     #: plan explicit, an encoder that fails to open gives way to the next one, on that same handoff and device.
     auto_encoder: bool = False
-    #: Why auto passed over the rows before this one (also at build time), for the log and the summary.
+    #: Why auto passed over the rows before this one (also at build time), in full: the log, ``glrec info`` and
+    #: ``RecordResult.fallback_reasons``.
     fallbacks: tuple[str, ...] = ()
+    #: The same in a few words each (``no NVIDIA GPU``, ``no NVENC``), for the summary line.
+    briefly: tuple[str, ...] = ()
 
     @property
     def uses_cuda(self) -> bool:
@@ -130,6 +135,15 @@ def _clause(text: str | None) -> str:
     return (text or "").rstrip(".")
 
 
+@dataclass(frozen=True)
+class _Reason:
+    """Why auto passed a row over: in full, in a few words, and which row (None: CUDA itself)."""
+
+    full: str
+    brief: str
+    row: str | None = None
+
+
 def make_plan(
     video: StreamRequest,
     pipeline: PipelineOptions,
@@ -138,11 +152,12 @@ def make_plan(
     skip: tuple[str, ...] = (),
     device: CudaDevice | None = None,
     fallbacks: tuple[str, ...] = (),
+    briefly: tuple[str, ...] = (),
 ) -> Plan:
     """Pick encoder and handoff for ``video`` into ``output`` on this machine (see the module docstring).
 
     ``skip`` leaves rows out (those already tried), ``device`` is a CUDA device already open and
-    ``fallbacks`` the reasons so far: :func:`next_plan` passes them.
+    ``fallbacks`` (``briefly``: the same in a few words) the reasons so far: :func:`next_plan` passes them.
     """
     chosen = video.encoder != "auto"
     handoff = pipeline.handoff
@@ -150,7 +165,8 @@ def make_plan(
     names = (video.encoder,) if chosen else tuple(n for n in AUTO_ORDER if n not in skip)
     facts, given = video.facts, video.given()
     cuda = _Cuda(pipeline.cuda_device, device)
-    reasons = list(fallbacks)
+    earlier = [_Reason(full, brief) for full, brief in zip(fallbacks, briefly or fallbacks, strict=False)]
+    reasons: list[_Reason] = []
     misfits: list[tuple[EncoderRow, str]] = []  # rows the options do not fit, whatever the machine
     try:
         for name in names:
@@ -161,7 +177,8 @@ def make_plan(
                     raise ConfigError(why)
                 misfits.append((row, why))
                 if facts.codec in row.codecs:
-                    reasons.append(f"{row.label} cannot take these options ({why.rstrip('.')})")
+                    cannot = f"{row.label} cannot take these options"
+                    reasons.append(_Reason(f"{cannot} ({why.rstrip('.')})", cannot, row.name))
                 continue
             if row.reads_gl and handoff in _CUDA_HANDOFFS:
                 raise ConfigError(f"encoder {name} encodes in the GL context and reads its bytes back through its "
@@ -196,17 +213,38 @@ def make_plan(
                     "Leave cuda_device unset for the host path."
                 )
             asked = request(row, facts, given, raw_output=output.raw, device=dev)
-            plan = _fit(row, asked, chosen, handoff, reasons, cuda.problem)
+            plan = _fit(row, asked, chosen, handoff, earlier, reasons, cuda.problem)
             if plan is not None:
                 return plan.with_(explicit=explicit, auto_encoder=not chosen)
-        raise _nothing_fits(facts, reasons, misfits, cuda.problem)
+        raise _nothing_fits(names, facts, output, earlier + reasons, misfits, cuda)
     except BaseException:
         cuda.release()
         raise
 
 
+def _no_cuda(problem: str) -> _Reason:
+    from ..cuda.driver import cuda_brief
+
+    return _Reason(f"no CUDA: {problem.rstrip('.')}", cuda_brief(problem))
+
+
+def _relevant(reasons: list[_Reason], no_cuda: str | None) -> list[_Reason]:
+    """``reasons`` without those of rows that need CUDA where there is none (their options do not matter here),
+    led by the lack of CUDA."""
+    if no_cuda is None:
+        return reasons
+    kept = [r for r in reasons if r.row is None or not encoder_row(r.row).needs_cuda]
+    return [_no_cuda(no_cuda), *kept]
+
+
 def _fit(
-    row: EncoderRow, asked: EncodeRequest[Any], chosen: bool, handoff: str, reasons: list[str], no_cuda: str | None
+    row: EncoderRow,
+    asked: EncodeRequest[Any],
+    chosen: bool,
+    handoff: str,
+    earlier: list[_Reason],
+    reasons: list[_Reason],
+    no_cuda: str | None,
 ) -> Plan | None:
     """The plan with ``row`` if it runs here and meets this device's limits; else None (auto) or raise (chosen)."""
     why = row.problem(asked)
@@ -214,13 +252,14 @@ def _fit(
         if chosen:
             other = " (or nvjpeg with codec mjpeg)" if "mjpeg" not in row.codecs else ""
             raise EncoderUnavailableError(f"{row.label} is unavailable: {why}. Use --encoder cpu{other}.")
-        reasons.append(row.absent.format(label=row.label, why=why))
+        reasons.append(_Reason(row.absent.format(label=row.label, why=why), f"no {row.label}", row.name))
         return None
     why = row.limits(asked)
     if why is not None:
         if chosen:
             raise ConfigError(why)
-        reasons.append(f"{row.label} cannot take these options ({why.rstrip('.')})")
+        cannot = f"{row.label} cannot take these options"
+        reasons.append(_Reason(f"{cannot} ({why.rstrip('.')})", cannot, row.name))
         return None
     why = None if chosen else row.auto_problem(asked)
     if why is not None:  # an order of preference, not a failure: the log says it, the summary need not
@@ -230,29 +269,60 @@ def _fit(
     via = "cuda" if device is not None else "host"
     plan_handoff = handoff if via == "cuda" else "host"
     fed = via == "cuda" and row.reads_host  # a host-reading encoder fed from CUDA device frames
+    passed = earlier + _relevant(reasons, no_cuda)
     if chosen:
         reason = f"{row.label} fed from CUDA device frames, as asked" if fed else "asked for"
-    elif handoff == "host" and not reasons:
+    elif handoff == "host" and not passed:
         reason = "host handoff asked for"
     else:
-        if no_cuda is not None:
-            reasons.insert(0, f"no CUDA: {no_cuda.rstrip('.')}")
-        said = "; ".join(reasons) if reasons else row.chosen
+        said = "; ".join(r.full for r in passed) if passed else row.chosen
         reason = (said or "the first encoder that fits") + (f"; {row.label} fed from CUDA device frames" if fed else "")
     convert = None if row.gl_slots is not None else row.convert(asked.facts)
-    return Plan(row.name, plan_handoff, reason, device, convert=convert, fallbacks=tuple(reasons))
+    return Plan(row.name, plan_handoff, reason, device, convert=convert,
+                fallbacks=tuple(r.full for r in passed), briefly=tuple(r.brief for r in passed))  # fmt: skip
+
+
+def _runs_here(row: EncoderRow, facts: VideoFacts, output: OutputKind, cuda: _Cuda) -> bool:
+    """Whether auto would take ``row`` here, its options aside: CUDA where it needs it, no problem, and not
+    passed over by preference (the GL JPEG encoder on software GL)."""
+    if row.needs_cuda and cuda.get() is None:
+        return False
+    try:
+        asked = request(row, facts, {}, raw_output=output.raw, device=cuda.device if row.needs_cuda else None)
+        return row.problem(asked) is None and row.auto_problem(asked) is None
+    except Exception:  # a probe that fails says the same as a problem: not here
+        return False
 
 
 def _nothing_fits(
-    facts: VideoFacts, reasons: list[str], misfits: list[tuple[EncoderRow, str]], no_cuda: str | None
+    names: tuple[str, ...],
+    facts: VideoFacts,
+    output: OutputKind,
+    reasons: list[_Reason],
+    misfits: list[tuple[EncoderRow, str]],
+    cuda: _Cuda,
 ) -> ConfigError:
-    """The error when no row fits under auto: every row's reason, led by the one that decided it."""
-    listed = reasons + [f"{row.label}: {why}" for row, why in misfits if facts.codec not in row.codecs]
-    if no_cuda is not None:
-        listed.insert(0, f"no CUDA: {no_cuda}")
+    """The error when no row fits under auto.
+
+    Where one row takes this codec and pixel format and runs here, auto would have chosen it: its own refusal
+    is the message (it names the fix), and the other rows' reasons go to the log (``-v``). Otherwise every row's
+    reason, led by the one that decided it.
+    """
+    takers = [encoder_row(n) for n in names]
+    takers = [r for r in takers if facts.pix_fmt in r.pix_fmts and facts.codec in r.codecs]
+    would = next((row for row in takers if _runs_here(row, facts, output, cuda)), None)  # asks CUDA if need be
+    no_cuda = cuda.problem
+    listed = [r.full for r in _relevant(reasons, no_cuda)]
+    listed += [f"{row.label}: {why}" for row, why in misfits
+               if facts.codec not in row.codecs and not (no_cuda and row.needs_cuda)]  # fmt: skip
     listed = [r.rstrip(".") for r in listed]  # clauses of one sentence
-    takers = [row for row, _ in misfits] + [encoder_row(n) for n in AUTO_ORDER]
-    takers = [r for r in dict.fromkeys(takers) if facts.pix_fmt in r.pix_fmts and facts.codec in r.codecs]
+    if would is not None:
+        why = {row.name: why for row, why in misfits}.get(would.name)
+        why = why or next((r.full for r in reasons if r.row == would.name), None)
+        if why is not None:
+            log.info("plan: auto would take %s here, which refuses these options; every encoder's reason: %s",
+                     would.label, "; ".join(listed))  # fmt: skip
+            return ConfigError(why if why.endswith(".") else f"{why}.")
     lead = "No encoder can record these options here"
     if len(takers) == 1:
         lead = f"{facts.codec} in pix_fmt {facts.pix_fmt} needs {takers[0].label}, which cannot record it here"
@@ -273,10 +343,11 @@ def next_plan(
         raise ConfigError(f"{reason}, and encoder {plan.encoder} was asked for")
     log.warning("glrec: %s; auto tries the next encoder", reason)
     fallbacks = (*plan.fallbacks, reason)
+    briefly = (*plan.briefly, reason)  # whole: a session limit is news worth its words in the summary
     device = plan.device if keep_cuda else None
     skip = tuple(AUTO_ORDER[: AUTO_ORDER.index(plan.encoder) + 1]) if plan.encoder in AUTO_ORDER else ()
     if not keep_cuda:
         pipeline = pipeline.with_(handoff="host")
-    new = make_plan(video, pipeline, output, skip=skip, device=device, fallbacks=fallbacks)
+    new = make_plan(video, pipeline, output, skip=skip, device=device, fallbacks=fallbacks, briefly=briefly)
     # The choices that made the plan explicit (handoff, device) hold for the new one only where CUDA is kept.
-    return new.with_(explicit=plan.explicit and keep_cuda, fallbacks=fallbacks + new.fallbacks[len(fallbacks) :])
+    return new.with_(explicit=plan.explicit and keep_cuda)

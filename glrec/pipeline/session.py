@@ -138,7 +138,6 @@ class Session:
         frames = worker.frames_written if own_file else worker.frames_encoded
         size = path.stat().st_size if own_file and path.exists() else worker.sink.bytes_written
         wall = time.perf_counter() - started
-        fallback = "; ".join(self.plan.fallbacks)
-        return RecordResult(
-            path, frames, frames / fps, wall, size, self.encoder_name, self.facts.codec, fallback=fallback
-        )
+        plan = self.plan
+        return RecordResult(path, frames, frames / fps, wall, size, self.encoder_name, self.facts.codec,
+                            fallback="; ".join(plan.briefly), fallback_reasons=plan.fallbacks)  # fmt: skip

@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from .._declare import spelled
 from ..errors import OutputError, OutputExistsError
 
 __all__ = ["OutputFile", "check_output_path", "frame_path", "has_frame_pattern", "sequence_frames", "staging_name"]
@@ -138,15 +139,20 @@ def check_output_path(path: str | os.PathLike[str], overwrite: bool) -> Path:
         if existing and not overwrite:
             raise OutputExistsError(
                 f"Output {str(p)!r} would replace {len(existing)} existing frame(s) of that sequence (the first is "
-                f"{existing[0][1].name!r}); pass overwrite=True (--overwrite or -y) to replace the sequence, or choose "
+                f"{existing[0][1].name!r}); pass {_overwrite()} to replace the sequence, or choose "
                 "another name."
             )
         return p
     if kind == "other":
         raise OutputError(f"Output {str(p)!r} is a block device or socket; give a regular file name.")
     if kind == "file" and not overwrite:
-        raise OutputExistsError(f"Output {str(p)!r} exists; pass overwrite=True (--overwrite or -y) to replace it.")
+        raise OutputExistsError(f"Output {str(p)!r} exists; pass {_overwrite()} to replace it.")
     return p
+
+
+def _overwrite() -> str:
+    """The option that lets an output be replaced, as the reader spells it."""
+    return spelled("overwrite=True (--overwrite or -y)", "--overwrite (-y)")
 
 
 class OutputFile:
@@ -164,9 +170,7 @@ class OutputFile:
         if kind == "link":
             _refuse_link(final)
         if kind == "file" and not overwrite:
-            raise OutputExistsError(
-                f"Output {str(final)!r} exists; pass overwrite=True (--overwrite or -y) to replace it."
-            )
+            raise OutputExistsError(f"Output {str(final)!r} exists; pass {_overwrite()} to replace it.")
         self.stream = kind == "stream"
         self.replacing = kind == "file"
         self.work = staging_name(final) if self.replacing else final
@@ -189,7 +193,7 @@ class OutputFile:
         except FileExistsError:
             raise OutputExistsError(
                 f"Output {str(self.final)!r} appeared while the recording started; glrec does not replace it without "
-                "overwrite=True (--overwrite)."
+                f"{_overwrite()}."
             ) from None
         except OSError as exc:
             raise OutputError(f"Cannot open {str(self.final)!r} for writing: {exc.strerror}.") from exc

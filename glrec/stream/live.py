@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,13 +97,20 @@ class LiveSession:
             rec.request_keyframe()
 
     def run(
-        self, *, frames: int | None = None, seconds: float | None = None, stop: threading.Event | None = None
+        self,
+        *,
+        frames: int | None = None,
+        seconds: float | None = None,
+        stop: threading.Event | None = None,
+        on_start: Callable[[], None] | None = None,
     ) -> LiveResult:
         """Stream until ``frames`` slots (or ``seconds``) have passed, ``stop`` is set, or Ctrl-C.
 
         With neither ``frames`` nor ``seconds`` it runs until stopped. Slots skipped
         because rendering fell behind count towards ``frames``: the stream lasts
-        ``frames / fps`` seconds of wall time either way.
+        ``frames / fps`` seconds of wall time either way. ``on_start`` is called once
+        the recorder is built and the scene set up (every option checked), just before
+        the first slot: where a command announces itself.
         """
         started = time.perf_counter()
         options = {"queue_size": LIVE_QUEUE, **self.options, "live": True}
@@ -112,6 +120,8 @@ class LiveSession:
         with rec:
             self._recorder = rec
             rec.prepare(self.scene)  # set up (compile shaders) before the clock starts, not in slot 0's time
+            if on_start is not None:
+                on_start()
             clock = self.clock = FrameClock(rec.fps)
             overshoot = 0
             try:

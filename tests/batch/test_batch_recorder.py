@@ -154,7 +154,7 @@ def test_gl_jpeg_route_gives_the_bytes_of_the_one_frame_stage(tmp_path, gl) -> N
         for s in range(5):
             rec.write(step_batch(s))
     result = rec.close()
-    assert result.encoder == "gl-jpeg (batch)"
+    assert result.encoder == "gl (GL-compute JPEG, batch)"
     stage = GlJpegStage(gl.mgl, (W, H), quality=95)  # one frame a call, from a bottom-up texture as GL renders
     try:
         for env in range(N):

@@ -155,7 +155,7 @@ def test_info_lists_every_encoder_of_the_registry(gl):
 def test_the_gl_encoder_records_through_its_own_slots(gl, tmp_path):
     out = tmp_path / "gl.mkv"
     result = glrec.record("bars", out, size=(64, 48), fps=30, frames=4, encoder="gl", codec="mjpeg")
-    assert result.encoder == "gl-jpeg" and result.frames == 4
+    assert result.encoder == "gl (GL-compute JPEG)" and result.frames == 4
     with av.open(str(out)) as c:
         times = [float(f.time) for f in c.decode(video=0)]
     assert times == pytest.approx([i / 30 for i in range(4)], abs=1e-3)

@@ -37,7 +37,7 @@ def decode(path) -> tuple[list[np.ndarray], list[int], str, str]:
 def test_mjpeg_containers(tmp_path, ext):
     path = tmp_path / f"out.{ext}"
     result = glrec.record("plasma", path, size=SIZE, fps=FPS, frames=FRAMES, codec="mjpeg", encoder="gl")
-    assert result.frames == FRAMES and result.encoder == "gl-jpeg"
+    assert result.frames == FRAMES and result.encoder == "gl (GL-compute JPEG)"
     frames, pts, codec, pix_fmt = decode(path)
     assert codec == "mjpeg" and pix_fmt == "yuvj420p" and len(frames) == FRAMES
     assert len(set(pts)) == FRAMES and pts == sorted(pts)

@@ -77,7 +77,7 @@ def test_gl_jpeg_from_a_torch_cuda_batch_equals_the_host_path_without_a_host_cop
     host_calls.clear()
     result = record(tmp_path / "c{env}.mkv", cuda, encoder="gl", codec="mjpeg")
     assert routes.HOST_COPIES[0] == before and host_calls == []
-    assert result.encoder == "gl-jpeg (batch)" and len(result.videos) == N
+    assert result.encoder == "gl (GL-compute JPEG, batch)" and len(result.videos) == N
     for env in range(N):
         assert packets(tmp_path / f"c{env}.mkv") == packets(tmp_path / f"h{env}.mkv")
 

@@ -194,9 +194,11 @@ def test_no_file_before_the_first_packet(gl, tmp_path, name, codec):
 
 def test_a_raw_stream_killed_before_its_first_packet_leaves_nothing_to_block_a_rerun(gl, tmp_path):
     path = tmp_path / "early.h264"
-    child = start_child(str(path), "--frames", "100000")
+    # The child stops after one frame (still in the readback ring) until killed: however late this reads its
+    # lines on a loaded machine, the kill finds it there.
+    child = start_child(str(path), "--frames", "100000", "--pause-after", "1")
     for line in child.stdout:
-        if line.startswith("progress 1 "):  # one frame submitted: still in the readback ring
+        if line.startswith("paused"):
             child.send_signal(signal.SIGKILL)
             break
     child.wait(timeout=60)

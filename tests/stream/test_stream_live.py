@@ -61,24 +61,45 @@ def decode(packets: list[Packet]) -> list[av.VideoFrame]:
         return list(c.decode(video=0))
 
 
-def test_slots_are_timestamps_and_skips_leave_counted_gaps(gl):
-    sink, times, scene = ListSink(), FrameTimes(), Stutter()
+class FakeTime:
+    """The live clock's time, moved only by its own sleeps and the scene's stall: slots independent of the load."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_slots_are_timestamps_and_skips_leave_counted_gaps(gl, monkeypatch):
+    from glrec.stream import live
+
+    fake = FakeTime()
+    # The real clock's slots depend on how busy the machine is (a loaded one skips more, by design); on this
+    # clock only the scene's stall takes time, so which slots render is exact. The clock against real time is
+    # tests/stream/test_stream_units.py's.
+    real = live.FrameClock
+    monkeypatch.setattr(live, "FrameClock", lambda fps: real(fps, clock=lambda: fake.now, sleep=fake.sleep))
+
+    class Stall(Stutter):
+        def render(self, t):
+            self.calls.append(t)
+            if len(self.calls) == 6:
+                fake.sleep(0.12)  # slot 5 takes 120 ms
+            self.ctx.clear((t * 4) % 1.0, 0.5, 0.2)
+
+    sink, times, scene = ListSink(), FrameTimes(), Stall()
     fps = 50.0  # 20 ms slots: the 120 ms stall at slot 5 passes over slots 6..10
     result = LiveSession(scene, sink, size=SIZE, fps=fps, times=times).run(frames=20)
     pts = [p.pts for p in sink.packets]
-    assert result.frames == len(pts) == 20 - result.skipped
-    assert result.skipped >= 4  # the stall was handled by skipping, not by drifting
-    assert pts[:6] == [0, 1, 2, 3, 4, 5] and pts == sorted(set(pts)) and pts[-1] <= 19
-    assert pts[6] - pts[5] >= 5  # the slots passed over during the stall are a gap in the timestamps
+    # the stall was handled by skipping to the newest due slot (11 at 0.22 s), not by drifting
+    assert pts == [0, 1, 2, 3, 4, 5, *range(11, 20)]
+    assert result.frames == len(pts) == 15 and result.skipped == 5
     # the scene saw t = slot / fps for every slot it rendered
     assert scene.calls == [i / fps for i in pts]
-    # the render times are on the wall clock, one slot apart when on time
-    t = [times.get(i) for i in pts]
-    assert 0.015 < t[2] - t[1] < 0.035
-    assert t[6] - t[5] > 0.1
-    # every frame left the encoder at once: a packet per frame, each soon after its render
+    # every frame left the encoder as one packet of its own, in order, decodable
     assert all(p.pts == p.dts for p in sink.packets)
-    assert np.median([a - times.get(p.pts) for p, a in zip(sink.packets, sink.arrived, strict=True)]) < 0.1
+    assert all(times.get(i) is not None for i in pts)  # each render was timed, for the latency figures
     assert len(decode(sink.packets)) == result.frames
     assert sink.closed == 1
 

@@ -24,6 +24,7 @@ from ...errors import EncoderError, EncoderUnavailableError
 from ...frame import EncodedFrame, Frame, HostFrame, Packet
 from ...video_facts import VideoFacts
 from ..encoder import encode_each
+from ..jpeg_options import ffmpeg_qscale
 from ..latency import LIVE_PRESET, cpu_live_options, live_gop, one_frame_vbv
 from .limits import CPU_ENCODERS, input_format
 from .options import CpuOptions
@@ -45,6 +46,20 @@ _MAX_REORDER = 64
 _DEFAULT_CRF = {"libx264": 20, "libx265": 24, "libsvtav1": 35, "mjpeg": None}
 # Host frames that arrive unconverted (see the module docstring).
 _PACKED = frozenset(PACKED_FORMATS.values())
+
+
+def _crop(frame: av.VideoFrame, width: int, height: int) -> av.VideoFrame:
+    """The top-left ``width`` x ``height`` of ``frame``, each plane cut to its share.
+
+    A JPEG of odd size is converted with one more row/column (4:2:0 planes are even; the edge repeated), so its
+    chroma planes already have the odd picture's size (half, rounded up): only the luma loses the extra edge.
+    """
+    out = av.VideoFrame(width, height, frame.format.name)
+    for src, dst in zip(frame.planes, out.planes, strict=True):
+        rows = np.frombuffer(memoryview(src), np.uint8).reshape(src.height, src.line_size)
+        into = np.frombuffer(memoryview(dst), np.uint8).reshape(dst.height, dst.line_size)
+        into[:, : dst.width] = rows[: dst.height, : dst.width]
+    return out
 
 
 class CpuEncoder:
@@ -87,8 +102,8 @@ class CpuEncoder:
         elif options.crf is not None or _DEFAULT_CRF[name] is not None:
             opts["crf"] = str(options.crf if options.crf is not None else _DEFAULT_CRF[name])
         if name == "mjpeg":
-            # JPEG quantiser 2..31 from a 1..100 quality
-            cc.qmin = cc.qmax = max(2, min(31, round(31 - (options.jpeg_quality - 1) * 29 / 99)))
+            # quality on libjpeg's scale, as the other JPEG encoders take it: FFmpeg's nearest q-scale
+            cc.qmin = cc.qmax = ffmpeg_qscale(options.jpeg_quality)
             opts["strict"] = "-1"
         if options.gop is not None:
             cc.gop_size = options.gop
@@ -112,7 +127,8 @@ class CpuEncoder:
         try:
             cc.open()
         except av.FFmpegError as exc:
-            raise EncoderError(f"Opening {name} with {opts} failed: {exc}. Check preset and rate options.") from exc
+            shown = {**opts, **({"bit_rate": str(cc.bit_rate)} if cc.bit_rate else {})}  # all it was opened with
+            raise EncoderError(f"Opening {name} with {shown} failed: {exc}. Check preset and rate options.") from exc
         self._cc = cc
         self._av_format = pix_fmt
         self._sws: SwsConverter | None = None  # for packed RGB/grey host frames, made at the first one
@@ -137,6 +153,8 @@ class CpuEncoder:
             vf = self._sws.convert(frame.data)
         else:
             vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame.data), format=self._av_format)
+            if (vf.width, vf.height) != (self._cc.width, self._cc.height):
+                vf = _crop(vf, self._cc.width, self._cc.height)
         vf.pts = frame.index
         vf.time_base = self._cc.time_base
         if self._keyframe_requested:

@@ -46,8 +46,8 @@ def slots(ctx: moderngl.Context, request: EncodeRequest[Any], depth: int) -> tup
 def status(devices: Sequence[int], no_cuda: str | None) -> list[str]:
     """``glrec info``'s line: what it needs (GL's own context, compute shaders), whatever CUDA does."""
     return [
-        "gl: mjpeg in GL compute shaders, in glrec's GL context (OpenGL 4.3); auto takes it for mjpeg on "
-        "hardware GL, not on software GL"
+        "gl (GL-compute JPEG): mjpeg in GL compute shaders, in glrec's GL context (OpenGL 4.3: any GPU, Mesa "
+        "too); auto takes it for mjpeg on hardware GL, not on software GL (there: --encoder gl)"
     ]
 
 

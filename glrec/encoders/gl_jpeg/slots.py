@@ -97,7 +97,7 @@ class GlJpegReadback:
 class GlJpegEncoder:
     """The encoder slot: each JPEG the GL stage made becomes one keyframe packet, pts = its index."""
 
-    name = "gl-jpeg"
+    name = "gl (GL-compute JPEG)"  # the summary's words: the option value a user types (--encoder gl), then what it is
     codec = "mjpeg"
 
     def __init__(self, facts: VideoFacts, options: JpegOptions, device: Any = None, raw_output: bool = False) -> None:

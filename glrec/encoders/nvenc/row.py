@@ -37,6 +37,10 @@ def convert(facts: VideoFacts) -> str:
 def status(devices: Sequence[int], no_cuda: str | None) -> list[str]:
     """``glrec info``'s lines: per CUDA device (one NVENC session each), whether each codec opens a session."""
     if no_cuda is not None:
+        from ...cuda.driver import NO_DRIVER, cuda_brief
+
+        if no_cuda.startswith(NO_DRIVER):  # no NVIDIA driver: nothing of NVENC's own to report
+            return [f"nvenc: needs CUDA ({cuda_brief(no_cuda)})"]
         why = probe.nvenc_library_problem()
         return [f"nvenc: needs CUDA; {'PyNvVideoCodec loads' if why is None else why}"]
     lines = []

@@ -50,7 +50,9 @@ def convert(facts: VideoFacts) -> str:
 def status(devices: Sequence[int], no_cuda: str | None) -> list[str]:
     """``glrec info``'s line: whether nvImageCodec loads."""
     if no_cuda is not None:
-        return ["nvjpeg: needs CUDA"]
+        from ...cuda.driver import cuda_brief
+
+        return [f"nvjpeg: needs CUDA ({cuda_brief(no_cuda)})"]
     why = nvjpeg_problem()
     return [f"nvjpeg: {'available (nvImageCodec)' if why is None else 'unavailable: ' + why}"]
 
