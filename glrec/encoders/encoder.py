@@ -34,15 +34,20 @@ class Encoder(Protocol):
     def name(self) -> str:
         """What the user sees in logs and summaries (e.g. ``libx264``, ``nvenc``)."""
 
-    def encode(self, frame: Frame) -> list[Packet]: ...
+    def encode(self, frame: Frame) -> list[Packet]:
+        """Encode one frame; returns the packets ready now (maybe none, maybe earlier frames'), each with its frame's index as pts."""
 
-    def encode_batch(self, frames: Sequence[Frame]) -> list[Packet]: ...
+    def encode_batch(self, frames: Sequence[Frame]) -> list[Packet]:
+        """Encode up to the row's ``batch`` frames in one call: the same packets, in the same order, as ``encode`` on each."""
 
-    def flush(self) -> list[Packet]: ...
+    def flush(self) -> list[Packet]:
+        """Return every packet still inside the encoder (at the end of the recording)."""
 
-    def request_keyframe(self) -> None: ...
+    def request_keyframe(self) -> None:
+        """Make the next frame passed to ``encode`` a keyframe; may be called from any thread."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Free the encoder's resources; safe to call twice."""
 
 
 def encode_each(encoder: Encoder, frames: Sequence[Frame]) -> list[Packet]:

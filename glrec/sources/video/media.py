@@ -82,10 +82,12 @@ class InputSpec:
 
     @property
     def live(self) -> bool:
+        """Whether the input is live (a network URL or a camera): read with low-latency options, reopened when it breaks."""
         return self.kind in ("url", "camera")
 
     @property
     def label(self) -> str:
+        """How logs and summaries name the input."""
         return self.source
 
 
