@@ -42,7 +42,10 @@ class RecordResult:
         return video_html(self)
 
     def summary(self) -> str:
-        """The one line the CLI prints: path, frames, video length, speed, size, bitrate, encoder (and why ``auto`` passed one over), notes."""
+        """The one line the CLI prints at the end.
+
+        Path, frames, video length, speed, size, bitrate, the encoder (and why ``auto`` passed one over), notes.
+        """
         return (
             f"{self.path}: {self.frames} frames ({self.seconds:.2f} s of video) in {self.wall_seconds:.2f} s "
             f"= {self.fps_achieved:.1f} fps, {self.bytes / 1e6:.2f} MB, {self.bitrate / 1e6:.2f} Mbit/s, "

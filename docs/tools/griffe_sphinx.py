@@ -177,9 +177,9 @@ def comment_docstring(attr: griffe.Object) -> None:
     """Give an attribute without a docstring the ``#:`` comment lines just above it, if any."""
     if attr.docstring is not None or attr.lineno is None or attr.filepath is None:
         return
-    try:
-        lines = attr.lines_collection[attr.filepath] if attr.filepath in attr.lines_collection else []
-    except (KeyError, TypeError):
+    try:  # (a LinesCollection has no .get)
+        lines = attr.lines_collection[attr.filepath]
+    except KeyError:
         return
     above, i = [], attr.lineno - 2
     while i >= 0 and lines[i].strip().startswith("#:"):

@@ -43,7 +43,7 @@ API: list[tuple[str, str]] = [
         "glrec.gym",
         "Gymnasium wrappers: drop-ins for `gymnasium.wrappers.RecordVideo`, one env or a vector env "
         "(`pip install glrec[gym]`).",
-    ),  # fmt: skip
+    ),
     ("glrec.batch", "Batches of frames from vectorised environments: per-env files, a grid, clips by outcome."),
     ("glrec.dataset", "Synthetic datasets: specs, shards on disk, and the stream of batches for training."),
     ("glrec.stream", "Live streaming: the frame clock, network sinks, the browser viewer and its input events."),
@@ -51,7 +51,7 @@ API: list[tuple[str, str]] = [
         "glrec.process",
         "Processing stages: your function (torch, CuPy, numpy, OpenCL) on every frame, and the "
         "shapes GL draws over it.",
-    ),  # fmt: skip
+    ),
     ("glrec.scenes", "Scenes: the protocol, the built-in scenes, shader and Shadertoy scenes."),
     ("glrec.sources", "Video, image, network and camera inputs."),
     ("glrec.encoders", "For writing an encoder: the protocol every encoder row implements, and its packets."),
@@ -292,9 +292,9 @@ def errors_page() -> str:
              "either catches it. Messages are one line: what happened, the value, and what to do. Logging goes to "
              "the `glrec` logger; the command line shows warnings (`-v` for more) and exits 1 on an error, 2 on a "
              "usage error, 130 when interrupted.", "",
-             "```python", "import glrec", "", "try:", '    glrec.record("cube", "odd.mp4", size=(641, 480), frames=1)',
-             "except glrec.ConfigError as error:  # also a ValueError", "    print(error)  # names the value and the fix",
-             "```", "", "## The hierarchy", "",
+             "For example `Size 641x480 has an odd dimension, which yuv420p (4:2:0) cannot hold. Use an even size "
+             "such as 642x480, pass pad=True (--pad) ...`. What a failure leaves on disk is in "
+             "[Reliability](../guides/reliability.md).", "", "## The hierarchy", "",
              f"- [`{root.__name__}`](#glrec.errors.GlrecError) — an `Exception`", *tree(root, 1), "",
              "## Each error", ""]  # fmt: skip
     lines += [f"::: glrec.errors.{cls.__name__}\n    options:\n      heading_level: 3\n" for cls in classes]

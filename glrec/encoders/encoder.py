@@ -35,10 +35,16 @@ class Encoder(Protocol):
         """What the user sees in logs and summaries (e.g. ``libx264``, ``nvenc``)."""
 
     def encode(self, frame: Frame) -> list[Packet]:
-        """Encode one frame; returns the packets ready now (maybe none, maybe earlier frames'), each with its frame's index as pts."""
+        """Encode one frame; returns the packets ready now.
+
+        Maybe none, maybe earlier frames' (reordering, lookahead); each packet's pts is its frame's index.
+        """
 
     def encode_batch(self, frames: Sequence[Frame]) -> list[Packet]:
-        """Encode up to the row's ``batch`` frames in one call: the same packets, in the same order, as ``encode`` on each."""
+        """Encode up to the row's ``batch`` frames in one call.
+
+        The packets are the same, in the same order, as ``encode`` on each frame would give.
+        """
 
     def flush(self) -> list[Packet]:
         """Return every packet still inside the encoder (at the end of the recording)."""

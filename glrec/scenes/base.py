@@ -32,7 +32,10 @@ class Scene(Protocol):
     """
 
     def setup(self, ctx: moderngl.Context, size: tuple[int, int]) -> None:
-        """Make the scene's GL objects in ``ctx`` (a moderngl context) for frames of ``size`` ``(width, height)``; called once."""
+        """Make the scene's GL objects in ``ctx`` (a moderngl context); called once.
+
+        ``size`` is the frame's ``(width, height)``.
+        """
 
     def render(self, t: float) -> None:
         """Draw the frame at ``t`` seconds into the framebuffer bound now; the picture must depend on ``t`` alone."""

@@ -131,7 +131,10 @@ class ShadertoyScene:
     # -- Scene protocol --------------------------------------------------------------------------
 
     def setup(self, ctx: moderngl.Context, size: tuple[int, int]) -> None:
-        """Compile every pass (a failing one raises ShaderError naming the pass) and open its channels, for frames of ``size``."""
+        """Compile every pass and open its channels, for frames of ``size``.
+
+        A pass that does not compile raises ShaderError naming the pass.
+        """
         self.ctx, self.size = ctx, size
         vertex = glsl.source("fullscreen.vert")
         for p in self.program.passes:

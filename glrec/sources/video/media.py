@@ -82,7 +82,10 @@ class InputSpec:
 
     @property
     def live(self) -> bool:
-        """Whether the input is live (a network URL or a camera): read with low-latency options, reopened when it breaks."""
+        """Whether the input is live (a network URL or a camera).
+
+        Live inputs are read with low-latency options and reopened when they break.
+        """
         return self.kind in ("url", "camera")
 
     @property
