@@ -12,7 +12,8 @@ the site), so none can fall behind it:
 - the options page is ``python -m glrec.options`` (``docs/options.md`` holds the
   same text for readers of the repository; a test checks they agree);
 - the errors page is the hierarchy of :mod:`glrec.errors`, walked at run time;
-- the home page is the README, its links into ``docs/`` made site links.
+- the home page is the README, its links into ``docs/`` made site links;
+- the benchmarks page is ``benchmarks/README.md``, as it is.
 
 :func:`undocumented` lists the public names without a docstring (the hook makes
 each a warning, so ``mkdocs build --strict`` fails on one).
@@ -322,6 +323,8 @@ def generated() -> dict[str, str]:
     pages = {"index.md": home_page(), "reference/cli.md": cli_page(), "reference/errors.md": errors_page(),
              "options.md": options_page()}  # fmt: skip
     pages.update(api_pages())
+    # the benchmarks' own README: what each figure of the performance guide measures, and the commands
+    pages["benchmarks.md"] = (ROOT / "benchmarks" / "README.md").read_text()
     return pages
 
 
