@@ -111,7 +111,10 @@ def _roles(pkg: griffe.Module, obj: griffe.Object, text: str) -> str:
         if path is None:
             where = f"{obj.relative_filepath}:{obj.lineno}"
             BROKEN.append(f"{obj.path}: :{role}:`{target}`")
-            log.warning("broken cross-reference :%s:`%s` in the docstring of %s (%s)", role, target, obj.path, where)
+            if BROKEN.count(BROKEN[-1]) == 1:  # glrec is loaded more than once per build: say it once
+                log.warning(
+                    "broken cross-reference :%s:`%s` in the docstring of %s (%s)", role, target, obj.path, where
+                )
             return code
         if not path:
             return code
