@@ -231,7 +231,7 @@ def keyword_table(obj: griffe.Object) -> list[str]:
 
 def _help(parser: argparse.ArgumentParser) -> str:
     with contextlib.ExitStack() as stack:  # a fixed width: the page is the same on every terminal
-        stack.enter_context(_env("COLUMNS", "100"))
+        stack.enter_context(_env("COLUMNS", "80"))
         text = parser.format_help()
     return text.rstrip()
 
