@@ -128,7 +128,9 @@ class FrameGate:
             for sig, handler in self._behind.items():
                 if signal.getsignal(sig) is self._handler:
                     signal.signal(sig, handler)
-            self._behind.clear()
+            # _behind is kept: a block that saved the gate's handler while a recorder was open (deferred_signals
+            # around a batch recorder whose grid recorder closes inside it) puts the gate back afterwards, and
+            # its signals must still reach the program's handler.
 
     def __enter__(self) -> None:
         # A handler the program installs after the recorder started goes in front of the

@@ -137,7 +137,7 @@ def test_gop_past_a_c_int_is_refused_naming_the_range(gl, old, capsys, gop):
     _unchanged(old)
 
 
-@pytest.mark.parametrize("codec, name", [("h264", "g.mp4"), ("mjpeg", "g.mkv")])
+@pytest.mark.parametrize("codec, name", [("h264", "g.mp4")])  # mjpeg refuses gop: every frame is a keyframe
 def test_the_largest_gop_records(gl, tmp_path, codec, name):
     result = glrec.write_video(tmp_path / name, FRAMES, fps=10, gop=MAX_GOP, codec=codec, encoder="cpu")
     with av.open(str(result.path)) as c:

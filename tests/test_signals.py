@@ -241,3 +241,24 @@ def test_the_programs_own_handlers_are_kept_and_put_back(gl, tmp_path):
     finally:
         signal.signal(signal.SIGINT, previous)
     assert signal.getsignal(signal.SIGINT) is previous
+
+
+def test_a_gate_put_back_by_a_block_that_saved_it_still_hands_signals_on():
+    """deferred_signals around a batch recorder saved the frame gate's handler while its grid recorder was open,
+    and put it back after that recorder closed: SIGINT then raised KeyError in the gate instead of
+    KeyboardInterrupt (seen as three failures of this file after the batch tests ran)."""
+    from glrec._lifecycle import deferred_signals, frame_gate
+
+    own = signal.getsignal(signal.SIGINT)
+    frame_gate.acquire()
+    try:
+        with deferred_signals("finishing"):  # saves the gate's handler as the one to put back
+            frame_gate.release()  # the last recorder closes inside the block: the program's handler is back
+    finally:
+        frame_gate.release()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+    finally:
+        signal.signal(signal.SIGINT, own)

@@ -105,10 +105,10 @@ def test_a_jpeg_encoder_refuses_the_video_rate_options_in_their_tables_words(gpu
     for encoder in ("nvjpeg", "gl"):
         with pytest.raises(glrec.ConfigError, match=f"settings of the video encoders .*does not take; drop {name}"):
             _plan(encoder=encoder, codec="mjpeg", **option)
-    # under auto, the CPU's mjpeg encoder (whose table has them) records instead, and the plan says why
-    if name != "preset":  # mjpeg has no presets: the CPU encoder refuses that one in its own words
-        p = _plan(codec="mjpeg", **option)
-        assert p.encoder == "cpu" and "nvJPEG cannot take these options" in p.reason
+    # under auto the CPU's mjpeg encoder refuses them too: it took them and did nothing (every JPEG a keyframe
+    # sized by quality), so no encoder records them, and the error says what to drop
+    with pytest.raises(glrec.ConfigError, match=f"drop {name}"):
+        _plan(codec="mjpeg", **option)
 
 
 def _cpu_frames(n: int, size: tuple[int, int]) -> list[HostFrame]:
@@ -159,3 +159,13 @@ def test_the_gl_encoder_records_through_its_own_slots(gl, tmp_path):
     with av.open(str(out)) as c:
         times = [float(f.time) for f in c.decode(video=0)]
     assert times == pytest.approx([i / 30 for i in range(4)], abs=1e-3)
+
+
+@pytest.mark.parametrize("option", [{"crf": 20}, {"qp": 3}, {"bitrate": "2M"}, {"gop": 5}, {"bframes": 0}])
+def test_the_cpu_mjpeg_encoder_refuses_what_it_would_ignore(tmp_path, option):
+    """FFmpeg's mjpeg took crf, qp, bitrate, gop and bframes and recorded the same JPEGs: refused, nothing written."""
+    (name,) = option
+    out = tmp_path / "m.mkv"
+    with pytest.raises(glrec.ConfigError, match=f"by quality alone.*drop {name}"):
+        glrec.record("plasma", out, size=(64, 48), frames=2, codec="mjpeg", encoder="cpu", **option)
+    assert not out.exists()

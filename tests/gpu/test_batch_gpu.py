@@ -23,6 +23,18 @@ torch = pytest.importorskip("torch", reason="needs PyTorch with CUDA (pip instal
 N, H, W = 8, 64, 96
 
 
+def _pillow_error(rgb: np.ndarray, quality: int) -> float:
+    """Mean absolute error of libjpeg's (Pillow's) 4:2:0 JPEG of ``rgb`` at ``quality``: the reference."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, "JPEG", quality=quality, subsampling=2)
+    back = np.asarray(Image.open(io.BytesIO(buf.getvalue())).convert("RGB"))
+    return float(np.abs(back.astype(int) - rgb).mean())
+
+
 def host_batches(steps: int = 4) -> list[np.ndarray]:
     rng = np.random.default_rng(5)
     out = []
@@ -105,7 +117,9 @@ def test_nvjpeg_takes_all_envs_in_one_call_from_cuda(tmp_path, host_calls) -> No
         assert len(frames) == len(batches)
         for frame, b in zip(frames, batches, strict=True):
             err = np.abs(frame.astype(int) - b[env]).mean()
-            assert err < 6, (env, err)  # JPEG at quality 95 of noise
+            # JPEG of noise at 4:2:0 loses its colour detail: held to libjpeg's (Pillow's) error at quality 95
+            # (on the H200, 2026-12-02: 12.3 levels for nvJPEG, where a fixed bound of 6 had been guessed)
+            assert err <= _pillow_error(b[env], 95) + 1.5, (env, err)
             assert all(np.abs(frame.astype(int) - b[e]).mean() > err + 10 for e in range(N) if e != env)
 
 

@@ -107,6 +107,12 @@ def cpu_options_problem(facts: VideoFacts, options: CpuOptions) -> str | None:
             check_choice(f"preset for {name}", str(options.preset), valid)
         except ConfigError as exc:
             return str(exc)
+    if facts.codec == "mjpeg":
+        # Every JPEG is a keyframe whose size quality sets: FFmpeg's mjpeg would take these and do nothing.
+        given = [n for n in ("crf", "qp", "bitrate", "gop", "bframes") if getattr(options, n) is not None]
+        if given:
+            return (f"{name} (mjpeg) sets the size of each JPEG by quality alone, every frame a keyframe; "
+                    f"drop {', '.join(given)} (or use codec h264).")  # fmt: skip
     if facts.codec == "av1" and facts.fps > MAX_SVTAV1_FPS:
         return (f"fps {facts.fps:g} is above what SVT-AV1 (av1) takes, {MAX_SVTAV1_FPS:g}; "
                 "use a lower fps or codec h264.")  # fmt: skip
