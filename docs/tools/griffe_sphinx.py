@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import builtins
 import html
-import importlib.util
 import logging
 import re
+import sys
 import textwrap
 from typing import Any
 
@@ -57,15 +57,16 @@ def lookup(pkg: griffe.Module, path: str) -> griffe.Object | griffe.Alias | None
     return obj
 
 
+#: Libraries outside glrec that its docstrings may name (left as code). Checked by name, not imported: the
+#: build must give the same result whichever optional extras are installed.
+OTHERS = {"av", "cupy", "gymnasium", "jax", "matplotlib", "moderngl", "mujoco", "numpy", "PIL", "pyopencl",
+          "pyrender", "ray", "torch", "webdataset", "websockets"}  # fmt: skip
+
+
 def _external(name: str) -> bool:
-    """Whether ``name`` is a builtin or an importable module outside glrec (left as code, never a link)."""
+    """Whether ``name`` is a builtin, a standard-library module's, or one of :data:`OTHERS` (never a link)."""
     head = name.split(".")[0]
-    if hasattr(builtins, head):
-        return True
-    try:
-        return head != "glrec" and importlib.util.find_spec(head) is not None
-    except (ImportError, ValueError):
-        return False
+    return hasattr(builtins, head) or head in sys.stdlib_module_names or head in OTHERS
 
 
 def _scopes(obj: griffe.Object) -> list[str]:
