@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .scenes import Scene, load_scene
     from .sources import VideoSource
 
+#: glrec's version (PEP 440), as ``glrec --version`` prints it.
 __version__ = "0.1.0"
 
 _moved.install()  # pre-0.2 module paths (glrec.leaks, glrec.interop.pool, ...) still import, with a warning

@@ -150,6 +150,7 @@ class Recording:
 
     @property
     def fps(self) -> float:
+        """Frames per second of the recording (frame ``i`` is at ``i / fps`` seconds)."""
         return self.options.fps
 
     @property

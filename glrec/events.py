@@ -92,7 +92,8 @@ class Interactive(Protocol):
     ...             self.clicks += 1
     """
 
-    def on_input(self, event: InputEvent) -> None: ...
+    def on_input(self, event: InputEvent) -> None:
+        """Called on the render thread, before the next frame, with each input event from a viewer."""
 
 
 class InputRejected(ValueError):
@@ -186,6 +187,7 @@ class InputQueue:
         self._lock = threading.Lock()
 
     def reject(self, reason: str) -> None:
+        """Count a viewer message dropped for ``reason`` (shown in ``/stats`` and the summary); it is never executed."""
         with self._lock:
             self.rejected[reason] += 1
 

@@ -41,9 +41,10 @@ class Recorder(Recording):
     ``sink`` and ``sink_options`` are the options of :mod:`glrec.options`
     (every one with its default and meaning: ``docs/options.md``).
 
-    ``encoder`` is ``auto`` (NVENC, nvJPEG or the CPU; ``glrec info`` says
-    which), ``cpu``, ``nvenc``, ``nvjpeg`` or ``gl`` (JPEG in GL compute, codec
-    mjpeg; never chosen by ``auto``); ``handoff`` is ``auto``, ``host``
+    ``encoder`` is ``auto`` (NVENC where a session opens; for MJPEG the GL JPEG
+    encoder on hardware GL, then nvJPEG; else the CPU: ``glrec info`` says which
+    and why), ``cpu``, ``nvenc``, ``nvjpeg`` or ``gl`` (JPEG in GL compute, codec
+    mjpeg, on any GL 4.3 driver); ``handoff`` is ``auto``, ``host``
     (PBO readback), ``register`` or ``shared`` (CUDA);
     ``cuda_device`` is the CUDA ordinal the GPU path uses (the EGL device is
     matched to it). NVENC also takes ``tuning`` (hq, ll, ull, lossless) and

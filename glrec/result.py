@@ -27,6 +27,7 @@ class RecordResult:
 
     @property
     def fps_achieved(self) -> float:
+        """Frames recorded per second of wall-clock time (0 for an instant recording)."""
         return self.frames / self.wall_seconds if self.wall_seconds > 0 else 0.0
 
     @property
@@ -41,6 +42,10 @@ class RecordResult:
         return video_html(self)
 
     def summary(self) -> str:
+        """The one line the CLI prints at the end.
+
+        Path, frames, video length, speed, size, bitrate, the encoder (and why ``auto`` passed one over), notes.
+        """
         return (
             f"{self.path}: {self.frames} frames ({self.seconds:.2f} s of video) in {self.wall_seconds:.2f} s "
             f"= {self.fps_achieved:.1f} fps, {self.bytes / 1e6:.2f} MB, {self.bitrate / 1e6:.2f} Mbit/s, "

@@ -1,4 +1,4 @@
-"""pytest plugin for the README's ```python blocks (pytest-markdown-docs), loaded by tests/test_readme.py.
+"""pytest plugin for the ```python blocks of the README and docs/ (pytest-markdown-docs), used by test_readme.py.
 
 Each block runs as a newcomer pastes it: alone, in a folder of its own under
 ``GLREC_README_DIR`` that holds nothing but a link to ``examples/`` (the README
@@ -28,7 +28,7 @@ EXTRAS = {"gymnasium": "glrec[gym]", "pygame": "glrec[gym]", "matplotlib": "glre
 
 @pytest.fixture(autouse=True)
 def _readme_folder(request, monkeypatch):
-    name = re.sub(r"[^A-Za-z0-9]+", "_", request.node.name).strip("_")
+    name = re.sub(r"[^A-Za-z0-9]+", "_", request.node.nodeid).strip("_")[-120:]  # the page and the block
     folder = Path(os.environ["GLREC_README_DIR"]) / name
     folder.mkdir(parents=True, exist_ok=True)
     if not (folder / "examples").exists():

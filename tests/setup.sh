@@ -31,7 +31,8 @@ python3 -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 # The processing stage's tests use real PyTorch (the CPU build 2.13.0+cpu where the package index offers it)
 # and pyopencl (its wheel bundles the ICD loader).
 python3 -m pip install -q "torch==2.13.0" "pyopencl>=2022.1" >/dev/null
-python3 -m pip install -q ".[test,ray,nvenc]"
+# docs: MkDocs, Material and mkdocstrings, for the site's build (.ci/run, tests/test_docs.py)
+python3 -m pip install -q ".[test,ray,nvenc,docs]"
 # Other GL libraries in the same process (tests/gl/test_with_*.py): MuJoCo (+ Gymnasium's HalfCheetah),
 # pyrender + trimesh, raw PyOpenGL (the interop extra). pyrender pins PyOpenGL 3.1.0, whose EGL module
 # lacks what MuJoCo's EGL backend needs (EGLDeviceEXT); pyrender itself works with the newer one. So

@@ -1,16 +1,19 @@
-"""The README's ```python blocks run as pasted: each alone in a folder of its own, twice (pytest-markdown-docs).
+"""The code blocks of the README and of the site's pages (docs/) run as pasted.
 
+Every ```python block runs alone in a folder of its own, twice (pytest-markdown-docs).
 Alone, so a block that uses a name or a file it does not make itself fails
 here (a reader pastes one block, not the page); twice, so that an example that
 only works once (an output it refuses to replace, a file it expects not to
 exist) fails too. The only fence words are skips for what a CPU-only machine
-lacks (```python fixture:needs_nvidia``), from tests/readme_blocks.py.
+lacks (```python fixture:needs_nvidia``), from tests/readme_blocks.py. Every
+glrec command of a ```bash block may be pasted again (each page on its own).
 """
 
 import re
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from crash_helpers import child_env
@@ -19,18 +22,22 @@ from where import ROOT
 pytest.importorskip("pytest_markdown_docs", reason="pip install pytest-markdown-docs (the test extra)")
 
 
+#: The pages whose blocks a reader pastes: the README and the site's hand-written pages.
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
 @pytest.mark.gl
 def test_every_readme_python_block_runs_alone_twice(tmp_path):
-    blocks = re.findall(r"^```python", (ROOT / "README.md").read_text(), flags=re.M)
+    blocks = [b for page in PAGES for b in re.findall(r"^```python", page.read_text(), flags=re.M)]
     env = child_env(ROOT / "tests", GLREC_README_DIR=str(tmp_path))
     for run in (1, 2):
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "--markdown-docs", "-p", "readme_blocks", "-p", "no:cacheprovider",
-             "-q", "-rs", "--rootdir", str(tmp_path), str(ROOT / "README.md"),
+             "-q", "-rs", "--rootdir", str(tmp_path), *map(str, PAGES),
              # a warning a block prints the first time it is pasted is one every reader sees (run again,
              # Gymnasium's RecordVideo, and glrec's, warn that they replace the videos of the first run)
              *(["-W", "error::UserWarning"] if run == 1 else [])],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=500,
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
         )  # fmt: skip
         tail = done.stdout[-6000:] + done.stderr[-2000:]
         assert done.returncode == 0, f"run {run}:\n{tail}"
@@ -44,7 +51,7 @@ def test_every_readme_python_block_runs_alone_twice(tmp_path):
 
 def test_readme_python_blocks_define_their_own_inputs():
     """A fence's fixture words are invisible on a rendered page: only skips may be asked for, never inputs."""
-    fences = re.findall(r"^```python(.*)$", (ROOT / "README.md").read_text(), flags=re.M)
+    fences = [f for page in PAGES for f in re.findall(r"^```python(.*)$", page.read_text(), flags=re.M)]
     words = {w for fence in fences for w in re.findall(r"fixture:(\w+)", fence)}
     assert words <= {"needs_nvidia", "needs_ray_cluster"}, sorted(words)
 
@@ -54,9 +61,9 @@ _WRITERS = {"record", "transcode", "dataset", "dataset-preview"}
 _AGAIN = {"-y", "--overwrite", "--resume"}
 
 
-def _shell_commands() -> list[list[str]]:
-    """Every glrec command in the README's ```bash blocks, as words (comments and other commands left out)."""
-    text = (ROOT / "README.md").read_text()
+def _shell_commands(page: Path) -> list[list[str]]:
+    """Every glrec command in a page's ```bash blocks, as words (comments and other commands left out)."""
+    text = page.read_text()
     out = []
     for block in re.findall(r"^```bash\n(.*?)^```", text, flags=re.M | re.S):
         for line in block.splitlines():
@@ -68,9 +75,18 @@ def _shell_commands() -> list[list[str]]:
 
 
 def test_readme_shell_commands_run_top_to_bottom_twice():
-    """Pasted top to bottom, twice: no command refuses what an earlier one (or its own last run) wrote."""
-    commands = [w for w in _shell_commands() if len(w) > 1 and w[1] in _WRITERS]
-    assert len(commands) >= 10, commands  # the blocks were found
+    """Each page pasted top to bottom, twice: no command refuses what an earlier one (or its own last run) wrote."""
+    pages = {page: [w for w in _shell_commands(page) if _writes(w)] for page in PAGES}
+    assert sum(map(len, pages.values())) >= 10, pages  # the blocks were found
+    for commands in pages.values():
+        _pasted_twice(commands)
+
+
+def _writes(words: list[str]) -> bool:
+    return len(words) > 1 and words[1] in _WRITERS and not {"-h", "--help"} & set(words)
+
+
+def _pasted_twice(commands: list[list[str]]) -> None:
     made: dict[str, str] = {}
     for words in commands:
         line = " ".join(words)

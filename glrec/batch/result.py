@@ -48,6 +48,7 @@ class BatchResult:
 
     @property
     def bytes(self) -> int:
+        """Bytes of every file the recording wrote, in total."""
         return sum(v.bytes for v in self.videos)
 
     @property
@@ -56,6 +57,7 @@ class BatchResult:
         return self.frames / self.wall_seconds if self.wall_seconds > 0 else 0.0
 
     def summary(self) -> str:
+        """One line: envs, steps, files, frames, env-frames per second, size, what backpressure dropped or repeated."""
         lost = sum(self.dropped) + sum(self.repeated)
         behind = f", {sum(self.dropped)} dropped, {sum(self.repeated)} repeated" if lost else ""
         ring = f", ring peak {self.ring_bytes_peak / 1e6:.2f} MB/env" if self.ring_bytes_peak else ""

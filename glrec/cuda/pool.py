@@ -203,18 +203,22 @@ class DeviceFrame:
 
     @property
     def pix_fmt(self) -> str:
+        """The frame's pixel format (``nv12``, ``yuv420p``, ``yuv444p``, ``rgba``, ...)."""
         return self.layout.pix_fmt
 
     @property
     def width(self) -> int:
+        """Width of the picture in pixels."""
         return self.layout.width
 
     @property
     def height(self) -> int:
+        """Height of the picture in pixels."""
         return self.layout.height
 
     @property
     def device(self) -> CudaDevice:
+        """The CUDA device whose memory holds the frame."""
         return self.pool.device
 
     def _check(self) -> None:

@@ -54,9 +54,11 @@ class DatasetResult:
 
     @property
     def samples_per_second(self) -> float:
+        """Samples rendered by this run per second of wall-clock time (shards already complete not counted)."""
         return self.samples_rendered / self.wall_seconds if self.wall_seconds > 0 else 0.0
 
     def summary(self) -> str:
+        """One line: the folder, samples, shards (and how many were already complete), workers and speed."""
         skipped = f", {self.shards_skipped} already complete" if self.shards_skipped else ""
         on = f" on {self.workers} workers" if self.workers > 1 else ""
         return (

@@ -87,6 +87,10 @@ class OutputSpec:
     video_crf: float = 18.0
 
     def check(self) -> None:
+        """Raise ConfigError, naming the field, where the ``[output]`` table cannot be written.
+
+        Checked: layout, passes, file formats, JPEG quality, PNG compression.
+        """
         check_choice("output layout", self.layout, LAYOUTS)
         if not isinstance(self.passes, (tuple, list)):
             raise ConfigError(f'[output] passes {_shown(self.passes)} must be a list, e.g. ["rgb", "depth"].')
@@ -252,6 +256,7 @@ class DatasetSpec:
 
     @property
     def is_clip(self) -> bool:
+        """Whether each sample is a clip of ``frames`` > 1 frames (``rgb.mp4`` and stacks) rather than one picture."""
         return self.frames > 1
 
     def shard_range(self, shard: int) -> range:
@@ -263,6 +268,10 @@ class DatasetSpec:
         return f"{index:0{max(6, len(str(self.samples - 1)))}d}"
 
     def distributions(self) -> dict[str, Distribution]:
+        """Each ``[params]`` entry parsed into the distribution (or constant) it names.
+
+        A malformed entry raises ConfigError naming it.
+        """
         return {name: parse_param(name, value) for name, value in self.params.items()}
 
     def scene_path(self) -> Path | None:

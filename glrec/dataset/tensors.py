@@ -290,6 +290,7 @@ class SampleStream:
 
     @property
     def samples(self) -> int:
+        """How many samples the stream yields in all (over every batch this worker or rank gets)."""
         ranges = self.ranges
         return ranges.samples if isinstance(ranges, BatchRanges) else sum(len(r) for r in ranges)
 

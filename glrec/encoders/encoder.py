@@ -34,15 +34,26 @@ class Encoder(Protocol):
     def name(self) -> str:
         """What the user sees in logs and summaries (e.g. ``libx264``, ``nvenc``)."""
 
-    def encode(self, frame: Frame) -> list[Packet]: ...
+    def encode(self, frame: Frame) -> list[Packet]:
+        """Encode one frame; returns the packets ready now.
 
-    def encode_batch(self, frames: Sequence[Frame]) -> list[Packet]: ...
+        Maybe none, maybe earlier frames' (reordering, lookahead); each packet's pts is its frame's index.
+        """
 
-    def flush(self) -> list[Packet]: ...
+    def encode_batch(self, frames: Sequence[Frame]) -> list[Packet]:
+        """Encode up to the row's ``batch`` frames in one call.
 
-    def request_keyframe(self) -> None: ...
+        The packets are the same, in the same order, as ``encode`` on each frame would give.
+        """
 
-    def close(self) -> None: ...
+    def flush(self) -> list[Packet]:
+        """Return every packet still inside the encoder (at the end of the recording)."""
+
+    def request_keyframe(self) -> None:
+        """Make the next frame passed to ``encode`` a keyframe; may be called from any thread."""
+
+    def close(self) -> None:
+        """Free the encoder's resources; safe to call twice."""
 
 
 def encode_each(encoder: Encoder, frames: Sequence[Frame]) -> list[Packet]:

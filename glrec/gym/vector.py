@@ -168,6 +168,7 @@ class RecordVectorVideo(VectorWrapper):
         return obs, info
 
     def step(self, actions: Any) -> Any:
+        """Step every env (as the wrapped vector env does) and record the frame each recorded env shows after it."""
         obs, rewards, terminations, truncations, infos = self.env.step(actions)
         self.step_id += 1
         done = np.logical_or(terminations, truncations)

@@ -11,7 +11,7 @@ divides it by ``batch``; mapping also orders the copies after the GL commands
 that wrote the textures, so no fence or ``glFinish`` is needed. ``batch=1`` is
 the naive map/copy/unmap per frame.
 
-The ring works by swapping :attr:`source.planes` to the next set after each
+The ring works by swapping ``source.planes`` to the next set after each
 frame, so the converter (or packer) needs no knowledge of the handoff.
 """
 

@@ -107,6 +107,7 @@ class Overlay:
 
     @property
     def mask(self) -> Mask | None:
+        """The overlay's Mask, if it has one (at most one per overlay)."""
         return next((s for s in self.shapes if isinstance(s, Mask)), None)
 
     def __repr__(self) -> str:
@@ -120,8 +121,11 @@ class Overlay:
 class OverlayScene(Protocol):
     """Your own GL drawing on the processed frame (``Process(overlay=...)``)."""
 
-    def setup(self, ctx: moderngl.Context, size: tuple[int, int]) -> None: ...
+    def setup(self, ctx: moderngl.Context, size: tuple[int, int]) -> None:
+        """Make GL objects in ``ctx`` for frames of ``size``; called once, before the first ``draw``."""
 
-    def draw(self, data: Any) -> None: ...
+    def draw(self, data: Any) -> None:
+        """Draw over the frame bound now, given the ``data`` of the frame's ``Overlay(data=...)``."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release what ``setup`` made; safe to call twice."""

@@ -49,6 +49,10 @@ class OpenCLKernel:
 
     @classmethod
     def from_file(cls, path: str | Path, name: str | None = None, **kwargs: Any) -> OpenCLKernel:
+        """The kernel ``name`` (default: the file's only one) from an OpenCL C file.
+
+        A missing file raises ConfigError.
+        """
         p = Path(path)
         if not p.is_file():
             raise ConfigError(f"OpenCL kernel file {str(p)!r} does not exist; check the path.")
@@ -56,6 +60,7 @@ class OpenCLKernel:
 
     @property
     def label(self) -> str:
+        """How logs and errors name the kernel: its name and where its source came from."""
         return f"OpenCL kernel {self.name or '(the only one)'} from {self.origin}"
 
 

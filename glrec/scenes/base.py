@@ -31,11 +31,17 @@ class Scene(Protocol):
     optional contract is described in :mod:`glrec.scenes.passes`.
     """
 
-    def setup(self, ctx: moderngl.Context, size: tuple[int, int]) -> None: ...
+    def setup(self, ctx: moderngl.Context, size: tuple[int, int]) -> None:
+        """Make the scene's GL objects in ``ctx`` (a moderngl context); called once.
 
-    def render(self, t: float) -> None: ...
+        ``size`` is the frame's ``(width, height)``.
+        """
 
-    def close(self) -> None: ...
+    def render(self, t: float) -> None:
+        """Draw the frame at ``t`` seconds into the framebuffer bound now; the picture must depend on ``t`` alone."""
+
+    def close(self) -> None:
+        """Release what ``setup`` made; safe to call twice."""
 
 
 class ShaderScene:
@@ -54,9 +60,11 @@ class ShaderScene:
         self.size = (0, 0)
 
     def fragment_source(self) -> str:
+        """The fragment shader's GLSL source (by default the file ``fragment`` names under ``shaders/``)."""
         return glsl.source(self.fragment)
 
     def setup(self, ctx: moderngl.Context, size: tuple[int, int]) -> None:
+        """Compile the shader (a failure raises ShaderError with the driver's log) for frames of ``size``."""
         self.ctx = ctx
         self.size = size
         self._prog = glsl.program(
@@ -71,11 +79,13 @@ class ShaderScene:
             self._prog[name].value = value  # type: ignore[union-attr]
 
     def render(self, t: float) -> None:
+        """Draw the full-screen shader with ``time`` = ``t`` into the framebuffer bound now."""
         assert self._vao is not None, "call setup() first"
         self._set("time", float(t))
         self._vao.render(moderngl.TRIANGLES, vertices=3)
 
     def close(self) -> None:
+        """Release the program and vertex array; safe to call twice."""
         vao, self._vao = self._vao, None
         prog, self._prog = self._prog, None
         if vao is not None:

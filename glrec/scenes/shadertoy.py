@@ -12,7 +12,7 @@ into every pass. See :mod:`glrec.scenes.shadertoy_load` for the file layouts.
 has rendered; ``iDate`` is ``date`` (default: the wall clock when the scene
 was set up) plus ``t``, so a recording is reproducible when ``date`` is given.
 ``iMouse`` follows Shadertoy's rules, fed from ``glrec serve``'s pointer
-(:meth:`on_input`): ``xy`` is where the left button is (or was last) held,
+(:meth:`ShadertoyScene.on_input`): ``xy`` is where the left button is (or was last) held,
 ``z`` the click's x (negative once released) and ``w`` its y, positive only
 in the frame the click happened.
 """
@@ -131,6 +131,10 @@ class ShadertoyScene:
     # -- Scene protocol --------------------------------------------------------------------------
 
     def setup(self, ctx: moderngl.Context, size: tuple[int, int]) -> None:
+        """Compile every pass and open its channels, for frames of ``size``.
+
+        A pass that does not compile raises ShaderError naming the pass.
+        """
         self.ctx, self.size = ctx, size
         vertex = glsl.source("fullscreen.vert")
         for p in self.program.passes:
@@ -172,6 +176,7 @@ class ShadertoyScene:
                 self._sources.add(p.channels[i], [p.channels[i]])
 
     def render(self, t: float) -> None:
+        """Run the buffer passes, then the Image pass into the frame, with Shadertoy's uniforms at time ``t``."""
         assert self.ctx is not None, "call setup() first"
         ctx = self.ctx
         target = ctx.fbo  # the recorder's frame: the Image pass draws here
@@ -266,6 +271,7 @@ class ShadertoyScene:
             self._down = False
 
     def close(self) -> None:
+        """Release the passes' programs, buffers and samplers, and close the channels' inputs; safe to call twice."""
         for objs in (self._vaos, self._progs):
             while objs:
                 objs.pop().release()

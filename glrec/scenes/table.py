@@ -163,6 +163,7 @@ class Table:
     # -- Scene protocol ----------------------------------------------------------------------
 
     def setup(self, ctx: moderngl.Context, size: tuple[int, int]) -> None:
+        """Make the table's meshes and program in ``ctx`` for frames of ``size``."""
         self.ctx = ctx
         self.size = size
         self._prog = glsl.program(
@@ -188,6 +189,7 @@ class Table:
         self._vao.render(moderngl.TRIANGLES, vertices=count, first=first)
 
     def render(self, t: float) -> None:
+        """Draw the table and its objects at time ``t`` into every pass the bound framebuffer has."""
         if self.ctx is None or self._prog is None:
             raise SceneError("table: call setup() before render().")
         p = self.params
@@ -242,6 +244,7 @@ class Table:
         }
 
     def close(self) -> None:
+        """Release the GL objects ``setup`` made; safe to call twice."""
         for name in ("_vao", "_vbo", "_prog"):
             obj = getattr(self, name, None)
             setattr(self, name, None)

@@ -2,7 +2,7 @@
 
 MP4/MOV are written *fragmented* while recording (a fragment at least every
 second, the header with the first fragment), so a killed process leaves a file
-that plays up to its last complete fragment. A clean :meth:`close` rewrites it
+that plays up to its last complete fragment. A clean :meth:`ContainerSink.close` rewrites it
 into a normal MP4 with the index at the front (``faststart``), then atomically
 replaces the fragmented file. Matroska is crash-tolerant as written; its
 clusters are closed at least every second for the same bound. MPEG-TS needs

@@ -61,6 +61,7 @@ class LatencyStats:
         self.count = 0
 
     def add(self, seconds: float) -> None:
+        """Record one latency sample, in seconds (thread-safe)."""
         with self._lock:
             self._samples.append(seconds)
             self.count += 1
@@ -84,6 +85,7 @@ class LatencyStats:
         }
 
     def describe(self, what: str) -> str:
+        """One line: ``what``, the median and p99 in milliseconds, and the sample count."""
         s = self.summary()
         if not s["count"]:
             return f"{what}: no samples"

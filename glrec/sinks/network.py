@@ -78,13 +78,16 @@ class NetworkSink:
 
     @property
     def packets(self) -> int:
+        """Packets sent so far (one per frame)."""
         return self._mux.packets
 
     @property
     def bytes_written(self) -> int:
+        """Bytes handed to FFmpeg's muxer so far."""
         return self._mux.bytes_written
 
     def write(self, packets: list[Packet]) -> None:
+        """Send ``packets`` (connecting at the first); a closed or broken stream raises OutputError."""
         if self._closed and packets:
             raise OutputError(f"The stream to {self.url} is closed; no more frames can be sent.")
         if self._mux.packets == 0 and packets:

@@ -37,6 +37,7 @@ class OutputKind:
     note: str = ""
 
     def open(self, target: str | Path, options: DescribesStream, **kwargs: Any) -> Sink:
+        """Open this kind's sink on ``target`` for the stream ``options`` describes (the sink class is imported now)."""
         return self._sink_class()(target, options, **kwargs)
 
     def keywords(self) -> tuple[str, ...]:

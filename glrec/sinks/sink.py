@@ -17,14 +17,19 @@ class Sink(Protocol):
     """
 
     @property
-    def path(self) -> Path | str: ...
+    def path(self) -> Path | str:
+        """Where the output goes: a file path, a pattern or a URL."""
 
     @property
-    def packets(self) -> int: ...
+    def packets(self) -> int:
+        """Packets the output holds (after a failed write: those it kept)."""
 
     @property
-    def bytes_written(self) -> int: ...
+    def bytes_written(self) -> int:
+        """Bytes written to the output so far."""
 
-    def write(self, packets: list[Packet]) -> None: ...
+    def write(self, packets: list[Packet]) -> None:
+        """Write ``packets`` in order (their pts are frame indices)."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Finish the output (its trailer, exactly once, also while an exception propagates); a failed finish raises."""

@@ -44,6 +44,10 @@ class LiveResult:
     latency: dict[str, float]  # render -> packet sent (ms): count, median_ms, p99_ms, max_ms
 
     def summary(self) -> str:
+        """The line ``glrec stream``/``serve`` print at the end.
+
+        Target, frames, rate, slots skipped by the frame clock, latency.
+        """
         fps = self.frames / self.wall_seconds if self.wall_seconds > 0 else 0.0
         text = (
             f"{self.target}: {self.frames} frames in {self.wall_seconds:.2f} s = {fps:.1f} fps, "

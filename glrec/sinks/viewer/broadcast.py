@@ -16,6 +16,7 @@ class Broadcaster:
         self.bytes_written = 0
 
     def write(self, packets: list[Packet]) -> None:
+        """Publish each packet to every connected viewer (each has its own bounded queue)."""
         for p in packets:
             self.server.publish(p)
             self.packets += 1

@@ -82,10 +82,15 @@ class InputSpec:
 
     @property
     def live(self) -> bool:
+        """Whether the input is live (a network URL or a camera).
+
+        Live inputs are read with low-latency options and reopened when they break.
+        """
         return self.kind in ("url", "camera")
 
     @property
     def label(self) -> str:
+        """How logs and summaries name the input."""
         return self.source
 
 
