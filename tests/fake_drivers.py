@@ -66,6 +66,19 @@ def build(out: Path, which: tuple[str, ...] = ("cuda", "nvenc")) -> Path:
     return out
 
 
+def nvenc_only(tmp_path_factory) -> Path:
+    """The stand-in NVENC library alone (the GPU tier: the real libcuda beside it), or skip saying what is missing."""
+    import pytest
+    from conftest import gpu_problem
+
+    ready = prebuilt(("nvenc",))
+    problem = gpu_problem() or (package_problem() if ready else build_problem())
+    if problem is not None:
+        pytest.skip(f"needs an NVIDIA GPU with CUDA-GL interop, glrec[nvenc], and gcc with libffmpeg-nvenc-dev "
+                    f"or GLREC_FAKE_DRIVERS_DIR holding a built libnvidia-encode.so.1: {problem}")  # fmt: skip
+    return ready or build(tmp_path_factory.mktemp("nvenc-only"), ("nvenc",))
+
+
 def _child(args: list[str], libs: Path, env: dict[str, str] | None, timeout: float) -> dict:
     def first(path: str, var: str) -> str:  # in front of what the environment has (the GPU machine's loaders)
         return os.pathsep.join(p for p in (path, os.environ.get(var, "")) if p)

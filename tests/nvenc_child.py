@@ -21,6 +21,9 @@ Jobs (``kind``):
 - ``gl_encode``: the GPU tier, through glrec's real GL -> CUDA handoffs (``gl_reference.py``).
 - ``open``: plan, then set ``open_env`` and open the planned encoder (auto's fallback when it cannot open).
 - ``record``: the GPU tier, a whole ``glrec.record`` after a plan, with ``open_env`` set in between.
+- ``batch``: a ``glrec.BatchRecorder`` of ``steps`` random ``shape`` batches (``where``: cuda, a device
+  allocation with ``__cuda_array_interface__``; or host, numpy) into per-env ``.h264`` files with
+  ``encoder="nvenc"`` and ``options``; the batches go to ``inputs/batches.npy``.
 """
 
 from __future__ import annotations
@@ -257,6 +260,46 @@ def gl_encode(job: dict, work: Path) -> dict:
     return encode_through_handoff(job, work)
 
 
+class _DeviceBatch:
+    """A device allocation seen as an (N, H, W, C) uint8 CUDA array, as PyTorch or CuPy show theirs."""
+
+    def __init__(self, ptr: int, shape: tuple[int, ...]) -> None:
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": "|u1", "data": (ptr, False), "version": 3,
+                                         "strides": None, "stream": None}  # fmt: skip
+
+
+def batch(job: dict, work: Path) -> dict:
+    import glrec
+    from glrec.cuda.driver import CudaDevice, call
+
+    shape, steps = tuple(job["shape"]), job["steps"]
+    batches = np.random.default_rng(7).integers(0, 256, (steps, *shape), dtype=np.uint8)
+    np.save(work / "inputs" / "batches.npy", batches)
+    device = CudaDevice.open(0)
+    ptr = int(call("cuMemAlloc", batches[0].nbytes)) if job.get("where", "cuda") == "cuda" else None
+    result: dict = {}
+    try:
+        rec = glrec.BatchRecorder(str(work / "env{env}.h264"), encoder="nvenc", **job.get("options", {}))
+        with rec:
+            for step in batches:
+                if ptr is None:
+                    rec.write(step)
+                else:
+                    call("cuMemcpyHtoD", ptr, step.ctypes.data, step.nbytes)
+                    rec.write(_DeviceBatch(ptr, shape))
+        done = rec.close()
+        result["videos"] = [{"env": v.env, "path": str(v.path), "frames": v.frames} for v in done.videos]
+        result["encoder"] = done.encoder
+    except Exception as exc:
+        result["error"] = error_json(exc)
+    finally:
+        if ptr is not None:
+            call("cuMemFree", ptr)
+        device.release()
+    result["files"] = sorted(p.name for p in work.glob("env*"))
+    return result
+
+
 def info(job: dict, work: Path) -> dict:
     from glrec.diagnostics import info_lines
 
@@ -264,7 +307,8 @@ def info(job: dict, work: Path) -> dict:
 
 
 KINDS = {"encode": encode, "probe": probe, "plan": plan, "info": info, "introspect": introspect,
-         "gl_encode": gl_encode, "doctor_rgb": doctor_rgb, "open": open_encoder, "record": record}  # fmt: skip
+         "gl_encode": gl_encode, "doctor_rgb": doctor_rgb, "open": open_encoder, "record": record,
+         "batch": batch}  # fmt: skip
 
 
 def run_one(job: dict, work: Path, env: dict[str, str | None]) -> dict:

@@ -5,9 +5,9 @@ goes to the GL JPEG route on hardware GL (one upload, one dispatch per pass for 
 N), else CUDA batches of 3 channels to nvJPEG where it runs (all N in one call);
 everything else to the CPU encoders (a CUDA batch then crosses to the host once
 per step). ``encoder="gl"`` takes the GL JPEG route anywhere, llvmpipe included.
-NVENC opens one session per stream, and per-env files would need N of them:
-it is refused for ``layout="files"`` with the reason, and takes the grid (one
-session) -- see :func:`plan_files`.
+NVENC is never picked by ``auto`` for per-env files (it would need a session per
+env); ``encoder="nvenc"`` opens one per env, fed RGBA frames
+(:mod:`glrec.batch.nvenc_route`), or refuses where the GPU allows fewer.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..encoders.jpeg_options import JpegOptions
-from ..encoders.registry import encoder_row, request, unfit
+from ..encoders.registry import EncoderRow, encoder_row, request, unfit
 from ..errors import ConfigError, EncoderUnavailableError
 from ..options import VideoOptions
 from ..video_facts import VideoFacts
@@ -32,8 +32,14 @@ FILES_PIPELINE = ("cuda_device", "egl_device")
 
 
 def video_options(video: Mapping[str, object], shape: BatchShape, fps: float) -> VideoOptions:
-    """The options of every env's stream (the grid's: see the recorder), checked now that the size is known."""
-    return VideoOptions.create(**{"pad": True, **video, "size": shape.size, "fps": fps})
+    """The options of every env's stream (the grid's: see the recorder), checked now that the size is known.
+
+    Per-env NVENC sessions read RGBA (see :mod:`glrec.batch.nvenc_route`): that is their pix_fmt unless one is given.
+    """
+    values = {"pad": True, **video, "size": shape.size, "fps": fps}
+    if video.get("encoder") == "nvenc" and video.get("pix_fmt") is None:
+        values["pix_fmt"] = "rgba"
+    return VideoOptions.create(**values)
 
 
 def pick_encoder(opts: VideoOptions, shape: BatchShape) -> str:
@@ -62,13 +68,9 @@ def plan_files(
     name = pick_encoder(opts, shape)
     given = dict(opts.given())
     facts = opts.facts
-    if name == "nvenc":
-        raise ConfigError(
-            f"NVENC encodes one stream per session and per-env files need {streams}; glrec does not open a "
-            "session per env (GPUs cap them, and the H200 has no NVENC to prove it on). Use layout='grid' "
-            "(one NVENC session for all envs), encoder='gl' or 'nvjpeg' with codec 'mjpeg', or encoder='cpu'."
-        )
     row = encoder_row(name)
+    if name == "nvenc":
+        return _plan_nvenc(row, facts, given, pipeline, streams), facts
     if name == "cpu" and "threads" not in given and opts.codec != "mjpeg":
         # The pool runs the streams side by side on every core: one encoder thread each, unless they are few.
         given["threads"] = max(1, (os.cpu_count() or 1) // max(1, streams))
@@ -94,6 +96,32 @@ def plan_files(
                             cuda_device=cuda_device, egl_device=pipeline.get("egl_device"))  # fmt: skip
         return route, facts
     raise ConfigError(f"encoder {name} has no batch route; use encoder 'cpu', 'gl' or 'nvjpeg'.")
+
+
+def _plan_nvenc(
+    row: EncoderRow, facts: VideoFacts, given: Mapping[str, object], pipeline: Mapping[str, Any], streams: int
+) -> Route:
+    """One NVENC session per env (see :mod:`glrec.batch.nvenc_route`), checked on the device that encodes."""
+    from ..cuda.driver import CudaDevice, cuda_problem
+
+    why = unfit(row, facts, given, raw_output=False)
+    if why is not None:
+        raise ConfigError(f"encoder nvenc cannot record these batches: {why}")
+    no_cuda = cuda_problem()
+    if no_cuda is not None:
+        raise EncoderUnavailableError(f"encoder nvenc cannot run here: NVENC needs CUDA ({no_cuda}).")
+    device = CudaDevice.open(int(pipeline.get("cuda_device", 0) or 0))
+    try:
+        asked = request(row, facts, given, device=device)
+        problem = row.problem(asked) or row.limits(asked)
+        if problem is not None:
+            raise EncoderUnavailableError(f"encoder nvenc cannot run here: {problem}")
+        from .nvenc_route import NvencRoute
+
+        return NvencRoute(asked, device, streams)
+    except BaseException:
+        device.release()
+        raise
 
 
 def _cpu_name(opts: VideoOptions) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._lifecycle import deferred_signals, track, untrack
+from ..cuda.pool import DeviceFrame
 from ..encoders.options import RateOptions
 from ..errors import ConfigError, GlrecError, RecorderClosedError
 from ..options import split_options
@@ -241,6 +242,9 @@ class BatchRecorder:
             first = Path(self._namer(env, 0))
             first.parent.mkdir(parents=True, exist_ok=True)
             check_output_path(first, self._overwrite)
+        if opts.encoder == "nvenc" and self._backpressure == "repeat":
+            raise ConfigError("backpressure 'repeat' encodes an env's last frame again, which per-env NVENC does not "
+                              "keep (its device slot is reused once encoded); use 'block' or 'drop'.")  # fmt: skip
         route, facts = plan_files(opts, shape, self._pipeline, len(self._selection))
         self._route, self._encoder_name, self._codec = route, route.name, facts.codec
         self._shape = shape
@@ -261,7 +265,8 @@ class BatchRecorder:
     def _write_files(self, batch: Batch, active: list[int]) -> None:
         assert self._route is not None and self._pool is not None
         for env, frame in self._route.frames(batch, active, self.steps):
-            self._pool.put_frame(env, frame)
+            if not self._pool.put_frame(env, frame) and isinstance(frame, DeviceFrame):
+                frame.release()  # dropped: its device slot goes back for the next step
 
     # -- episodes and clips
 

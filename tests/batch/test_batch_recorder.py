@@ -23,7 +23,7 @@ from crash_helpers import child_env
 from media import ffprobe_count
 
 import glrec
-from glrec.errors import ConfigError, EncoderError, RecorderClosedError
+from glrec.errors import ConfigError, EncoderError, GlrecError, RecorderClosedError
 
 LOSSLESS = {"qp": 0, "pix_fmt": "yuv444p"}
 N, H, W = 4, 48, 64
@@ -307,13 +307,24 @@ def test_a_host_batch_where_cuda_was_promised_is_refused(tmp_path) -> None:
         ({"path": "e{env}.mp4", "backpressure": "later"}, "Unknown backpressure 'later'"),
         ({"path": "e{env}.mp4", "handoff": "host"}, "handoff configure the single-stream pipeline"),
         ({"path": "e{env}.mp4", "crff": 3}, "crff"),
-        ({"path": "e{env}.mp4", "encoder": "nvenc"}, "NVENC encodes one stream per session"),
+        ({"path": "e{env}.mp4", "encoder": "nvenc", "backpressure": "repeat"}, "which per-env NVENC does not keep"),
     ],
 )
 def test_bad_options_are_refused_before_anything_is_written(tmp_path, kwargs, message) -> None:
     path = str(tmp_path / kwargs.pop("path"))
     with pytest.raises(ConfigError, match=message.replace("{", r"\{").replace("(", r"\(")), \
             glrec.BatchRecorder(path, **kwargs) as rec:  # fmt: skip
+        rec.write(step_batch(0))
+    assert not list(tmp_path.iterdir())
+
+
+def test_per_env_nvenc_without_cuda_says_so_before_anything_is_written(tmp_path) -> None:
+    from glrec.cuda.driver import cuda_problem
+
+    if cuda_problem() is None:
+        pytest.skip("CUDA is here: tests/encoders/test_nvenc_batch_contract.py and the GPU tier cover NVENC")
+    with pytest.raises(GlrecError, match=r"encoder nvenc cannot run here: NVENC needs CUDA"), \
+            glrec.BatchRecorder(str(tmp_path / "e{env}.mp4"), encoder="nvenc") as rec:  # fmt: skip
         rec.write(step_batch(0))
     assert not list(tmp_path.iterdir())
 

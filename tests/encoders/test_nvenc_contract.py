@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from crash_helpers import child_env
-from fake_drivers import build, build_problem, package_problem, prebuilt, records, run_batch, run_child
+from fake_drivers import build, build_problem, nvenc_only, records, run_batch, run_child
 
 SIZE = [72, 46]  # width not a multiple of 16 or of NVENC's pitch alignment: strides must be honoured
 NV_FORMATS = {"rgba": 0x10000000, "nv12": 0x1, "yuv420p": 0x100, "yuv444p": 0x1000}  # NV_ENC_BUFFER_FORMAT
@@ -548,14 +548,7 @@ def test_doctor_require_nvenc_fails_without_cuda_and_says_why(tmp_path):
 
 @pytest.fixture(scope="session")
 def nvenc_only_libs(tmp_path_factory):
-    from conftest import gpu_problem
-
-    ready = prebuilt(("nvenc",))
-    problem = gpu_problem() or (package_problem() if ready else build_problem())
-    if problem is not None:
-        pytest.skip(f"needs an NVIDIA GPU with CUDA-GL interop, glrec[nvenc], and gcc with libffmpeg-nvenc-dev "
-                    f"or GLREC_FAKE_DRIVERS_DIR holding a built libnvidia-encode.so.1: {problem}")  # fmt: skip
-    return ready or build(tmp_path_factory.mktemp("nvenc-only"), ("nvenc",))
+    return nvenc_only(tmp_path_factory)
 
 
 @pytest.mark.gpu
