@@ -340,6 +340,14 @@ for s in range(10**6):
 """
 
 
+def _packets_so_far(path: Path) -> int:
+    """Packets a reader finds in a file still being written (0 while it cannot be read yet)."""
+    try:
+        return len(packets(path))
+    except (OSError, av.error.FFmpegError):
+        return 0
+
+
 @pytest.mark.parametrize("ext", ["mp4", "mkv"])
 def test_sigkill_leaves_every_env_file_playable(tmp_path, ext) -> None:
     pattern = str(tmp_path / f"k{{env}}.{ext}")
@@ -352,7 +360,12 @@ def test_sigkill_leaves_every_env_file_playable(tmp_path, ext) -> None:
     )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "written"
-        time.sleep(2.5)  # more than a fragment's second of video on disk, whatever the machine's speed
+        # Killed once every env's file holds a second of video on disk, however slow or fast the machine
+        # (the files only grow, so what a reader saw before the kill is still there after it).
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(_packets_so_far(tmp_path / f"k{env}.{ext}") >= 30
+                                                      for env in range(N)):  # fmt: skip
+            time.sleep(0.2)
         child.send_signal(signal.SIGKILL)
     finally:
         child.wait(30)
