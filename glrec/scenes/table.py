@@ -8,9 +8,9 @@ from the sample's own generator in :meth:`Table.randomise`.
 
 from __future__ import annotations
 
-import colorsys
 import functools
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import moderngl
@@ -22,6 +22,7 @@ from ..gl import glsl
 from .camera import GL_TO_CV, as_list, intrinsics, look_at, matmul, pixel_box
 from .passes import PASSES, clear_passes
 from .primitives import MESHES
+from .table_layout import TableLayout, place_objects
 
 NEAR, FAR = 0.05, 50.0
 
@@ -85,7 +86,15 @@ class Table:
     # -- layout ------------------------------------------------------------------------------
 
     def randomise(self, params: dict[str, Any], rng: np.random.Generator) -> None:
-        """Lay the table out from ``params`` (missing ones take their defaults) and ``rng``."""
+        """Lay the table out from ``params`` (missing ones take their defaults) and a key drawn from ``rng``.
+
+        The dataset renderer uses :meth:`randomise_batch` instead, keyed by each sample's seed.
+        """
+        seed = np.asarray([rng.integers(0, 2**63, dtype=np.int64)], np.int64).astype(np.uint64)
+        self.use_layout(self.randomise_batch([params], seed)[0])
+
+    def check(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` over the defaults, or SceneError naming the first value the table refuses."""
         p = {**self.parameters, **params}
         for key, default in self.parameters.items():
             if isinstance(default, float) and not (
@@ -107,35 +116,22 @@ class Table:
         lo, hi = (float(v) for v in p["object_size"])
         if not 0 < lo <= hi:
             raise SceneError(f"table: object_size {p['object_size']!r} must be [min, max] with 0 < min <= max.")
-        self.params = p
-        half = float(p["table_size"]) / 2
-        placed: list[dict[str, Any]] = []
-        for _ in range(n):
-            shape = shapes[int(rng.integers(len(shapes)))]
-            scale = float(rng.uniform(lo, hi))
-            radius = scale * 0.71  # footprint circle of the unit solid (the cube's half diagonal)
-            hue, sat, val = rng.random(), rng.uniform(0.5, 1.0), rng.uniform(0.55, 1.0)
-            yaw = float(rng.uniform(0, 2 * math.pi))
-            for _try in range(100):
-                x, z = rng.uniform(-half + radius, half - radius, size=2) if half > radius else (0.0, 0.0)
-                if all(math.hypot(x - o["x"], z - o["z"]) > radius + o["radius"] for o in placed):
-                    break
-            else:
-                continue  # no room left for this one
-            placed.append(
-                {
-                    "instance": len(placed) + 1,
-                    "shape": shape,
-                    "class": self.classes.index(shape),
-                    "colour": list(colorsys.hsv_to_rgb(hue, sat, val)),
-                    "x": float(x),
-                    "z": float(z),
-                    "scale": scale,
-                    "yaw": yaw,
-                    "radius": radius,
-                }
-            )
-        self.objects = placed
+        return p
+
+    def randomise_batch(self, params: Sequence[dict[str, Any]], seeds: np.ndarray) -> list[TableLayout]:
+        """The layouts of a batch of samples, drawn at once (:class:`~glrec.scenes.capabilities.BatchRandomisable`).
+
+        Layout ``j`` is a pure function of ``params[j]`` and ``seeds[j]`` (counter-based draws,
+        :func:`glrec.scenes.table_layout.place_objects`), so a sample is the same in any batch.
+        """
+        checked = [self.check(p) for p in params]
+        objects = place_objects(checked, np.asarray(seeds, np.uint64), self.classes)
+        return [TableLayout(p, objs) for p, objs in zip(checked, objects, strict=True)]
+
+    def use_layout(self, layout: TableLayout) -> None:
+        """Make ``layout`` (one of :meth:`randomise_batch`'s) the one :meth:`render` draws."""
+        self.params = layout.params
+        self.objects = layout.objects
 
     def model(self, obj: dict[str, Any], t: float) -> np.ndarray:
         """World-from-object matrix of ``obj`` at time ``t`` (standing on y = 0, turned about y)."""
