@@ -19,7 +19,7 @@ from pyrr import Matrix44
 
 from ..errors import SceneError
 from ..gl import glsl
-from .camera import GL_TO_CV, as_list, intrinsics, look_at, matmul, pixel_box
+from .camera import GL_TO_CV, as_list, intrinsics, look_at, matmul, matmul_stack, pixel_boxes
 from .passes import PASSES, clear_passes
 from .primitives import MESHES
 from .table_layout import TableLayout, place_objects
@@ -37,6 +37,19 @@ def _math(m: Matrix44) -> np.ndarray:
 def _corners(shape: str) -> np.ndarray:
     """The distinct vertices of a shape's mesh (what its 2D box is projected from)."""
     return np.unique(MESHES[shape]()[:, :3].astype(np.float64), axis=0)
+
+
+def _models(objects: list[dict[str, Any]], turn: float) -> np.ndarray:
+    """Translation @ y-rotation @ scale of each object, written out (no products): (n, 4, 4)."""
+    s = np.array([o["scale"] for o in objects], np.float64)
+    yaw = np.array([o["yaw"] for o in objects], np.float64) + turn
+    c, sn = np.cos(yaw) * s, np.sin(yaw) * s
+    m = np.zeros((len(objects), 4, 4))
+    m[:, 0, 0], m[:, 0, 2], m[:, 2, 0], m[:, 2, 2] = c, -sn, sn, c  # pyrr's y rotation
+    m[:, 1, 1], m[:, 1, 3], m[:, 3, 3] = s, s / 2, 1.0
+    m[:, 0, 3] = [o["x"] for o in objects]
+    m[:, 2, 3] = [o["z"] for o in objects]
+    return m + 0.0  # no negative zeros
 
 
 def _gl(m: np.ndarray) -> bytes:
@@ -81,6 +94,7 @@ class Table:
         self._vbo: moderngl.Buffer | None = None
         self._vao: moderngl.VertexArray | None = None
         self.size = (0, 0)
+        self._model_cache: tuple[list[dict[str, Any]], float, np.ndarray] | None = None
         self.randomise({}, np.random.default_rng(0))
 
     # -- layout ------------------------------------------------------------------------------
@@ -135,14 +149,14 @@ class Table:
 
     def model(self, obj: dict[str, Any], t: float) -> np.ndarray:
         """World-from-object matrix of ``obj`` at time ``t`` (standing on y = 0, turned about y)."""
-        s = obj["scale"]
-        yaw = obj["yaw"] + float(self.params["spin"]) * t
-        world: np.ndarray = matmul(
-            _math(Matrix44.from_translation([obj["x"], s / 2, obj["z"]])),
-            _math(Matrix44.from_y_rotation(yaw)),
-            _math(Matrix44.from_scale([s, s, s])),
-        )
-        return world
+        return _models([obj], float(self.params["spin"]) * t)[0]
+
+    def models(self, t: float) -> np.ndarray:
+        """World-from-object matrices (n, 4, 4) of every object at time ``t``, computed at once."""
+        cache = self._model_cache
+        if cache is None or cache[0] is not self.objects or cache[1] != t:
+            cache = self._model_cache = (self.objects, t, _models(self.objects, float(self.params["spin"]) * t))
+        return cache[2]
 
     def camera(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(eye, GL view, GL projection) at time ``t``."""
@@ -202,8 +216,8 @@ class Table:
         ts = float(p["table_size"])
         top = matmul(_math(Matrix44.from_translation([0.0, -0.05, 0.0])), _math(Matrix44.from_scale([ts, 0.1, ts])))
         self._draw("cube", top, p["table_colour"], 0, self.classes.index("table"), 0.25)
-        for obj in self.objects:
-            self._draw(obj["shape"], self.model(obj, t), obj["colour"], obj["instance"], obj["class"], 0.0)
+        for obj, model in zip(self.objects, self.models(t), strict=True):
+            self._draw(obj["shape"], model, obj["colour"], obj["instance"], obj["class"], 0.0)
         self.ctx.disable(moderngl.DEPTH_TEST)
 
     def annotations(self, t: float) -> dict[str, Any]:
@@ -211,21 +225,31 @@ class Table:
         eye, view, _ = self.camera(t)
         w2c = matmul(GL_TO_CV, view)  # not @: BLAS's bits depend on the CPU (see camera.matmul)
         k = intrinsics(float(self.params["fov"]), self.size)
-        objects = []
-        for obj in self.objects:
-            model = self.model(obj, t)
-            points = matmul(_corners(obj["shape"]), model[:3, :3].T) + model[:3, 3]
-            objects.append(
-                {
-                    "instance": obj["instance"],
-                    "class": obj["class"],
-                    "class_name": obj["shape"],
-                    "colour": [round(c, 6) for c in obj["colour"]],
-                    "world_from_object": as_list(model),
-                    "camera_from_object": as_list(matmul(w2c, model)),
-                    "bbox": pixel_box(points, w2c, k, self.size, NEAR),
-                }
-            )
+        models = self.models(t)
+        cams = matmul_stack(w2c, models)  # every object at once, in matmul's fixed order
+        boxes: list[list[int] | None] = [None] * len(models)
+        for shape in {o["shape"] for o in self.objects}:  # the corners of each shape, projected together
+            rows = [j for j, o in enumerate(self.objects) if o["shape"] == shape]
+            corners = _corners(shape)
+            rot = models[rows, :3, :3]
+            points = corners[None, :, 0:1] * rot[:, None, :, 0]
+            for axis in (1, 2):
+                points = points + corners[None, :, axis : axis + 1] * rot[:, None, :, axis]
+            points = points + models[rows, None, :3, 3]
+            for j, box in zip(rows, pixel_boxes(points, w2c, k, self.size, NEAR), strict=True):
+                boxes[j] = box
+        objects = [
+            {
+                "instance": obj["instance"],
+                "class": obj["class"],
+                "class_name": obj["shape"],
+                "colour": [round(c, 6) for c in obj["colour"]],
+                "world_from_object": model,
+                "camera_from_object": cam,
+                "bbox": box,
+            }
+            for obj, model, cam, box in zip(self.objects, as_list(models), as_list(cams), boxes, strict=True)
+        ]
         return {
             "camera": {
                 "K": as_list(k),

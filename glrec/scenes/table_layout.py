@@ -3,8 +3,9 @@
 Each sample's objects come from its own seed alone (:mod:`glrec.scenes.draws`):
 object slot ``k`` draws its shape, size, colour and turn from the stream
 ``"table:object"`` (draws ``8k .. 8k + 5``) and its place from ``"table:place"``
-(try ``t``: draws ``2 (k * TRIES + t)`` and the next), so every step below is
-vectorised over the samples of the batch and a sample's layout does not depend
+(try ``t``: draws ``2 (k * TRIES + t)`` and the next; all tries are tested at
+once and the first that fits wins), so every step below is vectorised over the
+samples of the batch and a sample's layout does not depend
 on which other samples share its batch.
 """
 
@@ -75,27 +76,27 @@ def place_objects(
         active = np.flatnonzero(count > k)
         scale = lo[active] + (hi[active] - lo[active]) * draws[active, k, 1]
         radius = scale * 0.71  # footprint circle of the unit solid (the cube's half diagonal)
-        pending = np.ones(len(active), bool)
-        for t in range(TRIES):
-            todo = np.flatnonzero(pending)
-            if not len(todo):
-                break
-            rows = active[todo]
-            u = uniforms(seeds[rows], "table:place", 2, first=2 * (k * TRIES + t))
-            r, h = radius[todo], half[rows]
-            room = h > r
-            span = np.where(room, 2 * (h - r), 0.0)
-            x = np.where(room, -h + r + span * u[:, 0], 0.0)
-            z = np.where(room, -h + r + span * u[:, 1], 0.0)
-            if k:
-                dist = np.hypot(x[:, None] - xs[rows, :k], z[:, None] - zs[rows, :k])
-                ok = ((dist > r[:, None] + rs[rows, :k]) | ~placed[rows, :k]).all(axis=1)
-            else:
-                ok = np.ones(len(rows), bool)
-            good = rows[ok]
-            xs[good, k], zs[good, k], rs[good, k] = x[ok], z[ok], r[ok]
-            placed[good, k] = True
-            pending[todo[ok]] = False
+        # Every try at once: the object takes its first try that overlaps no object placed before it.
+        u = uniforms(seeds[active], "table:place", 2 * TRIES, first=2 * k * TRIES).reshape(len(active), TRIES, 2)
+        h = half[active][:, None]
+        r = radius[:, None]
+        room = h > r
+        span = np.where(room, 2 * (h - r), 0.0)
+        x = np.where(room, -h + r + span * u[:, :, 0], 0.0)
+        z = np.where(room, -h + r + span * u[:, :, 1], 0.0)
+        if k:
+            dist = np.hypot(x[:, :, None] - xs[active, None, :k], z[:, :, None] - zs[active, None, :k])
+            clear = (dist > r[:, :, None] + rs[active, None, :k]) | ~placed[active, None, :k]
+            ok = clear.all(axis=2)
+        else:
+            ok = np.ones((len(active), TRIES), bool)
+        found = ok.any(axis=1)
+        first = ok.argmax(axis=1)
+        rows = active[found]
+        xs[rows, k] = x[found, first[found]]
+        zs[rows, k] = z[found, first[found]]
+        rs[rows, k] = radius[found]
+        placed[rows, k] = True
         slots[active, k] = np.where(placed[active, k], 1, -1)
     result: list[list[dict[str, Any]]] = [[] for _ in range(n)]
     if not most:
