@@ -222,3 +222,17 @@ def test_missing_ray_and_unknown_colour_encoder_say_what_to_install(monkeypatch,
 
     with pytest.raises(glrec.ConfigError, match=r"pip install 'glrec\[ray\]'"):
         generate(DatasetSpec.from_dict(spec_dict()), tmp_path / "out", ray="")
+
+
+def test_a_version_1_folder_is_not_resumed(tmp_path):
+    spec = DatasetSpec.from_dict(spec_dict())
+    info = dataset_info(spec, Table())
+    assert info["format_version"] == 2
+    folder = DatasetFolder(tmp_path / "out", spec)
+    folder.prepare(resume=False, overwrite=False, info=info)
+    old = json.loads(folder.info_path.read_text())
+    folder.info_path.write_text(json.dumps({**old, "format_version": 1}))  # what glrec before issue 33 wrote
+    with pytest.raises(glrec.OutputExistsError, match="format version 1.*cannot be resumed.*--overwrite"):
+        folder.prepare(resume=True, overwrite=False, info=info)
+    folder.prepare(resume=False, overwrite=True, info=info)  # made again: fine
+    assert json.loads(folder.info_path.read_text())["format_version"] == 2
