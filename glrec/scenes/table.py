@@ -52,6 +52,10 @@ def _models(objects: list[dict[str, Any]], turn: float) -> np.ndarray:
     return m + 0.0  # no negative zeros
 
 
+#: One object's record in its mesh kind's instance buffer (matches table.vert's i_* inputs).
+_INSTANCE = np.dtype([("model", "<f4", (16,)), ("colour", "<f4", (4,)), ("ids", "<u4", (2,))])
+
+
 def _gl(m: np.ndarray) -> bytes:
     return np.ascontiguousarray(m.T, dtype="f4").tobytes()  # GL reads column-major
 
@@ -92,7 +96,7 @@ class Table:
         self.ctx: moderngl.Context | None = None
         self._prog: moderngl.Program | None = None
         self._vbo: moderngl.Buffer | None = None
-        self._vao: moderngl.VertexArray | None = None
+        self._instances: dict[str, tuple[moderngl.Buffer, moderngl.VertexArray]] = {}
         self.size = (0, 0)
         self._model_cache: tuple[list[dict[str, Any]], float, np.ndarray] | None = None
         self.randomise({}, np.random.default_rng(0))
@@ -186,17 +190,26 @@ class Table:
             self._ranges[name] = (first, len(mesh))
             first += len(mesh)
         self._vbo = ctx.buffer(np.vstack(list(meshes.values())).tobytes())
-        self._vao = ctx.vertex_array(self._prog, [(self._vbo, "3f 3f", "in_position", "in_normal")])
+        self._instances = {}  # mesh kind -> (its instance buffer, a vertex array reading it)
+        for name in MESHES:
+            buf = ctx.buffer(reserve=_INSTANCE.itemsize * 64, dynamic=True)
+            vao = ctx.vertex_array(
+                self._prog,
+                [
+                    (self._vbo, "3f 3f", "in_position", "in_normal"),
+                    (buf, "16f 4f 2u/i", "i_model", "i_colour", "i_ids"),
+                ],
+            )
+            self._instances[name] = (buf, vao)
 
-    def _draw(self, shape: str, model: np.ndarray, colour: Any, instance: int, cls: int, checker: float) -> None:
-        assert self._prog is not None and self._vao is not None
-        self._prog["model"].write(_gl(model))  # type: ignore[union-attr]
-        self._prog["base_colour"].value = tuple(float(c) for c in colour)  # type: ignore[union-attr]
-        self._prog["instance_id"].value = instance  # type: ignore[union-attr]
-        self._prog["class_id"].value = cls  # type: ignore[union-attr]
-        self._prog["checker"].value = checker  # type: ignore[union-attr]
+    def _draw(self, shape: str, rows: np.ndarray) -> None:
+        """One instanced draw of every object of mesh kind ``shape`` (``rows``: their :data:`_INSTANCE` records)."""
+        buf, vao = self._instances[shape]
+        if buf.size < rows.nbytes:
+            buf.orphan(rows.nbytes * 2)
+        buf.write(rows.tobytes())
         first, count = self._ranges[shape]
-        self._vao.render(moderngl.TRIANGLES, vertices=count, first=first)
+        vao.render(moderngl.TRIANGLES, vertices=count, first=first, instances=len(rows))
 
     def render(self, t: float) -> None:
         """Draw the table and its objects at time ``t`` into every pass the bound framebuffer has."""
@@ -215,9 +228,20 @@ class Table:
         self._prog["eye"].value = tuple(eye)  # type: ignore[union-attr]
         ts = float(p["table_size"])
         top = matmul(_math(Matrix44.from_translation([0.0, -0.05, 0.0])), _math(Matrix44.from_scale([ts, 0.1, ts])))
-        self._draw("cube", top, p["table_colour"], 0, self.classes.index("table"), 0.25)
-        for obj, model in zip(self.objects, self.models(t), strict=True):
-            self._draw(obj["shape"], model, obj["colour"], obj["instance"], obj["class"], 0.0)
+        n = len(self.objects)
+        rows = np.zeros(n + 1, _INSTANCE)  # the table top first (a cube), then the objects in placement order
+        models = np.concatenate([top[None], self.models(t)]) if n else top[None]
+        rows["model"] = models.transpose(0, 2, 1).reshape(n + 1, 16)  # GL reads column-major
+        rows["colour"][0] = [*(float(c) for c in p["table_colour"]), 0.25]
+        rows["ids"][0] = [0, self.classes.index("table")]
+        if n:
+            rows["colour"][1:, :3] = [o["colour"] for o in self.objects]
+            rows["ids"][1:] = [[o["instance"], o["class"]] for o in self.objects]
+        kinds = np.array(["cube", *(o["shape"] for o in self.objects)])
+        for shape in self._instances:  # one draw per mesh kind
+            pick = kinds == shape
+            if pick.any():
+                self._draw(shape, rows[pick])
         self.ctx.disable(moderngl.DEPTH_TEST)
 
     def annotations(self, t: float) -> dict[str, Any]:
@@ -265,7 +289,11 @@ class Table:
 
     def close(self) -> None:
         """Release the GL objects ``setup`` made; safe to call twice."""
-        for name in ("_vao", "_vbo", "_prog"):
+        instances, self._instances = self._instances, {}
+        for buf, vao in instances.values():
+            vao.release()
+            buf.release()
+        for name in ("_vbo", "_prog"):
             obj = getattr(self, name, None)
             setattr(self, name, None)
             if obj is not None:
