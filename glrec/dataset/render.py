@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import moderngl
 import numpy as np
@@ -196,6 +196,10 @@ class SampleRenderer:
         check_scene(self.scene, spec)
         self._packer: PassPacker | None = None
         self._plans: dict[int, SamplePlan] = {}
+        # The scene's capabilities, checked once (a runtime protocol check costs ~10 us a call).
+        self._randomisable = isinstance(self.scene, Randomisable)
+        self._annotated = isinstance(self.scene, Annotated)
+        self._instance_pass = "instance" in passes_of(self.scene)
         self._gbuffer: GBuffer | None = GBuffer(ctx, spec.size)
         try:
             self.scene.setup(ctx, spec.size)
@@ -254,12 +258,11 @@ class SampleRenderer:
         seed, params = plan.seed, plan.params
         scene = self.scene
         if plan.layout is not None:
-            assert isinstance(scene, BatchRandomisable)
-            scene.use_layout(plan.layout)
-        elif isinstance(scene, Randomisable):
+            cast(BatchRandomisable, scene).use_layout(plan.layout)
+        elif self._randomisable:
             scene_params = {k: v for k, v in params.items() if k != TIME_PARAM}
             try:
-                scene.randomise(scene_params, rng_for(seed, "scene"))
+                cast(Randomisable, scene).randomise(scene_params, rng_for(seed, "scene"))
             except GlrecError:
                 raise
             except Exception as exc:
@@ -319,9 +322,9 @@ class SampleRenderer:
                 arrays[name] = gb.read(name)
         sample.frames.append(arrays)
         meta: dict[str, Any] = {"t": t}
-        if isinstance(self.scene, Annotated):
+        if self._annotated:
             try:
-                meta.update(self.scene.annotations(t))
+                meta.update(cast(Annotated, self.scene).annotations(t))
             except GlrecError:
                 raise
             except Exception as exc:
@@ -329,7 +332,7 @@ class SampleRenderer:
                     f"Scene {self.spec.scene!r} failed to annotate sample {sample.index} at t={t:g}: "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
-        if "instance" in passes_of(self.scene) and meta.get("objects") is not None:
+        if self._instance_pass and meta.get("objects") is not None:
             instance = arrays["instance"] if "instance" in arrays else gb.read("instance")
             _add_visible(meta, mask_boxes(instance))
         return meta
@@ -351,8 +354,8 @@ class SampleRenderer:
             arrays["rgb"] = packed.arrays["rgb"]
         sample.frames.append(arrays)
         meta: dict[str, Any] = {"t": t}
-        if isinstance(self.scene, Annotated):
-            meta.update(self.scene.annotations(t))
+        if self._annotated:
+            meta.update(cast(Annotated, self.scene).annotations(t))
         if packed.boxes is not None and meta.get("objects") is not None:
             _add_visible(meta, packed.boxes)
         return meta

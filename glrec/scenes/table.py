@@ -99,6 +99,7 @@ class Table:
         self._instances: dict[str, tuple[moderngl.Buffer, moderngl.VertexArray]] = {}
         self.size = (0, 0)
         self._model_cache: tuple[list[dict[str, Any]], float, np.ndarray] | None = None
+        self._camera_cache: tuple[tuple[Any, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
         self.randomise({}, np.random.default_rng(0))
 
     # -- layout ------------------------------------------------------------------------------
@@ -163,7 +164,15 @@ class Table:
         return cache[2]
 
     def camera(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(eye, GL view, GL projection) at time ``t``."""
+        """(eye, GL view, GL projection) at time ``t`` (computed once per layout, time and size)."""
+        p = self.params
+        key = (t, self.size, *(p[k] for k in ("camera_azimuth", "orbit", "camera_elevation", "camera_distance", "fov")))
+        cache = self._camera_cache
+        if cache is None or cache[0] != key:
+            cache = self._camera_cache = (key, self._camera(t))
+        return cache[1]
+
+    def _camera(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         p = self.params
         az = math.radians(float(p["camera_azimuth"]) + float(p["orbit"]) * t)
         el = math.radians(float(p["camera_elevation"]))
