@@ -3,8 +3,14 @@
 Both consumers touch every pass of every sample (a sum), in rounds that alternate
 the two, in one process; the shards are made first by ``glrec.dataset.generate``
 (not timed). Results go to ``benchmarks/results/<date>_<machine>_dataset-stream.{json,txt}``.
+``--batch-sizes 1,64,256`` adds a stream row per batch size; ``--before`` adds the
+same stream with every sample planned alone (the per-sample path: parameters and
+the scene's layout drawn one sample at a time), so before/after is one run;
+``--device cuda`` consumes CUDA tensors (torch through DLPack, summed on the GPU);
+``--size 128x128 --passes rgb,depth`` is the RL-sized case.
 
     python benchmarks/dataset_stream.py --samples 64 --batch-size 16 --rounds 2
+    python benchmarks/dataset_stream.py --samples 256 --batch-sizes 1,64,256 --before --device cuda --workers 0
 """
 
 from __future__ import annotations
@@ -33,25 +39,41 @@ def touch(arrays: list[object]) -> float:
     return float(sum(float(np.asarray(a).sum()) for a in arrays))
 
 
-def run_stream(spec: DatasetSpec, batch_size: int) -> tuple[int, float]:
-    started, n = time.perf_counter(), 0
-    with stream(spec, batch_size) as s:
-        for batch in s:
-            touch([batch[p] for p in PASSES])
-            n += len(batch["index"])
-    return n, time.perf_counter() - started
+def touch_cuda(arrays: list[object]) -> float:
+    total = sum(torch.from_dlpack(a).sum(dtype=torch.float64) for a in arrays)  # on the GPU, one sync
+    return float(total)  # type: ignore[arg-type]
+
+
+def run_stream(spec: DatasetSpec, batch_size: int, device: str = "cpu", before: bool = False) -> tuple[int, float]:
+    from glrec.dataset.render import SampleRenderer
+
+    passes = list(spec.output.passes)
+    plan = SampleRenderer.prepare
+    if before:  # the per-sample path: nothing planned ahead, each sample drawn alone
+        SampleRenderer.prepare = lambda self, indices: None  # type: ignore[method-assign]
+    try:
+        started, n = time.perf_counter(), 0
+        with stream(spec, batch_size, device=device) as s:
+            for batch in s:
+                (touch_cuda if device != "cpu" else touch)([batch[p] for p in passes])
+                n += len(batch["index"])
+        return n, time.perf_counter() - started
+    finally:
+        SampleRenderer.prepare = plan  # type: ignore[method-assign]
 
 
 def run_shards(root: Path, spec: DatasetSpec, batch_size: int, workers: int) -> tuple[int, float]:
     import webdataset as wds
 
     urls = f"{root}/shard-{{000000..{spec.shards - 1:06d}}}.tar"
-    names = ("rgb.png", "depth.npy", "instance.png", "semantic.png", "normal.png", "meta.json")
+    from glrec.dataset.api import member_names
+
+    names = member_names(spec)
     ds = wds.WebDataset(urls, shardshuffle=False).decode("rgb8").to_tuple(*names).batched(batch_size)
     loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers)
     started, n = time.perf_counter(), 0
     for batch in loader:
-        touch(batch[:5])
+        touch(batch[:-1])
         n += len(batch[0])
     return n, time.perf_counter() - started
 
@@ -75,22 +97,42 @@ def main() -> None:
     ap.add_argument("--spec", default=str(ROOT / "examples" / "dataset.toml"))
     ap.add_argument("--samples", type=int, default=64)
     ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--batch-sizes", default="", help="more stream rows, one per batch size, comma-separated")
+    ap.add_argument("--before", action="store_true", help="add the per-sample path's row (each batch size)")
+    ap.add_argument("--device", default="cpu", help='the stream\'s device: "cpu" or "cuda"')
+    ap.add_argument("--size", default="", help="WxH instead of the spec's")
+    ap.add_argument("--passes", default="", help="comma-separated passes instead of the spec's")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--workers", default="0,2", help="DataLoader workers for the shard reader, comma-separated")
-    ap.add_argument("--tag", default="2core-llvmpipe", help="machine name in the result file name")
+    ap.add_argument("--tag", default="2c_llvmpipe", help="machine name in the result file name")
+    ap.add_argument("--name", default="dataset-stream", help="what, in the result file name")
     args = ap.parse_args()
     spec = DatasetSpec.load(args.spec)
     spec = spec.with_(samples=args.samples, shard_size=max(1, args.samples // 4))
-    workers = [int(w) for w in args.workers.split(",")]
-    rows: dict[str, list[float]] = {"stream": []}
+    if args.size:
+        from glrec.options import parse_size
+
+        spec = spec.with_(size=parse_size(args.size))
+    if args.passes:
+        from dataclasses import replace
+
+        spec = spec.with_(output=replace(spec.output, passes=tuple(args.passes.split(","))))
+    workers = [int(w) for w in args.workers.split(",") if w]
+    sizes = [args.batch_size] + [int(b) for b in args.batch_sizes.split(",") if b and int(b) != args.batch_size]
+    rows: dict[str, list[float]] = {}
+    for b in sizes:
+        rows[f"stream:batch={b}"] = []
+        if args.before:
+            rows[f"stream-before:batch={b}"] = []
     rows.update({f"shards:workers={w}": [] for w in workers})
     with tempfile.TemporaryDirectory() as tmp:
         made = generate(spec, Path(tmp) / "shards")
         for r in range(args.rounds):
             order = list(rows) if r % 2 == 0 else list(reversed(rows))
             for name in order:
-                if name == "stream":
-                    n, t = run_stream(spec, args.batch_size)
+                if name.startswith("stream"):
+                    b = int(name.split("=")[1])
+                    n, t = run_stream(spec, b, args.device, before=name.startswith("stream-before"))
                 else:
                     n, t = run_shards(Path(tmp) / "shards", spec, args.batch_size, int(name.split("=")[1]))
                 assert n == spec.samples, (name, n)
@@ -105,12 +147,13 @@ def main() -> None:
         "passes": list(spec.output.passes),
         "samples": spec.samples,
         "batch_size": args.batch_size,
+        "device": args.device,
         "generate_samples_per_s": made.samples_per_second,
         "samples_per_s": {k: v for k, v in rows.items()},
         "median_samples_per_s": {k: float(np.median(v)) for k, v in rows.items()},
         "command": " ".join(sys.argv),
     }
-    out = ROOT / "benchmarks" / "results" / f"{result['date']}_{args.tag}_dataset-stream"
+    out = ROOT / "benchmarks" / "results" / f"{result['date']}_{args.tag}_{args.name}"
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [f"{result['date']} {result['machine']}, {spec.size[0]}x{spec.size[1]}, {spec.samples} samples, "
              f"batch {args.batch_size}, every pass summed"]  # fmt: skip

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..scenes.capabilities import classes_of
+from ..scenes.passes import PASS_ROWS
 from .devices import check_egl_device
 from .encode import check_colour_encoder
 from .folder import FORMAT, FORMAT_VERSION, DatasetFolder
@@ -73,15 +74,8 @@ def _as_spec(spec: DatasetSpec | str | os.PathLike[str]) -> DatasetSpec:
 
 def member_names(spec: DatasetSpec) -> list[str]:
     """The file names each sample has (``rgb.png``, ``depth.npy``, ..., ``meta.json``)."""
-    out = spec.output
-    names = ["rgb.mp4" if spec.is_clip else f"rgb.{out.rgb}"]
-    for p in out.passes:
-        if p == "depth":
-            names.append("depth.npy" if spec.is_clip or out.depth == "npy" else "depth.png")
-        elif p in ("instance", "semantic"):
-            names.append(f"{p}.npy" if spec.is_clip else f"{p}.png")
-        elif p == "normal":
-            names.append("normal.npy" if spec.is_clip or out.normal == "npy" else "normal.png")
+    order = ["rgb", *(p for p in spec.output.passes if p != "rgb")]  # colour first
+    names = [PASS_ROWS[p].file_name(spec.output, spec.is_clip) for p in order]
     return [*names, "meta.json"]
 
 

@@ -23,19 +23,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..scenes.passes import PASS_ROWS
 
 __all__ = ["BatchLayout", "HostSlots", "Lease", "PoolExhausted"]
 
 #: Byte alignment of every frame in a slot: GL's storage-buffer offsets and CUDA/DLPack pointers need it.
 ALIGN = 256
-
-# pass -> (dtype, trailing shape after (h, w)) of what the packer writes; normals depend on the spec.
-_DTYPES: dict[str, tuple[str, tuple[int, ...]]] = {
-    "rgb": ("u1", (3,)),
-    "depth": ("f4", ()),
-    "instance": ("u2", ()),
-    "semantic": ("u2", ()),
-}
 
 
 def _round_up(n: int, to: int) -> int:
@@ -91,11 +84,8 @@ class BatchLayout:
     def pass_view(self, name: str, n: int) -> PassView:
         """Pass ``name`` of the first ``n`` samples: shape (n, h, w[, c]), or (n, frames, h, w[, c]) for clips."""
         w, h = self.size
-        tail: tuple[int, ...]
-        if name == "normal":
-            dtype, tail = ("u1" if self.normal == "png" else "f4"), (3,)
-        else:
-            dtype, tail = _DTYPES[name]
+        row = PASS_ROWS[name]
+        dtype, tail = row.stream_dtype(normal=self.normal), row.tail
         item = np.dtype(dtype).itemsize
         inner = (h, w, *tail)
         inner_strides: list[int] = []

@@ -33,7 +33,8 @@ __all__ = ["DatasetFolder"]
 log = logging.getLogger("glrec")
 
 FORMAT = "glrec-dataset"
-FORMAT_VERSION = 1
+#: 2: counter-based draws (glrec.scenes.draws): the same spec makes other samples than version 1 did.
+FORMAT_VERSION = 2
 # Scratch files a clip shard writes in .glrec/ while it encodes a sample's video.
 _CLIP_SCRATCH = re.compile(r"^clip-\d+-\d+\.mp4$")
 _SHARD_FILE = re.compile(r"shard-(\d{6,})\.tar")
@@ -111,6 +112,13 @@ class DatasetFolder:
                     f"Output folder {str(root)!r} holds {what} ({old.get('status', '?')}, "
                     f"{old.get('samples', '?')} samples). Pass --resume (resume=True) to finish it"
                     f"{'' if same else ' (only with the same spec)'}, or --overwrite (overwrite=True) to replace it."
+                )
+            version = old.get("format_version")
+            if version != info.get("format_version", FORMAT_VERSION):
+                raise OutputExistsError(
+                    f"Output folder {str(root)!r} holds a dataset of format version {version}; this glrec writes "
+                    f"version {FORMAT_VERSION}, whose samples differ (parameters are drawn another way), so it "
+                    "cannot be resumed. Use another folder, or --overwrite to make it again."
                 )
             if not same:
                 raise OutputExistsError(

@@ -24,7 +24,7 @@ from ..errors import EncoderError
 from ..gl import glsl
 from ..gl.fences import Fence, dispatch_compute, gl_function
 from ..scenes.camera import mask_boxes
-from ..scenes.passes import GBuffer
+from ..scenes.passes import PASS_ROWS, GBuffer
 
 __all__ = ["MAX_IDS", "PackTarget", "PackedFrame", "PassPacker"]
 
@@ -70,7 +70,7 @@ class PassPacker:
         self.size = (w, h)
         padded = (w * h + 3) // 4 * 4  # the shader writes whole groups of 4 pixels
         widths = {"rgb": 3, "depth": 4, "instance": 2, "semantic": 2, "normal": 3 if normal == "png" else 12}
-        self._normal_dtype = np.uint8 if normal == "png" else np.float32
+        self._normal = normal
         self._sections: dict[str, tuple[int, int]] = {}  # pass -> (byte offset, bytes)
         at = 0
         for name in _UNITS:
@@ -146,13 +146,8 @@ class PassPacker:
 
     def _view(self, name: str, raw: np.ndarray) -> np.ndarray:
         w, h = self.size
-        if name == "rgb":
-            return raw.reshape(h, w, 3)
-        if name == "depth":
-            return raw.view(np.float32).reshape(h, w)
-        if name in ("instance", "semantic"):
-            return raw.view(np.uint16).reshape(h, w)
-        return raw.view(self._normal_dtype).reshape(h, w, 3)
+        row = PASS_ROWS[name]
+        return raw.view(row.stream_dtype(normal=self._normal)).reshape(h, w, *row.tail)
 
     def _clear_table(self) -> None:
         assert self._table is not None

@@ -11,11 +11,15 @@ string, list) or a one-key table naming a distribution::
     shadows = { bool = 0.25 }                     # True with probability 0.25
     colour = [0.6, 0.5, 0.4]                      # a constant
 
-Seeds: sample ``i`` of a dataset with meta-seed ``m`` has the seed
-``SeedSequence(m, spawn_key=(i,))`` reduced to one 64-bit integer (the same as
-``SeedSequence(m).spawn(i + 1)[i]``), so any sample can be made alone. Each
-parameter draws from its own stream, keyed by its name under that seed, so
-adding or reordering parameters never changes the values of the others.
+Draws are counter-based (format version 2): every random number is a hash
+(splitmix64's finaliser) of (meta-seed, sample index, stream name, draw number),
+so sample ``i`` is a pure function of the meta-seed and ``i`` and a whole batch
+of samples is drawn at once with numpy, whatever the batch size. Sample ``i``
+has the 64-bit seed :func:`sample_seed` ``(m, i)``; each parameter draws from
+its own stream, keyed by its name under that seed, so adding or reordering
+parameters never changes the values of the others. (Format version 1 drew
+through a ``SeedSequence`` per sample and per parameter: the same guarantees, one
+sample at a time.)
 """
 
 from __future__ import annotations
@@ -28,8 +32,20 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..scenes.draws import sample_seed, sample_seeds, stream_key, uniforms
 
-__all__ = ["KINDS", "Distribution", "parse_param", "rng_for", "sample_params", "sample_seed"]
+__all__ = [
+    "KINDS",
+    "Distribution",
+    "params_batch",
+    "parse_param",
+    "rng_for",
+    "sample_params",
+    "sample_seed",
+    "sample_seeds",
+    "stream_key",
+    "uniforms",
+]
 
 #: Distribution kinds and what their value is.
 KINDS: dict[str, str] = {
@@ -54,25 +70,41 @@ class Distribution:
     clip: tuple[float, float] | None = None
     weights: tuple[float, ...] | None = None
 
-    def sample(self, rng: np.random.Generator) -> Any:
-        """Draw one value as a plain Python (JSON-ready) value."""
-        k, a = self.kind, self.args
+    def draw(self, seeds: np.ndarray) -> list[Any]:
+        """One value per sample seed in ``seeds`` (uint64), as plain Python (JSON-ready) values.
+
+        Value ``j`` depends on ``seeds[j]`` and this parameter's name alone, never on the other seeds.
+        """
+        k, a, n = self.kind, self.args, len(seeds)
         if k == "constant":
-            return a
+            return [a] * n
+        u = uniforms(seeds, "param:" + self.name, 2 if k == "normal" else 1)
+        u0 = u[:, 0]
         if k == "uniform":
-            return float(rng.uniform(a[0], a[1]))
+            return [float(v) for v in a[0] + (a[1] - a[0]) * u0]
         if k == "loguniform":
-            return float(math.exp(rng.uniform(math.log(a[0]), math.log(a[1]))))
-        if k == "normal":
-            v = float(rng.normal(a[0], a[1]))
-            return v if self.clip is None else float(min(max(v, self.clip[0]), self.clip[1]))
+            lo, hi = math.log(a[0]), math.log(a[1])
+            return [float(v) for v in np.minimum(np.exp(lo + (hi - lo) * u0), a[1])]
+        if k == "normal":  # Box-Muller; 1 - u is in (0, 1], so the log is finite
+            v = a[0] + a[1] * np.sqrt(-2.0 * np.log1p(-u0)) * np.cos(2.0 * math.pi * u[:, 1])
+            if self.clip is not None:
+                v = np.clip(v, self.clip[0], self.clip[1])
+            return [float(x) for x in v]
         if k == "int":
-            return int(rng.integers(a[0], a[1] + 1))
+            span = a[1] - a[0] + 1
+            return [int(x) for x in a[0] + np.minimum(np.floor(u0 * span), span - 1).astype(np.int64)]
         if k == "choice":
-            p = None if self.weights is None else np.asarray(self.weights) / sum(self.weights)
-            return a[int(rng.choice(len(a), p=p))]
+            w = np.ones(len(a)) if self.weights is None else np.asarray(self.weights, np.float64)
+            cdf = np.cumsum(w) / np.sum(w)
+            picks = np.minimum(np.searchsorted(cdf, u0, side="right"), len(a) - 1)
+            while True:  # never a zero-weight item at the top end's rounding
+                bad = w[picks] == 0
+                if not bad.any():
+                    break
+                picks[bad] -= 1
+            return [a[int(i)] for i in picks]
         if k == "bool":
-            return bool(rng.random() < a)
+            return [bool(x) for x in u0 < a]
         raise AssertionError(k)  # parse_param admits only the kinds above
 
 
@@ -167,21 +199,17 @@ def parse_param(name: str, value: Any) -> Distribution:
     return Distribution(name, "constant", arg)
 
 
-def sample_seed(meta_seed: int, index: int) -> int:
-    """The 64-bit seed of sample ``index``: ``SeedSequence(meta_seed, spawn_key=(index,))``.
-
-    >>> sample_seed(7, 0) == sample_seed(7, 0) != sample_seed(7, 1)
-    True
-    """
-    ss = np.random.SeedSequence(int(meta_seed), spawn_key=(int(index),))
-    return int(ss.generate_state(1, np.uint64)[0])
-
-
 def rng_for(seed: int, stream: str) -> np.random.Generator:
-    """An independent generator for ``stream`` (a parameter name, or ``"scene"``) under ``seed``."""
+    """An independent generator for ``stream`` (``"scene"`` for a scene's ``randomise``) under ``seed``."""
     return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(zlib.crc32(stream.encode()),)))
 
 
+def params_batch(dists: dict[str, Distribution], seeds: np.ndarray) -> list[dict[str, Any]]:
+    """Every parameter for each sample seed in ``seeds``, drawn for the batch at once (each from its own stream)."""
+    columns = {name: d.draw(np.asarray(seeds, np.uint64)) for name, d in dists.items()}
+    return [{name: col[j] for name, col in columns.items()} for j in range(len(seeds))]
+
+
 def sample_params(dists: dict[str, Distribution], seed: int) -> dict[str, Any]:
-    """Draw every parameter for the sample with ``seed``, each from its own stream."""
-    return {name: d.sample(rng_for(seed, "param:" + name)) for name, d in dists.items()}
+    """Draw every parameter for the sample with ``seed`` (the batch of one of :func:`params_batch`)."""
+    return params_batch(dists, np.asarray([seed], np.uint64))[0]

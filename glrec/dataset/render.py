@@ -5,18 +5,26 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import moderngl
 import numpy as np
 
 from ..errors import ConfigError, GlrecError, SceneError
 from ..scenes.camera import mask_boxes
-from ..scenes.capabilities import Annotated, Randomisable, parameters_of, params_in_effect, passes_of
+from ..scenes.capabilities import (
+    Annotated,
+    BatchRandomisable,
+    Randomisable,
+    batch_randomisable,
+    parameters_of,
+    params_in_effect,
+    passes_of,
+)
 from ..scenes.passes import GBuffer
 from .encode import ColourEncoder, ColourImage
 from .gpu_pack import PackTarget, PassPacker
-from .params import rng_for, sample_params, sample_seed
+from .params import params_batch, rng_for, sample_seeds
 from .spec import DatasetSpec
 
 log = logging.getLogger("glrec")
@@ -85,9 +93,14 @@ def check_scene(scene: object, spec: DatasetSpec) -> None:
     if isinstance(scene, Randomisable):
         # A dry run with sample 0's parameters: a constant the scene refuses (fov = 0) fails
         # here, before anything is written, instead of at the first sample.
-        seed, values = sample_plan(spec, 0)
+        plan = plan_samples(spec, [0])[0]
+        first = {k: v for k, v in plan.params.items() if k != TIME_PARAM}
         try:
-            scene.randomise({k: v for k, v in values.items() if k != TIME_PARAM}, rng_for(seed, "scene"))
+            if batch_randomisable(scene):
+                assert isinstance(scene, BatchRandomisable)
+                scene.randomise_batch([first], sample_seeds(spec.seed, [0]))
+            else:
+                scene.randomise(first, rng_for(plan.seed, "scene"))
         except GlrecError as exc:
             raise ConfigError(f"Scene {spec.scene!r} refuses sample 0's parameters: {exc}") from None
         except Exception as exc:
@@ -96,12 +109,58 @@ def check_scene(scene: object, spec: DatasetSpec) -> None:
             ) from None
 
 
+@dataclass(frozen=True)
+class SamplePlan:
+    """What sample ``index`` is before it is drawn: its seed, its ``[params]`` and, for a
+    :class:`~glrec.scenes.capabilities.BatchRandomisable` scene, its layout."""
+
+    index: int
+    seed: int
+    params: dict[str, Any]
+    layout: Any = None
+
+
+def plan_samples(spec: DatasetSpec, indices: list[int] | range, scene: object = None) -> list[SamplePlan]:
+    """Plans of samples ``indices``, drawn for the batch at once (vectorised, counter-based).
+
+    With a ``scene`` that lays out batches, each plan also holds its layout. Plan ``j`` is
+    a pure function of (spec's seed, ``indices[j]``): the batch never changes a sample.
+    Raises SceneError naming the sample whose parameters the scene refuses.
+    """
+    for index in indices:
+        if not 0 <= index < spec.samples:
+            raise ConfigError(f"Sample index {index} is outside 0..{spec.samples - 1}.")
+    seeds = sample_seeds(spec.seed, list(indices))
+    params = params_batch(spec.distributions(), seeds)
+    if scene is None or not batch_randomisable(scene):
+        return [SamplePlan(i, int(s), p) for i, s, p in zip(indices, seeds, params, strict=True)]
+    assert isinstance(scene, BatchRandomisable)
+    scene_params = [{k: v for k, v in p.items() if k != TIME_PARAM} for p in params]
+    try:
+        layouts = list(scene.randomise_batch(scene_params, seeds))
+    except Exception:
+        if len(scene_params) == 1:
+            layouts = [_layout_one(spec, scene, scene_params[0], seeds[:1], indices[0])]
+        else:  # find the sample the scene refuses, one at a time (the error path only)
+            layouts = [_layout_one(spec, scene, p, seeds[j : j + 1], indices[j]) for j, p in enumerate(scene_params)]
+    return [SamplePlan(i, int(s), p, lay) for i, s, p, lay in zip(indices, seeds, params, layouts, strict=True)]
+
+
+def _layout_one(spec: DatasetSpec, scene: BatchRandomisable, params: dict[str, Any], seed: Any, index: int) -> Any:
+    try:
+        return next(iter(scene.randomise_batch([params], seed)))
+    except GlrecError:
+        raise
+    except Exception as exc:
+        raise SceneError(
+            f"Scene {spec.scene!r} failed to randomise sample {index} with {params}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
 def sample_plan(spec: DatasetSpec, index: int) -> tuple[int, dict[str, Any]]:
     """The seed and the sampled ``[params]`` of sample ``index`` (no rendering)."""
-    if not 0 <= index < spec.samples:
-        raise ConfigError(f"Sample index {index} is outside 0..{spec.samples - 1}.")
-    seed = sample_seed(spec.seed, index)
-    return seed, sample_params(spec.distributions(), seed)
+    plan = plan_samples(spec, [index])[0]
+    return plan.seed, plan.params
 
 
 class SampleRenderer:
@@ -136,6 +195,11 @@ class SampleRenderer:
         self.scene = load_scene(spec.scene_ref())
         check_scene(self.scene, spec)
         self._packer: PassPacker | None = None
+        self._plans: dict[int, SamplePlan] = {}
+        # The scene's capabilities, checked once (a runtime protocol check costs ~10 us a call).
+        self._randomisable = isinstance(self.scene, Randomisable)
+        self._annotated = isinstance(self.scene, Annotated)
+        self._instance_pass = "instance" in passes_of(self.scene)
         self._gbuffer: GBuffer | None = GBuffer(ctx, spec.size)
         try:
             self.scene.setup(ctx, spec.size)
@@ -155,6 +219,15 @@ class SampleRenderer:
             wanted.add("rgb")
         boxes = "instance" in passes_of(self.scene)
         return PassPacker(self.ctx, self.gbuffer, wanted, normal=self.spec.output.normal, boxes=boxes)
+
+    def prepare(self, indices: list[int] | range) -> None:
+        """Plan samples ``indices`` for the batch at once (parameters and the scene's layouts, vectorised);
+        :meth:`render` then takes each plan. Plans not rendered are dropped at the next ``prepare``.
+        """
+        try:
+            self._plans = {p.index: p for p in plan_samples(self.spec, indices, self.scene)}
+        except GlrecError:
+            self._plans = {}  # each sample is planned alone, so the error comes with the sample it is about
 
     @property
     def gbuffer(self) -> GBuffer:
@@ -181,12 +254,15 @@ class SampleRenderer:
         when the target is a GL buffer.
         """
         spec = self.spec
-        seed, params = sample_plan(spec, index)
+        plan = self._plans.pop(index, None) or plan_samples(spec, [index], self.scene)[0]
+        seed, params = plan.seed, plan.params
         scene = self.scene
-        if isinstance(scene, Randomisable):
+        if plan.layout is not None:
+            cast(BatchRandomisable, scene).use_layout(plan.layout)
+        elif self._randomisable:
             scene_params = {k: v for k, v in params.items() if k != TIME_PARAM}
             try:
-                scene.randomise(scene_params, rng_for(seed, "scene"))
+                cast(Randomisable, scene).randomise(scene_params, rng_for(seed, "scene"))
             except GlrecError:
                 raise
             except Exception as exc:
@@ -246,9 +322,9 @@ class SampleRenderer:
                 arrays[name] = gb.read(name)
         sample.frames.append(arrays)
         meta: dict[str, Any] = {"t": t}
-        if isinstance(self.scene, Annotated):
+        if self._annotated:
             try:
-                meta.update(self.scene.annotations(t))
+                meta.update(cast(Annotated, self.scene).annotations(t))
             except GlrecError:
                 raise
             except Exception as exc:
@@ -256,7 +332,7 @@ class SampleRenderer:
                     f"Scene {self.spec.scene!r} failed to annotate sample {sample.index} at t={t:g}: "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
-        if "instance" in passes_of(self.scene) and meta.get("objects") is not None:
+        if self._instance_pass and meta.get("objects") is not None:
             instance = arrays["instance"] if "instance" in arrays else gb.read("instance")
             _add_visible(meta, mask_boxes(instance))
         return meta
@@ -278,8 +354,8 @@ class SampleRenderer:
             arrays["rgb"] = packed.arrays["rgb"]
         sample.frames.append(arrays)
         meta: dict[str, Any] = {"t": t}
-        if isinstance(self.scene, Annotated):
-            meta.update(self.scene.annotations(t))
+        if self._annotated:
+            meta.update(cast(Annotated, self.scene).annotations(t))
         if packed.boxes is not None and meta.get("objects") is not None:
             _add_visible(meta, packed.boxes)
         return meta

@@ -231,6 +231,8 @@ class ShardWorker:
                 progress(1)
 
         try:
+            if not spec.is_clip:  # the shard's parameters and layouts, drawn at once
+                self._image_renderer().prepare(spec.shard_range(shard))
             for index in spec.shard_range(shard):
                 current = index
                 if started is not None:

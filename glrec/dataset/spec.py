@@ -44,7 +44,7 @@ from typing import Any
 from .._userfile import inside_folder
 from ..errors import ConfigError
 from ..options import check_choice, parse_size
-from ..scenes.passes import PASSES
+from ..scenes.passes import PASS_ROWS, PASSES
 from .params import Distribution, parse_param
 
 if sys.version_info >= (3, 11):
@@ -56,9 +56,9 @@ __all__ = ["MAX_SAMPLES", "PASSES", "DatasetSpec", "OutputSpec"]
 
 #: Every pass a dataset can hold, in the order of the render targets (fragment output locations).
 LAYOUTS = ("webdataset", "folder")
-RGB_FORMATS = ("png", "jpg")
-DEPTH_FORMATS = ("npy", "png16")
-NORMAL_FORMATS = ("png", "npy")
+RGB_FORMATS = PASS_ROWS["rgb"].encodings
+DEPTH_FORMATS = PASS_ROWS["depth"].encodings
+NORMAL_FORMATS = PASS_ROWS["normal"].encodings
 VIDEO_CODECS = ("h264", "hevc")
 #: Bytes of render target per pixel: every G-buffer target exists whatever passes are written
 #: (RGBA8 + R32F + 2 x R32UI + RGBA32F + a 32-bit depth buffer); see glrec.scenes.passes.
@@ -97,14 +97,15 @@ class OutputSpec:
         if not self.passes or "rgb" not in self.passes:
             raise ConfigError(f"output passes {list(self.passes)} must include 'rgb'.")
         for p in self.passes:
-            check_choice("pass", p, PASSES)
+            check_choice("pass", p, tuple(PASS_ROWS))
         if len(set(self.passes)) != len(self.passes):
             raise ConfigError(f"output passes {list(self.passes)} name a pass twice.")
         check_choice("rgb format", self.rgb, RGB_FORMATS)
         if not isinstance(self.rgb_encoder, str) or not self.rgb_encoder:
             raise ConfigError(f'[output] rgb_encoder {self.rgb_encoder!r} must be an encoder name, e.g. "cpu".')
-        check_choice("depth format", self.depth, DEPTH_FORMATS)
-        check_choice("normal format", self.normal, NORMAL_FORMATS)
+        for row in PASS_ROWS.values():  # each [output] key that picks a pass's file encoding
+            if row.option is not None and row.option != "rgb":
+                check_choice(f"{row.option} format", getattr(self, row.option), row.encodings)
         check_choice("video codec", self.video_codec, VIDEO_CODECS)
         whole_number("[output] jpeg_quality", self.jpeg_quality, 1, 100, "90")
         whole_number("[output] png_compression", self.png_compression, 0, 9, "3")

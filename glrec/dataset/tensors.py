@@ -199,6 +199,7 @@ class _Producer:
         slot = slots.acquire(self.abort)
         lease = slots.lease(slot)
         metas = []
+        renderer.prepare(indices)  # the batch's parameters and layouts, drawn at once
         try:
             for j, index in enumerate(indices):
                 self.abort()

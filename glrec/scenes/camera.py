@@ -16,7 +16,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["GL_TO_CV", "as_list", "intrinsics", "look_at", "mask_boxes", "matmul", "pixel_box", "project"]
+__all__ = [
+    "GL_TO_CV",
+    "as_list",
+    "intrinsics",
+    "look_at",
+    "mask_boxes",
+    "matmul",
+    "matmul_stack",
+    "pixel_box",
+    "pixel_boxes",
+    "project",
+]
 
 #: OpenGL eye space (y up, z towards the viewer) to OpenCV camera space (y down, z forward).
 GL_TO_CV = np.diag([1.0, -1.0, -1.0, 1.0])
@@ -45,6 +56,16 @@ def matmul(*matrices: np.ndarray) -> np.ndarray:
         for k in range(1, out.shape[1]):
             acc = acc + out[:, k : k + 1] * b[k : k + 1, :]
         out = acc
+    return out
+
+
+def matmul_stack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b[j]`` for every matrix of the stack ``b`` (n, k, m), summed in index order like :func:`matmul`."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    acc = a[None, :, 0:1] * b[:, 0:1, :]
+    for k in range(1, a.shape[1]):
+        acc = acc + a[None, :, k : k + 1] * b[:, k : k + 1, :]
+    out: np.ndarray = acc
     return out
 
 
@@ -87,21 +108,33 @@ def pixel_box(
     encloses the object's mask exactly (occlusion only removes pixels) and is
     clipped to the image. Vertices behind the near plane are left out.
     """
-    uv, z = project(points, world_to_camera, k)
-    uv = uv[z > near]
-    if len(uv) == 0:
-        return None
+    return pixel_boxes(np.asarray(points, dtype=np.float64)[None], world_to_camera, k, size, near)[0]
+
+
+def pixel_boxes(
+    points: np.ndarray, world_to_camera: np.ndarray, k: np.ndarray, size: tuple[int, int], near: float
+) -> list[list[int] | None]:
+    """:func:`pixel_box` of many meshes at once: ``points`` (n, v, 3), the vertices of each (same count)."""
+    p = np.asarray(points, dtype=np.float64)
+    n, v = p.shape[:2]
+    uv, z = project(p.reshape(n * v, 3), world_to_camera, k)
+    uv, z = uv.reshape(n, v, 2), z.reshape(n, v)
+    seen = z > near
+    lo = np.where(seen[..., None], uv, np.inf).min(axis=1)
+    hi = np.where(seen[..., None], uv, -np.inf).max(axis=1)
     eps = 1e-3  # float32 on the GPU vs float64 here: err towards enclosing
-    x0 = math.ceil(uv[:, 0].min() - 0.5 - eps)
-    y0 = math.ceil(uv[:, 1].min() - 0.5 - eps)
-    x1 = math.floor(uv[:, 0].max() - 0.5 + eps) + 1
-    y1 = math.floor(uv[:, 1].max() - 0.5 + eps) + 1
     w, h = size
-    x0, x1 = max(0, x0), min(w, x1)
-    y0, y1 = max(0, y0), min(h, y1)
-    if x1 <= x0 or y1 <= y0:
-        return None
-    return [x0, y0, x1, y1]
+    out: list[list[int] | None] = []
+    for j in range(n):
+        if not seen[j].any():
+            out.append(None)
+            continue
+        x0 = max(0, math.ceil(lo[j, 0] - 0.5 - eps))
+        y0 = max(0, math.ceil(lo[j, 1] - 0.5 - eps))
+        x1 = min(w, math.floor(hi[j, 0] - 0.5 + eps) + 1)
+        y1 = min(h, math.floor(hi[j, 1] - 0.5 + eps) + 1)
+        out.append(None if x1 <= x0 or y1 <= y0 else [x0, y0, x1, y1])
+    return out
 
 
 def mask_boxes(instance: np.ndarray) -> dict[int, tuple[list[int], int]]:

@@ -8,6 +8,14 @@ place instead of probing attributes with ``getattr``:
   scene without it writes colour only.
 - :class:`Randomisable`: takes a dataset spec's ``[params]``: ``parameters``
   (name -> default, optional) and ``randomise(params, rng)``.
+- :class:`BatchRandomisable`: lays out a whole batch of samples at once,
+  ``randomise_batch(params, seeds)`` (one layout per sample, a pure function of
+  that sample's parameters and seed) and ``use_layout(layout)`` (the one
+  ``render`` draws next). The dataset renderer then draws every sample's
+  parameters and layout for a batch with vectorised numpy; a scene without it
+  goes through ``randomise`` one sample at a time. A subclass that overrides
+  ``randomise`` but not ``randomise_batch`` is taken one sample at a time too
+  (:func:`batch_randomisable`).
 - :class:`ReportsParams`: ``params``, the values in effect after ``randomise`` (its
   defaults and what it drew), merged under the spec's values in ``meta.json``.
 - :class:`Classified`: names its class ids (``classes``).
@@ -40,6 +48,13 @@ class Randomisable(Protocol):
 
 
 @runtime_checkable
+class BatchRandomisable(Protocol):
+    def randomise_batch(self, params: Sequence[dict[str, Any]], seeds: np.ndarray) -> Sequence[Any]: ...
+
+    def use_layout(self, layout: Any) -> None: ...
+
+
+@runtime_checkable
 class Parameterised(Protocol):
     parameters: Mapping[str, Any]
 
@@ -69,6 +84,23 @@ def passes_of(scene: object) -> tuple[str, ...]:
     return tuple(scene.passes) if isinstance(scene, WritesPasses) else ("rgb",)
 
 
+def _owner(cls: type, name: str) -> type | None:
+    return next((c for c in cls.__mro__ if name in vars(c)), None)
+
+
+def batch_randomisable(scene: object) -> bool:
+    """Whether ``scene`` lays out batches (:class:`BatchRandomisable`) in agreement with its ``randomise``.
+
+    A class that overrides ``randomise`` below the class giving ``randomise_batch``
+    (a subclass of the table that changes one sample) is not: its own ``randomise``
+    must run for every sample.
+    """
+    if not isinstance(scene, BatchRandomisable):
+        return False
+    batch, single = _owner(type(scene), "randomise_batch"), _owner(type(scene), "randomise")
+    return single is None or (batch is not None and issubclass(batch, single))
+
+
 def parameters_of(scene: object) -> Mapping[str, Any] | None:
     """The parameters a spec may set on ``scene`` (name -> default), or None where it does not list them."""
     return scene.parameters if isinstance(scene, Parameterised) else None
@@ -85,6 +117,7 @@ def classes_of(scene: object) -> tuple[str, ...]:
 
 __all__ = [
     "Annotated",
+    "BatchRandomisable",
     "Classified",
     "Finite",
     "Interactive",
@@ -92,6 +125,7 @@ __all__ = [
     "Randomisable",
     "ReportsParams",
     "WritesPasses",
+    "batch_randomisable",
     "classes_of",
     "parameters_of",
     "params_in_effect",

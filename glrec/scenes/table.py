@@ -8,9 +8,9 @@ from the sample's own generator in :meth:`Table.randomise`.
 
 from __future__ import annotations
 
-import colorsys
 import functools
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import moderngl
@@ -19,9 +19,10 @@ from pyrr import Matrix44
 
 from ..errors import SceneError
 from ..gl import glsl
-from .camera import GL_TO_CV, as_list, intrinsics, look_at, matmul, pixel_box
+from .camera import GL_TO_CV, as_list, intrinsics, look_at, matmul, matmul_stack, pixel_boxes
 from .passes import PASSES, clear_passes
 from .primitives import MESHES
+from .table_layout import TableLayout, place_objects
 
 NEAR, FAR = 0.05, 50.0
 
@@ -36,6 +37,23 @@ def _math(m: Matrix44) -> np.ndarray:
 def _corners(shape: str) -> np.ndarray:
     """The distinct vertices of a shape's mesh (what its 2D box is projected from)."""
     return np.unique(MESHES[shape]()[:, :3].astype(np.float64), axis=0)
+
+
+def _models(objects: list[dict[str, Any]], turn: float) -> np.ndarray:
+    """Translation @ y-rotation @ scale of each object, written out (no products): (n, 4, 4)."""
+    s = np.array([o["scale"] for o in objects], np.float64)
+    yaw = np.array([o["yaw"] for o in objects], np.float64) + turn
+    c, sn = np.cos(yaw) * s, np.sin(yaw) * s
+    m = np.zeros((len(objects), 4, 4))
+    m[:, 0, 0], m[:, 0, 2], m[:, 2, 0], m[:, 2, 2] = c, -sn, sn, c  # pyrr's y rotation
+    m[:, 1, 1], m[:, 1, 3], m[:, 3, 3] = s, s / 2, 1.0
+    m[:, 0, 3] = [o["x"] for o in objects]
+    m[:, 2, 3] = [o["z"] for o in objects]
+    return m + 0.0  # no negative zeros
+
+
+#: One object's record in its mesh kind's instance buffer (matches table.vert's i_* inputs).
+_INSTANCE = np.dtype([("model", "<f4", (16,)), ("colour", "<f4", (4,)), ("ids", "<u4", (2,))])
 
 
 def _gl(m: np.ndarray) -> bytes:
@@ -78,14 +96,24 @@ class Table:
         self.ctx: moderngl.Context | None = None
         self._prog: moderngl.Program | None = None
         self._vbo: moderngl.Buffer | None = None
-        self._vao: moderngl.VertexArray | None = None
+        self._instances: dict[str, tuple[moderngl.Buffer, moderngl.VertexArray]] = {}
         self.size = (0, 0)
+        self._model_cache: tuple[list[dict[str, Any]], float, np.ndarray] | None = None
+        self._camera_cache: tuple[tuple[Any, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
         self.randomise({}, np.random.default_rng(0))
 
     # -- layout ------------------------------------------------------------------------------
 
     def randomise(self, params: dict[str, Any], rng: np.random.Generator) -> None:
-        """Lay the table out from ``params`` (missing ones take their defaults) and ``rng``."""
+        """Lay the table out from ``params`` (missing ones take their defaults) and a key drawn from ``rng``.
+
+        The dataset renderer uses :meth:`randomise_batch` instead, keyed by each sample's seed.
+        """
+        seed = np.asarray([rng.integers(0, 2**63, dtype=np.int64)], np.int64).astype(np.uint64)
+        self.use_layout(self.randomise_batch([params], seed)[0])
+
+    def check(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` over the defaults, or SceneError naming the first value the table refuses."""
         p = {**self.parameters, **params}
         for key, default in self.parameters.items():
             if isinstance(default, float) and not (
@@ -107,49 +135,44 @@ class Table:
         lo, hi = (float(v) for v in p["object_size"])
         if not 0 < lo <= hi:
             raise SceneError(f"table: object_size {p['object_size']!r} must be [min, max] with 0 < min <= max.")
-        self.params = p
-        half = float(p["table_size"]) / 2
-        placed: list[dict[str, Any]] = []
-        for _ in range(n):
-            shape = shapes[int(rng.integers(len(shapes)))]
-            scale = float(rng.uniform(lo, hi))
-            radius = scale * 0.71  # footprint circle of the unit solid (the cube's half diagonal)
-            hue, sat, val = rng.random(), rng.uniform(0.5, 1.0), rng.uniform(0.55, 1.0)
-            yaw = float(rng.uniform(0, 2 * math.pi))
-            for _try in range(100):
-                x, z = rng.uniform(-half + radius, half - radius, size=2) if half > radius else (0.0, 0.0)
-                if all(math.hypot(x - o["x"], z - o["z"]) > radius + o["radius"] for o in placed):
-                    break
-            else:
-                continue  # no room left for this one
-            placed.append(
-                {
-                    "instance": len(placed) + 1,
-                    "shape": shape,
-                    "class": self.classes.index(shape),
-                    "colour": list(colorsys.hsv_to_rgb(hue, sat, val)),
-                    "x": float(x),
-                    "z": float(z),
-                    "scale": scale,
-                    "yaw": yaw,
-                    "radius": radius,
-                }
-            )
-        self.objects = placed
+        return p
+
+    def randomise_batch(self, params: Sequence[dict[str, Any]], seeds: np.ndarray) -> list[TableLayout]:
+        """The layouts of a batch of samples, drawn at once (:class:`~glrec.scenes.capabilities.BatchRandomisable`).
+
+        Layout ``j`` is a pure function of ``params[j]`` and ``seeds[j]`` (counter-based draws,
+        :func:`glrec.scenes.table_layout.place_objects`), so a sample is the same in any batch.
+        """
+        checked = [self.check(p) for p in params]
+        objects = place_objects(checked, np.asarray(seeds, np.uint64), self.classes)
+        return [TableLayout(p, objs) for p, objs in zip(checked, objects, strict=True)]
+
+    def use_layout(self, layout: TableLayout) -> None:
+        """Make ``layout`` (one of :meth:`randomise_batch`'s) the one :meth:`render` draws."""
+        self.params = layout.params
+        self.objects = layout.objects
 
     def model(self, obj: dict[str, Any], t: float) -> np.ndarray:
         """World-from-object matrix of ``obj`` at time ``t`` (standing on y = 0, turned about y)."""
-        s = obj["scale"]
-        yaw = obj["yaw"] + float(self.params["spin"]) * t
-        world: np.ndarray = matmul(
-            _math(Matrix44.from_translation([obj["x"], s / 2, obj["z"]])),
-            _math(Matrix44.from_y_rotation(yaw)),
-            _math(Matrix44.from_scale([s, s, s])),
-        )
-        return world
+        return _models([obj], float(self.params["spin"]) * t)[0]
+
+    def models(self, t: float) -> np.ndarray:
+        """World-from-object matrices (n, 4, 4) of every object at time ``t``, computed at once."""
+        cache = self._model_cache
+        if cache is None or cache[0] is not self.objects or cache[1] != t:
+            cache = self._model_cache = (self.objects, t, _models(self.objects, float(self.params["spin"]) * t))
+        return cache[2]
 
     def camera(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(eye, GL view, GL projection) at time ``t``."""
+        """(eye, GL view, GL projection) at time ``t`` (computed once per layout, time and size)."""
+        p = self.params
+        key = (t, self.size, *(p[k] for k in ("camera_azimuth", "orbit", "camera_elevation", "camera_distance", "fov")))
+        cache = self._camera_cache
+        if cache is None or cache[0] != key:
+            cache = self._camera_cache = (key, self._camera(t))
+        return cache[1]
+
+    def _camera(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         p = self.params
         az = math.radians(float(p["camera_azimuth"]) + float(p["orbit"]) * t)
         el = math.radians(float(p["camera_elevation"]))
@@ -176,17 +199,26 @@ class Table:
             self._ranges[name] = (first, len(mesh))
             first += len(mesh)
         self._vbo = ctx.buffer(np.vstack(list(meshes.values())).tobytes())
-        self._vao = ctx.vertex_array(self._prog, [(self._vbo, "3f 3f", "in_position", "in_normal")])
+        self._instances = {}  # mesh kind -> (its instance buffer, a vertex array reading it)
+        for name in MESHES:
+            buf = ctx.buffer(reserve=_INSTANCE.itemsize * 64, dynamic=True)
+            vao = ctx.vertex_array(
+                self._prog,
+                [
+                    (self._vbo, "3f 3f", "in_position", "in_normal"),
+                    (buf, "16f 4f 2u/i", "i_model", "i_colour", "i_ids"),
+                ],
+            )
+            self._instances[name] = (buf, vao)
 
-    def _draw(self, shape: str, model: np.ndarray, colour: Any, instance: int, cls: int, checker: float) -> None:
-        assert self._prog is not None and self._vao is not None
-        self._prog["model"].write(_gl(model))  # type: ignore[union-attr]
-        self._prog["base_colour"].value = tuple(float(c) for c in colour)  # type: ignore[union-attr]
-        self._prog["instance_id"].value = instance  # type: ignore[union-attr]
-        self._prog["class_id"].value = cls  # type: ignore[union-attr]
-        self._prog["checker"].value = checker  # type: ignore[union-attr]
+    def _draw(self, shape: str, rows: np.ndarray) -> None:
+        """One instanced draw of every object of mesh kind ``shape`` (``rows``: their :data:`_INSTANCE` records)."""
+        buf, vao = self._instances[shape]
+        if buf.size < rows.nbytes:
+            buf.orphan(rows.nbytes * 2)
+        buf.write(rows.tobytes())
         first, count = self._ranges[shape]
-        self._vao.render(moderngl.TRIANGLES, vertices=count, first=first)
+        vao.render(moderngl.TRIANGLES, vertices=count, first=first, instances=len(rows))
 
     def render(self, t: float) -> None:
         """Draw the table and its objects at time ``t`` into every pass the bound framebuffer has."""
@@ -205,9 +237,20 @@ class Table:
         self._prog["eye"].value = tuple(eye)  # type: ignore[union-attr]
         ts = float(p["table_size"])
         top = matmul(_math(Matrix44.from_translation([0.0, -0.05, 0.0])), _math(Matrix44.from_scale([ts, 0.1, ts])))
-        self._draw("cube", top, p["table_colour"], 0, self.classes.index("table"), 0.25)
-        for obj in self.objects:
-            self._draw(obj["shape"], self.model(obj, t), obj["colour"], obj["instance"], obj["class"], 0.0)
+        n = len(self.objects)
+        rows = np.zeros(n + 1, _INSTANCE)  # the table top first (a cube), then the objects in placement order
+        models = np.concatenate([top[None], self.models(t)]) if n else top[None]
+        rows["model"] = models.transpose(0, 2, 1).reshape(n + 1, 16)  # GL reads column-major
+        rows["colour"][0] = [*(float(c) for c in p["table_colour"]), 0.25]
+        rows["ids"][0] = [0, self.classes.index("table")]
+        if n:
+            rows["colour"][1:, :3] = [o["colour"] for o in self.objects]
+            rows["ids"][1:] = [[o["instance"], o["class"]] for o in self.objects]
+        kinds = np.array(["cube", *(o["shape"] for o in self.objects)])
+        for shape in self._instances:  # one draw per mesh kind
+            pick = kinds == shape
+            if pick.any():
+                self._draw(shape, rows[pick])
         self.ctx.disable(moderngl.DEPTH_TEST)
 
     def annotations(self, t: float) -> dict[str, Any]:
@@ -215,21 +258,31 @@ class Table:
         eye, view, _ = self.camera(t)
         w2c = matmul(GL_TO_CV, view)  # not @: BLAS's bits depend on the CPU (see camera.matmul)
         k = intrinsics(float(self.params["fov"]), self.size)
-        objects = []
-        for obj in self.objects:
-            model = self.model(obj, t)
-            points = matmul(_corners(obj["shape"]), model[:3, :3].T) + model[:3, 3]
-            objects.append(
-                {
-                    "instance": obj["instance"],
-                    "class": obj["class"],
-                    "class_name": obj["shape"],
-                    "colour": [round(c, 6) for c in obj["colour"]],
-                    "world_from_object": as_list(model),
-                    "camera_from_object": as_list(matmul(w2c, model)),
-                    "bbox": pixel_box(points, w2c, k, self.size, NEAR),
-                }
-            )
+        models = self.models(t)
+        cams = matmul_stack(w2c, models)  # every object at once, in matmul's fixed order
+        boxes: list[list[int] | None] = [None] * len(models)
+        for shape in {o["shape"] for o in self.objects}:  # the corners of each shape, projected together
+            rows = [j for j, o in enumerate(self.objects) if o["shape"] == shape]
+            corners = _corners(shape)
+            rot = models[rows, :3, :3]
+            points = corners[None, :, 0:1] * rot[:, None, :, 0]
+            for axis in (1, 2):
+                points = points + corners[None, :, axis : axis + 1] * rot[:, None, :, axis]
+            points = points + models[rows, None, :3, 3]
+            for j, box in zip(rows, pixel_boxes(points, w2c, k, self.size, NEAR), strict=True):
+                boxes[j] = box
+        objects = [
+            {
+                "instance": obj["instance"],
+                "class": obj["class"],
+                "class_name": obj["shape"],
+                "colour": [round(c, 6) for c in obj["colour"]],
+                "world_from_object": model,
+                "camera_from_object": cam,
+                "bbox": box,
+            }
+            for obj, model, cam, box in zip(self.objects, as_list(models), as_list(cams), boxes, strict=True)
+        ]
         return {
             "camera": {
                 "K": as_list(k),
@@ -245,7 +298,11 @@ class Table:
 
     def close(self) -> None:
         """Release the GL objects ``setup`` made; safe to call twice."""
-        for name in ("_vao", "_vbo", "_prog"):
+        instances, self._instances = self._instances, {}
+        for buf, vao in instances.values():
+            vao.release()
+            buf.release()
+        for name in ("_vbo", "_prog"):
             obj = getattr(self, name, None)
             setattr(self, name, None)
             if obj is not None:

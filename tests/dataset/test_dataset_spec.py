@@ -10,7 +10,7 @@ from glrec.dataset import DatasetSpec
 from glrec.dataset.api import dataset_info
 from glrec.dataset.devices import egl_device_for_gpus
 from glrec.dataset.folder import DatasetFolder
-from glrec.dataset.params import parse_param, sample_params, sample_seed
+from glrec.dataset.params import params_batch, parse_param, sample_params, sample_seed, sample_seeds, uniforms
 from glrec.scenes import Table
 
 
@@ -38,10 +38,56 @@ def test_each_distribution_samples_in_range_and_repeats():
     assert len({d["u"] for d in draws}) == 200
 
 
-def test_sample_seed_is_seedsequence_spawn_by_index():
-    child = np.random.SeedSequence(1234).spawn(8)[7]
-    assert sample_seed(1234, 7) == int(child.generate_state(1, np.uint64)[0])
-    assert len({sample_seed(1234, i) for i in range(1000)}) == 1000
+def test_sample_seed_is_a_pure_function_of_meta_seed_and_index():
+    seeds = sample_seeds(1234, range(1000))
+    assert seeds.dtype == np.uint64 and len(set(seeds.tolist())) == 1000
+    assert sample_seed(1234, 7) == int(seeds[7]) == int(sample_seeds(1234, [7, 3])[0])
+    assert sample_seed(1234, 7) != sample_seed(1235, 7)
+    # Pinned: format version 2's draws. A change here changes every dataset (bump FORMAT_VERSION).
+    assert sample_seed(9, 3) == 8037081138857284668
+
+
+def test_parameters_of_a_batch_equal_each_sample_drawn_alone():
+    dists = {
+        "u": parse_param("u", {"uniform": [2.0, 3.0]}),
+        "l": parse_param("l", {"loguniform": [0.1, 10.0]}),
+        "n": parse_param("n", {"normal": [0.0, 5.0]}),
+        "i": parse_param("i", {"int": [0, 1000]}),
+        "c": parse_param("c", {"choice": ["a", "b", "c"], "weights": [1, 2, 3]}),
+        "b": parse_param("b", {"bool": 0.5}),
+    }
+    whole = params_batch(dists, sample_seeds(5, range(64)))
+    for size in (1, 3, 8):
+        for start in range(0, 64, size):
+            part = params_batch(dists, sample_seeds(5, range(start, min(64, start + size))))
+            assert part == whole[start : start + size]
+    assert len({d["n"] for d in whole}) == 64 and {d["c"] for d in whole} == {"a", "b", "c"}
+    assert {d["b"] for d in whole} == {True, False}
+
+
+def test_uniforms_are_keyed_by_seed_stream_and_draw_number():
+    seeds = sample_seeds(1, range(4))
+    u = uniforms(seeds, "x", 6)
+    assert u.shape == (4, 6) and ((u >= 0) & (u < 1)).all() and len(set(u.ravel().tolist())) == 24
+    np.testing.assert_array_equal(uniforms(seeds, "x", 2, first=4), u[:, 4:])  # draw 4 is draw 4 however asked
+    np.testing.assert_array_equal(uniforms(seeds[2:3], "x", 6), u[2:3])
+    assert not np.isin(uniforms(seeds, "y", 6), u).any()  # another stream, other numbers
+
+
+def test_table_layouts_of_a_batch_equal_each_sample_laid_out_alone():
+    table = Table()
+    params = [{"objects": n} for n in (0, 3, 12, 40, 5, 7, 1, 20)]
+    seeds = sample_seeds(11, range(8))
+    whole = table.randomise_batch(params, seeds)
+    assert whole == [table.randomise_batch([p], seeds[j : j + 1])[0] for j, p in enumerate(params)]
+    assert [len(lay.objects) for lay in whole[:3]] == [0, 3, 12]  # room for these on a 3 m table
+    assert 0 < len(whole[3].objects) < 40  # 40 do not fit: the ones left over are left out
+    for lay in whole:
+        assert [o["instance"] for o in lay.objects] == list(range(1, len(lay.objects) + 1))
+        for a in lay.objects:  # no two objects overlap
+            for b in lay.objects:
+                if a is not b:
+                    assert np.hypot(a["x"] - b["x"], a["z"] - b["z"]) > a["radius"] + b["radius"]
 
 
 def test_parameters_draw_from_their_own_streams():
@@ -176,3 +222,17 @@ def test_missing_ray_and_unknown_colour_encoder_say_what_to_install(monkeypatch,
 
     with pytest.raises(glrec.ConfigError, match=r"pip install 'glrec\[ray\]'"):
         generate(DatasetSpec.from_dict(spec_dict()), tmp_path / "out", ray="")
+
+
+def test_a_version_1_folder_is_not_resumed(tmp_path):
+    spec = DatasetSpec.from_dict(spec_dict())
+    info = dataset_info(spec, Table())
+    assert info["format_version"] == 2
+    folder = DatasetFolder(tmp_path / "out", spec)
+    folder.prepare(resume=False, overwrite=False, info=info)
+    old = json.loads(folder.info_path.read_text())
+    folder.info_path.write_text(json.dumps({**old, "format_version": 1}))  # what glrec before issue 33 wrote
+    with pytest.raises(glrec.OutputExistsError, match="format version 1.*cannot be resumed.*--overwrite"):
+        folder.prepare(resume=True, overwrite=False, info=info)
+    folder.prepare(resume=False, overwrite=True, info=info)  # made again: fine
+    assert json.loads(folder.info_path.read_text())["format_version"] == 2

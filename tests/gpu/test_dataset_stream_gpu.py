@@ -37,3 +37,16 @@ def test_stream_dataset_on_cuda_gives_cuda_tensors():
     batches = list(torch.utils.data.DataLoader(ds, batch_size=None))
     assert [b["index"].tolist() for b in batches] == [[0, 1], [2, 3]]
     assert all(b["depth"].is_cuda and b["K"].is_cuda for b in batches)
+
+
+def test_cuda_samples_are_the_same_in_batches_of_1_3_8_and_equal_the_cpu_stream():
+    spec = make_spec(samples=9, size="64x48")
+    with stream(spec, batch_size=9) as s:
+        [want] = list(s)
+    for size in (1, 3, 8):
+        with stream(spec, batch_size=size, device="cuda") as s:
+            for batch in s:
+                for j, index in enumerate(batch["index"].tolist()):
+                    for p in PASSES:
+                        got = torch.from_dlpack(batch[p])[j].cpu().numpy()
+                        assert got.tobytes() == np.asarray(want[p][index]).tobytes(), (size, index, p)

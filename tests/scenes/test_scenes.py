@@ -93,3 +93,29 @@ def test_shader_file_without_mainimage(tmp_path):
     f.write_text("void main() {}\n")
     with pytest.raises(glrec.SceneError, match="no mainImage"):
         load_scene(str(f))
+
+
+def test_table_boxes_and_poses_for_all_objects_at_once_equal_one_by_one():
+    import numpy as np
+
+    from glrec.scenes.camera import GL_TO_CV, intrinsics, matmul, matmul_stack, pixel_box, pixel_boxes
+    from glrec.scenes.table import NEAR, Table, _corners
+
+    table = Table()
+    table.size = (64, 48)
+    table.randomise({"objects": 12, "camera_distance": 1.2}, np.random.default_rng(3))  # near: boxes reach the edges
+    models = table.models(0.7)
+    assert len(models) == len(table.objects) > 5
+    for obj, model in zip(table.objects, models, strict=True):
+        np.testing.assert_array_equal(model, table.model(obj, 0.7))
+    _, view, _ = table.camera(0.7)
+    w2c, k = matmul(GL_TO_CV, view), intrinsics(float(table.params["fov"]), table.size)
+    stacked = matmul_stack(w2c, models)
+    assert all((stacked[j] == matmul(w2c, m)).all() for j, m in enumerate(models))
+    corners = _corners("cube")
+    points = np.stack([matmul(corners, m[:3, :3].T) + m[:3, 3] for m in models])
+    one_by_one = [pixel_box(p, w2c, k, table.size, NEAR) for p in points]
+    assert pixel_boxes(points, w2c, k, table.size, NEAR) == one_by_one
+    assert any(b is not None for b in one_by_one)
+    boxes = [o["bbox"] for o in table.annotations(0.7)["objects"]]
+    assert len(boxes) == len(table.objects) and any(b is not None for b in boxes)
