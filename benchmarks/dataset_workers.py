@@ -24,6 +24,11 @@ before and after are one run. ``--gl-jpeg`` adds JPEG colour through the GL JPEG
 encoder (batched in the GL context), ``--nvjpeg`` through nvJPEG. ``--env NAME=VALUE``
 (repeatable) adds every variant again with those variables set (e.g. the NVIDIA
 GL driver's ``__GL_YIELD=USLEEP``, to see whether waiting on the GPU spins the CPU).
+``--startup`` also runs, per worker count N, N samples in N shards of one (PNG): the
+CPU of starting N workers (interpreter, imports, GL context, scene, shaders) and one
+sample each; its CPU per worker is subtracted from each variant's CPU per sample
+(``cpu_ms_per_sample_less_startup``), which tells a fixed cost per worker spread
+over the run from a cost per sample that grows with the worker count.
 """
 
 from __future__ import annotations
@@ -116,6 +121,7 @@ def main() -> int:
     ap.add_argument("--nvjpeg", action="store_true", help="JPEG colour through nvJPEG (GPU machine)")
     ap.add_argument("--gl-jpeg", action="store_true", help="JPEG colour through the GL JPEG encoder, batched")
     ap.add_argument("--png-before", action="store_true", help="also every count with PNG written as before")
+    ap.add_argument("--startup", action="store_true", help="measure the CPU of starting each worker count")
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                     help="also every variant with these environment variables (repeatable)")  # fmt: skip
     ap.add_argument("--machine", default="", help="what the machine is, for the record")
@@ -150,11 +156,20 @@ def main() -> int:
                     first = next(v[0] for v in variants if v[1:3] == (rgb, enc))
                     path = lambda n: Path(tmp) / n.replace("/", "-").replace(" ", "_").replace("=", "")  # noqa: E731
                     identical[name] = shards(path(name)) == shards(path(first))
+        startup: dict[str, float] = {}
+        for w in counts if args.startup else []:
+            tiny = argparse.Namespace(**{**vars(args), "samples": 0, "shard_size": 1})
+            n = min(8, os.cpu_count() or 1) if w == "auto" else int(w)
+            tiny.samples = n
+            res = run_variant(spec, Path(tmp) / f"startup{w}", tiny, "png", "cpu", w, {})
+            startup[w] = res["cpu"] / res["workers"]
+            print(f"startup workers={w}: {res['workers']} worker(s), {startup[w]:.2f} s CPU each "
+                  f"(with one sample each)", file=sys.stderr)  # fmt: skip
     cores = len(os.sched_getaffinity(0))
     print(f"\n{args.samples} samples of {spec} in shards of {args.shard_size}, {cores} cores, "
           f"{args.rounds} interleaved round(s), median:")  # fmt: skip
     summary: dict[str, Any] = {}
-    for name, rgb, enc, _, _ in variants:
+    for name, rgb, enc, w_count, _ in variants:
         first = next(v[0] for v in variants if v[1:3] == (rgb, enc))
         sps = statistics.median(args.samples / x["seconds"] for x in runs[name])
         cpu = statistics.median(1e3 * x["cpu"] / args.samples for x in runs[name])
@@ -162,13 +177,19 @@ def main() -> int:
         ratio = statistics.median(b["seconds"] / a["seconds"] for a, b in pairs)
         summary[name] = {"workers": runs[name][0]["workers"], "samples_per_s": sps, "x_first": ratio, "first": first,
                          "cpu_ms_per_sample": cpu, "shards_identical_to_first": identical[name]}  # fmt: skip
+        if w_count in startup:
+            less = cpu - 1e3 * startup[w_count] * runs[name][0]["workers"] / args.samples
+            summary[name]["cpu_ms_per_sample_less_startup"] = less
+        less_text = (
+            f" ({summary[name]['cpu_ms_per_sample_less_startup']:.1f} less start-up)" if w_count in startup else ""
+        )
         print(f"  {name:28} {runs[name][0]['workers']:3d} worker(s) {sps:7.1f} samples/s  x{ratio:5.2f}  "
-              f"CPU {cpu:6.1f} ms/sample  shards identical: {identical[name]}")  # fmt: skip
+              f"CPU {cpu:6.1f} ms/sample{less_text}  shards identical: {identical[name]}")  # fmt: skip
     doc = {
         "benchmark": "dataset_workers", "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": args.machine, "cores": cores, "load_average_at_end": os.getloadavg(), "glrec_commit": commit(),
         "spec": spec, "samples": args.samples, "shard_size": args.shard_size, "rounds": args.rounds,
-        "summary": summary, "runs": runs,
+        "summary": summary, "runs": runs, "startup_cpu_s_per_worker": startup,
     }  # fmt: skip
     write_results(doc, args.json, "dataset_workers.json")
     return 0

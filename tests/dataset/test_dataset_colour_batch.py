@@ -33,14 +33,15 @@ def psnr(a: np.ndarray, b: np.ndarray) -> float:
     return float(10 * np.log10(255.0**2 / mse)) if mse else float("inf")
 
 
-def shards_with_batch(tmp_path, spec, batch, threads=2):
+def shards_with_batch(tmp_path, spec, batch, threads=2, kind=GlJpegColour):
+    """The shards of ``spec`` with its batched colour encoder (a ``kind``) taking ``batch`` samples a call."""
     root = tmp_path / f"b{batch}-t{threads}"
     root.mkdir()
     folder = DatasetFolder(root, spec)
     folder.records.mkdir(parents=True, exist_ok=True)
     with ShardWorker(spec, folder, threads=threads) as worker:
         worker._image_renderer()
-        assert isinstance(worker._colour, GlJpegColour) and isinstance(worker._colour, BatchColour)
+        assert isinstance(worker._colour, kind) and isinstance(worker._colour, BatchColour)
         worker._colour.batch = batch
         for shard in range(spec.shards):
             worker.run(shard)
