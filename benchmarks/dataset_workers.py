@@ -117,7 +117,7 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=200, help="samples per run (default 200)")
     ap.add_argument("--shard-size", type=int, default=50, help="samples per shard (default 50, as the example)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds, median kept (default 3)")
-    ap.add_argument("--jpeg", action="store_true", help="also every count with JPEG colour")
+    ap.add_argument("--jpeg", action="store_true", help="also every count with JPEG colour on the CPU")
     ap.add_argument("--nvjpeg", action="store_true", help="JPEG colour through nvJPEG (GPU machine)")
     ap.add_argument("--gl-jpeg", action="store_true", help="JPEG colour through the GL JPEG encoder, batched")
     ap.add_argument("--png-before", action="store_true", help="also every count with PNG written as before")
@@ -131,7 +131,7 @@ def main() -> int:
     spec = str(Path(args.spec).resolve())
     counts = [w.strip() for w in args.workers.split(",") if w.strip()]
     formats = [("png", "cpu")] + ([("png", "before")] if args.png_before else [])
-    formats += [("jpg", "cpu")] if args.jpeg or args.nvjpeg else []
+    formats += [("jpg", "cpu")] if args.jpeg else []
     formats += ([("jpg", "nvjpeg")] if args.nvjpeg else []) + ([("jpg", "gl")] if args.gl_jpeg else [])
     site = tempfile.mkdtemp(prefix="glrec-bench-site-")
     (Path(site) / "sitecustomize.py").write_text(BEFORE)
