@@ -233,7 +233,8 @@ def colour_encoder(output: OutputSpec) -> ColourEncoder:
 
 def depth_units(depth: np.ndarray, scale: float) -> np.ndarray:
     """Depth as uint16 ``round(depth * scale)``; 0 stays 0 (no surface), beyond 65535 is an error."""
-    units = np.rint(depth.astype(np.float64) * scale)
+    units = np.multiply(depth, scale, dtype=np.float64)  # float64 as before (the same rounding), one pass
+    np.rint(units, out=units)
     if units.max(initial=0) > 65535:
         raise EncoderError(
             f"Depth {depth.max():.3f} times depth_scale {scale:g} exceeds 16 bits (65535); "

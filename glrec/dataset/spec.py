@@ -77,7 +77,7 @@ class OutputSpec:
     layout: str = "webdataset"
     passes: tuple[str, ...] = PASSES
     rgb: str = "png"
-    rgb_encoder: str = "cpu"  # the hook where a GPU JPEG encoder (nvjpeg) plugs in
+    rgb_encoder: str = "cpu"  # an encoder row that makes JPEG (cpu, gl, nvjpeg) or a registered colour encoder
     jpeg_quality: int = 90
     png_compression: int = 2  # 0 stores, 1..3 ISA-L (fast), 4..9 zlib (smaller, slower): glrec.dataset.png
     depth: str = "npy"
