@@ -13,6 +13,7 @@ has no row for plugs in with :func:`register_colour_encoder`.
 from __future__ import annotations
 
 import io
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
@@ -26,6 +27,8 @@ from .spec import OutputSpec
 
 if TYPE_CHECKING:
     import moderngl
+
+log = logging.getLogger("glrec")
 
 __all__ = [
     "COLOUR_ENCODERS",
@@ -195,6 +198,8 @@ def _row_factory(output: OutputSpec) -> tuple[Callable[[OutputSpec], ColourEncod
 
     fmt, name = output.rgb, output.rgb_encoder
     jpeg_rows = sorted(n for n, r in ENCODERS.items() if "mjpeg" in r.codecs)
+    if name == "auto":
+        name = auto_colour(output) if fmt == "jpg" else "cpu"
     row = ENCODERS.get(name)
     if fmt == "png":
         ok = row is not None and row.context == "host"
@@ -203,6 +208,29 @@ def _row_factory(output: OutputSpec) -> tuple[Callable[[OutputSpec], ColourEncod
         what = "no encoder of that name" if row is None else f"{row.label} does not make JPEG"
         return None, f"{what}; the encoders that make JPEG: {', '.join(jpeg_rows)}"
     return _BY_CONTEXT[row.context], ""
+
+
+def auto_colour(output: OutputSpec) -> str:
+    """The encoder ``rgb_encoder = "auto"`` takes for JPEG colour: the first JPEG row of the registry's
+    ``AUTO_ORDER`` that runs here and that auto does not pass over (GL JPEG on hardware GL, then nvJPEG,
+    then the CPU); the choice and the reasons are logged. JPEG bytes then depend on the machine."""
+    from ..encoders.registry import AUTO_ORDER, ENCODERS
+    from ..options import VideoOptions
+
+    passed: list[str] = []
+    for name in AUTO_ORDER:
+        row = ENCODERS[name]
+        if "mjpeg" not in row.codecs:
+            continue
+        # The rows' checks look at the codec and the machine, not the size.
+        asked = VideoOptions.create((64, 64), 30, codec="mjpeg", encoder=name, quality=output.jpeg_quality)
+        request = asked.request()
+        why = row.problem(request) or row.auto_problem(request)
+        if why is None:
+            log.info("dataset colour: rgb_encoder auto -> %s%s", name, "".join(f"; not {p}" for p in passed))
+            return name
+        passed.append(f"{name} ({why})")
+    return "cpu"
 
 
 def check_colour_encoder(output: OutputSpec) -> None:

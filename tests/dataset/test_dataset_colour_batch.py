@@ -123,3 +123,22 @@ def test_a_registered_colour_encoder_still_works(monkeypatch):
         warnings.simplefilter("error")
         encode.register_colour_encoder("jpg", "mine", Mine)
     assert isinstance(colour_encoder(jpeg_spec(encoder="mine").output), Mine)
+
+
+def test_auto_takes_the_first_jpeg_row_that_runs_here(monkeypatch, caplog):
+    import dataclasses
+
+    from glrec.encoders import registry
+
+    output = jpeg_spec(encoder="auto").output
+    with caplog.at_level("INFO", logger="glrec"):
+        chosen = colour_encoder(output)  # Mesa: GL JPEG is passed over (software GL), nvJPEG absent here
+    if isinstance(chosen, GlJpegColour):
+        pytest.skip("GL here is hardware: auto takes the GL JPEG encoder (tests/gpu covers it)")
+    assert type(chosen).__name__ == "_CpuColour"
+    assert "rgb_encoder auto -> cpu; not gl (GL here is software" in caplog.text
+    gl_row = dataclasses.replace(registry.ENCODERS["gl"], auto_problem=lambda request: None)
+    monkeypatch.setitem(registry.ENCODERS, "gl", gl_row)
+    assert isinstance(colour_encoder(output), GlJpegColour)
+    png = output.__class__(**{**output.__dict__, "rgb": "png"})
+    assert type(colour_encoder(png)).__name__ == "_CpuColour"  # png is the CPU's whatever auto finds
