@@ -48,3 +48,9 @@ def test_gl_jpeg_on_hardware_gl_does_not_depend_on_the_batch(tmp_path):
     made = {b: shards_with_batch(tmp_path, spec, b, kind=GlJpegColour) for b in (1, 8)}
     assert made[1] == made[8]
     check_decodes(spec, made[1])
+
+
+def test_auto_takes_the_gl_jpeg_encoder_on_hardware_gl():
+    from glrec.dataset.encode import colour_encoder
+
+    assert isinstance(colour_encoder(jpeg_spec(encoder="auto").output), GlJpegColour)
