@@ -3,6 +3,8 @@
     python benchmarks/dataset_workers.py --workers 1,2 --samples 200 --rounds 4 \\
         --machine "2-core dev machine, Mesa llvmpipe" --json benchmarks/results/DATE_NAME.json
     python benchmarks/dataset_workers.py --workers 1,2,4,8,16 --samples 800 --shard-size 25 --jpeg
+    python benchmarks/dataset_workers.py --workers 1,8,16 --samples 800 --shard-size 25 --png-before \
+        --gl-jpeg --nvjpeg --env __GL_YIELD=USLEEP
 
 Every variant renders the same spec (``examples/dataset.toml`` by default: 640x480,
 all five passes) with ``generate(spec, out, workers=N)`` in a fresh process of its
@@ -14,6 +16,19 @@ calling process not. Rounds run interleaved, every other one in reverse order
 median samples/s, the median within-round ratio to the first variant, CPU seconds
 per sample of the process and its workers, and whether its shards are
 byte-identical to the first variant's of the same colour format.
+
+``--png-before`` adds every count with the PNG files written as glrec wrote them
+before its own PNG writer (FFmpeg's encoder through PyAV, level 3, FFmpeg's thread
+default), patched into the run and its workers by a ``sitecustomize`` module, so
+before and after are one run. ``--gl-jpeg`` adds JPEG colour through the GL JPEG
+encoder (batched in the GL context), ``--nvjpeg`` through nvJPEG. ``--env NAME=VALUE``
+(repeatable) adds every variant again with those variables set (e.g. the NVIDIA
+GL driver's ``__GL_YIELD=USLEEP``, to see whether waiting on the GPU spins the CPU).
+``--startup`` also runs, per worker count N, N samples in N shards of one (PNG): the
+CPU of starting N workers (interpreter, imports, GL context, scene, shaders) and one
+sample each; its CPU per worker is subtracted from each variant's CPU per sample
+(``cpu_ms_per_sample_less_startup``), which tells a fixed cost per worker spread
+over the run from a cost per sample that grows with the worker count.
 """
 
 from __future__ import annotations
@@ -32,6 +47,24 @@ from typing import Any
 from results_file import write_results
 
 ROOT = Path(__file__).resolve().parent.parent
+
+#: Put on PYTHONPATH with GLREC_BENCH_PNG_BEFORE=1: every process (the run, its workers) writes PNG as before.
+BEFORE = r"""
+import os
+if os.environ.get("GLREC_BENCH_PNG_BEFORE") == "1":
+    import av, numpy as np
+    from glrec.dataset import encode
+
+    def encode_png(array, level=3):
+        fmt = "gray16be" if array.dtype == np.uint16 else "gray" if array.ndim == 2 else "rgb24"
+        cc = av.CodecContext.create("png", "w")
+        cc.width, cc.height, cc.pix_fmt = array.shape[1], array.shape[0], fmt
+        cc.options = {"compression_level": "3"}
+        frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(array), format=fmt)
+        return b"".join(bytes(p) for p in cc.encode(frame)) + b"".join(bytes(p) for p in cc.encode(None))
+
+    encode.encode_png = encode_png
+"""
 
 CHILD = r"""
 import dataclasses, json, resource, sys, time
@@ -52,8 +85,11 @@ print("RESULT " + json.dumps({"seconds": seconds, "cpu": cpu() - c0, "workers": 
 """
 
 
-def run_variant(spec: str, out: Path, args: argparse.Namespace, rgb: str, encoder: str, workers: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+def run_variant(
+    spec: str, out: Path, args: argparse.Namespace, rgb: str, encoder: str, workers: str, extra: dict[str, str]
+) -> dict:
+    paths = [str(ROOT), *([extra.pop("_site")] if "_site" in extra else []), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, **extra, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
     cmd = [sys.executable, "-c", CHILD, spec, str(out), str(args.samples), str(args.shard_size), rgb, encoder, workers]
     proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=args.timeout)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
@@ -81,36 +117,59 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=200, help="samples per run (default 200)")
     ap.add_argument("--shard-size", type=int, default=50, help="samples per shard (default 50, as the example)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds, median kept (default 3)")
-    ap.add_argument("--jpeg", action="store_true", help="also every count with JPEG colour")
+    ap.add_argument("--jpeg", action="store_true", help="also every count with JPEG colour on the CPU")
     ap.add_argument("--nvjpeg", action="store_true", help="JPEG colour through nvJPEG (GPU machine)")
+    ap.add_argument("--gl-jpeg", action="store_true", help="JPEG colour through the GL JPEG encoder, batched")
+    ap.add_argument("--png-before", action="store_true", help="also every count with PNG written as before")
+    ap.add_argument("--startup", action="store_true", help="measure the CPU of starting each worker count")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                    help="also every variant with these environment variables (repeatable)")  # fmt: skip
     ap.add_argument("--machine", default="", help="what the machine is, for the record")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds one run may take")
     ap.add_argument("--json", type=Path, help="write the results here (default $OUT/dataset_workers.json)")
     args = ap.parse_args()
     spec = str(Path(args.spec).resolve())
     counts = [w.strip() for w in args.workers.split(",") if w.strip()]
-    formats = [("png", "cpu")] + ([("jpg", "nvjpeg" if args.nvjpeg else "cpu")] if args.jpeg else [])
-    variants = [(f"{rgb}/{enc} workers={w}", rgb, enc, w) for rgb, enc in formats for w in counts]
+    formats = [("png", "cpu")] + ([("png", "before")] if args.png_before else [])
+    formats += [("jpg", "cpu")] if args.jpeg else []
+    formats += ([("jpg", "nvjpeg")] if args.nvjpeg else []) + ([("jpg", "gl")] if args.gl_jpeg else [])
+    site = tempfile.mkdtemp(prefix="glrec-bench-site-")
+    (Path(site) / "sitecustomize.py").write_text(BEFORE)
+    setting = dict(kv.split("=", 1) for kv in args.env)
+    envs = [("", {})] + ([(" " + " ".join(args.env), setting)] if setting else [])
+    variants = [(f"{rgb}/{enc}{label} workers={w}", rgb, enc, w, extra) for label, extra in envs
+                for rgb, enc in formats for w in counts]  # fmt: skip
     runs: dict[str, list[dict[str, Any]]] = {v[0]: [] for v in variants}
     identical: dict[str, bool] = {}
     with tempfile.TemporaryDirectory(prefix="glrec-dataset-workers-") as tmp:
         for r in range(max(1, args.rounds)):
-            for name, rgb, enc, w in variants if r % 2 == 0 else variants[::-1]:
+            for name, rgb, enc, w, extra in variants if r % 2 == 0 else variants[::-1]:
                 out = Path(tmp) / name.replace("/", "-").replace(" ", "_").replace("=", "")
-                res = run_variant(spec, out, args, rgb, enc, w)
+                if enc == "before":
+                    extra = {**extra, "_site": site, "GLREC_BENCH_PNG_BEFORE": "1"}
+                res = run_variant(spec, out, args, rgb, "cpu" if enc == "before" else enc, w, dict(extra))
                 runs[name].append(res)
                 print(f"round {r + 1} {name:28} {args.samples / res['seconds']:7.1f} samples/s "
                       f"({res['workers']} worker(s))", file=sys.stderr)  # fmt: skip
             if r == 0:  # every variant has written its folder once
-                for name, rgb, enc, _ in variants:
+                for name, rgb, enc, _, _ in variants:
                     first = next(v[0] for v in variants if v[1:3] == (rgb, enc))
                     path = lambda n: Path(tmp) / n.replace("/", "-").replace(" ", "_").replace("=", "")  # noqa: E731
                     identical[name] = shards(path(name)) == shards(path(first))
+        startup: dict[str, float] = {}
+        for w in counts if args.startup else []:
+            tiny = argparse.Namespace(**{**vars(args), "samples": 0, "shard_size": 1})
+            n = min(8, os.cpu_count() or 1) if w == "auto" else int(w)
+            tiny.samples = n
+            res = run_variant(spec, Path(tmp) / f"startup{w}", tiny, "png", "cpu", w, {})
+            startup[w] = res["cpu"] / res["workers"]
+            print(f"startup workers={w}: {res['workers']} worker(s), {startup[w]:.2f} s CPU each "
+                  f"(with one sample each)", file=sys.stderr)  # fmt: skip
     cores = len(os.sched_getaffinity(0))
     print(f"\n{args.samples} samples of {spec} in shards of {args.shard_size}, {cores} cores, "
           f"{args.rounds} interleaved round(s), median:")  # fmt: skip
     summary: dict[str, Any] = {}
-    for name, rgb, enc, _ in variants:
+    for name, rgb, enc, w_count, _ in variants:
         first = next(v[0] for v in variants if v[1:3] == (rgb, enc))
         sps = statistics.median(args.samples / x["seconds"] for x in runs[name])
         cpu = statistics.median(1e3 * x["cpu"] / args.samples for x in runs[name])
@@ -118,13 +177,19 @@ def main() -> int:
         ratio = statistics.median(b["seconds"] / a["seconds"] for a, b in pairs)
         summary[name] = {"workers": runs[name][0]["workers"], "samples_per_s": sps, "x_first": ratio, "first": first,
                          "cpu_ms_per_sample": cpu, "shards_identical_to_first": identical[name]}  # fmt: skip
+        if w_count in startup:
+            less = cpu - 1e3 * startup[w_count] * runs[name][0]["workers"] / args.samples
+            summary[name]["cpu_ms_per_sample_less_startup"] = less
+        less_text = (
+            f" ({summary[name]['cpu_ms_per_sample_less_startup']:.1f} less start-up)" if w_count in startup else ""
+        )
         print(f"  {name:28} {runs[name][0]['workers']:3d} worker(s) {sps:7.1f} samples/s  x{ratio:5.2f}  "
-              f"CPU {cpu:6.1f} ms/sample  shards identical: {identical[name]}")  # fmt: skip
+              f"CPU {cpu:6.1f} ms/sample{less_text}  shards identical: {identical[name]}")  # fmt: skip
     doc = {
         "benchmark": "dataset_workers", "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": args.machine, "cores": cores, "load_average_at_end": os.getloadavg(), "glrec_commit": commit(),
         "spec": spec, "samples": args.samples, "shard_size": args.shard_size, "rounds": args.rounds,
-        "summary": summary, "runs": runs,
+        "summary": summary, "runs": runs, "startup_cpu_s_per_worker": startup,
     }  # fmt: skip
     write_results(doc, args.json, "dataset_workers.json")
     return 0

@@ -1,26 +1,38 @@
-"""Pass arrays to file bytes: PNG and JPEG through PyAV (FFmpeg's image encoders), NumPy ``.npy``.
+"""Pass arrays to file bytes: PNG (glrec's own writer), JPEG (FFmpeg's through PyAV, or a GPU encoder), ``.npy``.
 
 Masks and depth are always lossless (16-bit PNG or ``.npy``); colour is PNG
-or JPEG. Colour goes through a :class:`ColourEncoder` picked from
-:data:`COLOUR_ENCODERS` by ``(format, encoder)``, so a GPU encoder (nvJPEG,
-reading the colour texture without a host copy) plugs in with
-:func:`register_colour_encoder` without touching the rest.
+or JPEG. PNG files come from :mod:`glrec.dataset.png` (NumPy row filter, ISA-L
+deflate, the GIL released). Colour goes through a :class:`ColourEncoder` made
+for the encoder row ``[output] rgb_encoder`` names in the encoder registry
+(:mod:`glrec.encoders.registry`): a row that encodes on the host is the CPU
+path, one that reads the GL texture (``gl``) or CUDA memory (``nvjpeg``) encodes
+on the GPU (:mod:`.gl_jpeg_colour`, :mod:`.nvjpeg_colour`). An encoder glrec
+has no row for plugs in with :func:`register_colour_encoder`.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 from collections.abc import Callable
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
 import av
 import numpy as np
 
 from ..errors import ConfigError, EncoderError
+from .png import DEFAULT_LEVEL
+from .png import encode_png as _png
 from .spec import OutputSpec
+
+if TYPE_CHECKING:
+    import moderngl
+
+log = logging.getLogger("glrec")
 
 __all__ = [
     "COLOUR_ENCODERS",
+    "BatchColour",
     "ColourEncoder",
     "ColourImage",
     "check_colour_encoder",
@@ -69,6 +81,24 @@ class ColourEncoder(Protocol):
     def encode(self, image: ColourImage) -> bytes: ...
 
 
+@runtime_checkable
+class BatchColour(Protocol):
+    """A GPU colour encoder that takes a shard's samples in batches (GL thread only).
+
+    :meth:`queue` copies the colour of sample ``index`` out of the framebuffer (so the next sample
+    may draw over it) and returns the (index, file bytes) of samples finished meanwhile;
+    :meth:`flush` finishes every queued sample. A sample's bytes do not depend on the batch.
+    """
+
+    ext: str
+
+    def encode(self, image: ColourImage) -> bytes: ...
+
+    def queue(self, fbo: moderngl.Framebuffer, index: int) -> list[tuple[int, bytes]]: ...
+
+    def flush(self) -> list[tuple[int, bytes]]: ...
+
+
 def _encode_image(
     codec: str, array: np.ndarray, fmt: str, options: dict[str, str], out_fmt: str | None = None
 ) -> bytes:
@@ -77,6 +107,7 @@ def _encode_image(
         cc = cast(av.VideoCodecContext, av.CodecContext.create(codec, "w"))
         cc.width, cc.height = w, h
         cc.pix_fmt = out_fmt or fmt
+        cc.thread_count = 1  # one image per context: FFmpeg's default made a thread per core for each image
         if codec == "mjpeg":
             cc.color_range = 2  # JPEG is full range (JFIF)
             q = int(options.pop("q"))
@@ -91,17 +122,11 @@ def _encode_image(
     return data
 
 
-def encode_png(array: np.ndarray, level: int = 3) -> bytes:
-    """A PNG of an (h, w) uint8/uint16 or (h, w, 3) uint8 array, zlib ``level`` 0..9. Lossless."""
-    if array.dtype == np.uint16 and array.ndim == 2:
-        fmt = "gray16be"  # PyAV swaps the bytes from native order
-    elif array.dtype == np.uint8 and array.ndim == 2:
-        fmt = "gray"
-    elif array.dtype == np.uint8 and array.ndim == 3 and array.shape[2] == 3:
-        fmt = "rgb24"
-    else:
+def encode_png(array: np.ndarray, level: int = DEFAULT_LEVEL) -> bytes:
+    """A PNG of an (h, w) uint8/uint16 or (h, w, 3) uint8 array, ``level`` 0..9 (:mod:`.png`). Lossless."""
+    if array.ndim == 3 and array.shape[2] != 3:
         raise EncoderError(f"PNG takes (h, w) uint8/uint16 or (h, w, 3) uint8, not {array.dtype} {array.shape}.")
-    return _encode_image("png", array, fmt, {"compression_level": str(level)})
+    return _png(array, level)
 
 
 def jpeg_qscale(quality: int) -> int:
@@ -141,53 +166,103 @@ def _nvjpeg_colour(output: OutputSpec) -> ColourEncoder:
 
 
 def _gl_jpeg_colour(output: OutputSpec) -> ColourEncoder:
-    from .gl_jpeg_colour import GlJpegColour  # -- gl-jpeg hook: the GL-compute JPEG encoder
+    from .gl_jpeg_colour import GlJpegColour  # the GL-compute JPEG encoder, in the dataset's own context
 
     return GlJpegColour(output)
 
 
-#: (format, encoder) -> factory of a ColourEncoder for an OutputSpec.
-COLOUR_ENCODERS: dict[tuple[str, str], Callable[[OutputSpec], ColourEncoder]] = {
-    ("png", "cpu"): _CpuColour,
-    ("jpg", "cpu"): _CpuColour,
-    ("jpg", "nvjpeg"): _nvjpeg_colour,
-    ("jpg", "gl"): _gl_jpeg_colour,
+#: How a dataset encodes colour for an encoder row, by where the row's encode runs (its ``context``).
+_BY_CONTEXT: dict[str, Callable[[OutputSpec], ColourEncoder]] = {
+    "host": _CpuColour,
+    "gl": _gl_jpeg_colour,
+    "cuda": _nvjpeg_colour,
 }
+
+#: Colour encoders registered with :func:`register_colour_encoder` (those glrec has no encoder row for),
+#: by (format, name). glrec's own come from the encoder registry's rows.
+COLOUR_ENCODERS: dict[tuple[str, str], Callable[[OutputSpec], ColourEncoder]] = {}
 
 
 def register_colour_encoder(fmt: str, encoder: str, factory: Callable[[OutputSpec], ColourEncoder]) -> None:
-    """Make ``[output] rgb = fmt, rgb_encoder = encoder`` use ``factory(output)``.
+    """Make ``[output] rgb = fmt, rgb_encoder = encoder`` use ``factory(output)``: a colour encoder glrec has no
+    encoder row for (glrec's own, ``cpu``, ``gl`` and ``nvjpeg``, are taken from :mod:`glrec.encoders.registry`).
 
-    >>> register_colour_encoder("jpg", "nvjpeg", NvJpegColour)  # doctest: +SKIP
+    >>> register_colour_encoder("jpg", "mine", MyJpegColour)  # doctest: +SKIP
     """
     COLOUR_ENCODERS[(fmt, encoder)] = factory
 
 
+def _row_factory(output: OutputSpec) -> tuple[Callable[[OutputSpec], ColourEncoder] | None, str]:
+    """The factory for ``output``'s colour from the encoder registry, or None and why not."""
+    from ..encoders.registry import ENCODERS
+
+    fmt, name = output.rgb, output.rgb_encoder
+    jpeg_rows = sorted(n for n, r in ENCODERS.items() if "mjpeg" in r.codecs)
+    if name == "auto":
+        name = auto_colour(output) if fmt == "jpg" else "cpu"
+    row = ENCODERS.get(name)
+    if fmt == "png":
+        ok = row is not None and row.context == "host"
+        return (_CpuColour if ok else None), 'png colour is encoded on the CPU: use rgb_encoder = "cpu"'
+    if row is None or "mjpeg" not in row.codecs:
+        what = "no encoder of that name" if row is None else f"{row.label} does not make JPEG"
+        return None, f"{what}; the encoders that make JPEG: {', '.join(jpeg_rows)}"
+    return _BY_CONTEXT[row.context], ""
+
+
+def auto_colour(output: OutputSpec) -> str:
+    """The encoder ``rgb_encoder = "auto"`` takes for JPEG colour: the first JPEG row of the registry's
+    ``AUTO_ORDER`` that runs here and that auto does not pass over (GL JPEG on hardware GL, then nvJPEG,
+    then the CPU); the choice and the reasons are logged. JPEG bytes then depend on the machine."""
+    from ..encoders.registry import AUTO_ORDER, ENCODERS
+    from ..options import VideoOptions
+
+    passed: list[str] = []
+    for name in AUTO_ORDER:
+        row = ENCODERS[name]
+        if "mjpeg" not in row.codecs:
+            continue
+        # The rows' checks look at the codec and the machine, not the size.
+        asked = VideoOptions.create((64, 64), 30, codec="mjpeg", encoder=name, quality=output.jpeg_quality)
+        request = asked.request()
+        why = row.problem(request) or row.auto_problem(request)
+        if why is None:
+            log.info("dataset colour: rgb_encoder auto -> %s%s", name, "".join(f"; not {p}" for p in passed))
+            return name
+        passed.append(f"{name} ({why})")
+    return "cpu"
+
+
 def check_colour_encoder(output: OutputSpec) -> None:
-    """Raise ConfigError unless a colour encoder is registered for ``output`` (before any folder is touched)."""
-    if (output.rgb, output.rgb_encoder) not in COLOUR_ENCODERS:
-        have = ", ".join(f"{f}/{e}" for f, e in sorted(COLOUR_ENCODERS))
+    """Raise ConfigError unless ``output``'s colour has an encoder (before any folder is touched)."""
+    colour_factory_of(output)
+
+
+def colour_factory_of(output: OutputSpec) -> Callable[[OutputSpec], ColourEncoder]:
+    """The factory of ``output``'s colour encoder: a registered one, else the encoder row's; or ConfigError."""
+    factory = COLOUR_ENCODERS.get((output.rgb, output.rgb_encoder))
+    if factory is not None:
+        return factory
+    factory, why = _row_factory(output)
+    if factory is None:
+        mine = ", ".join(f"{f}/{e}" for f, e in sorted(COLOUR_ENCODERS))
         raise ConfigError(
-            f"[output] rgb_encoder {output.rgb_encoder!r}: no colour encoder for {output.rgb!r} has that name "
-            f"(have: {have}). Use one of those, or register yours with glrec.dataset.register_colour_encoder."
+            f"[output] rgb_encoder {output.rgb_encoder!r} cannot encode {output.rgb!r} colour: {why}"
+            + (f" (registered: {mine})" if mine else "")
+            + ". Or register your own with glrec.dataset.register_colour_encoder."
         )
+    return factory
 
 
 def colour_encoder(output: OutputSpec) -> ColourEncoder:
-    """The colour encoder the spec asks for, or a ConfigError listing those available."""
-    factory = COLOUR_ENCODERS.get((output.rgb, output.rgb_encoder))
-    if factory is None:
-        have = ", ".join(f"{f}/{e}" for f, e in sorted(COLOUR_ENCODERS))
-        raise ConfigError(
-            f"No colour encoder {output.rgb_encoder!r} for {output.rgb!r} on this machine (have: {have}). "
-            'Use rgb_encoder = "cpu".'
-        )
-    return factory(output)
+    """The colour encoder the spec asks for, or a ConfigError saying which encoders can."""
+    return colour_factory_of(output)(output)
 
 
 def depth_units(depth: np.ndarray, scale: float) -> np.ndarray:
     """Depth as uint16 ``round(depth * scale)``; 0 stays 0 (no surface), beyond 65535 is an error."""
-    units = np.rint(depth.astype(np.float64) * scale)
+    units = np.multiply(depth, scale, dtype=np.float64)  # float64 as before (the same rounding), one pass
+    np.rint(units, out=units)
     if units.max(initial=0) > 65535:
         raise EncoderError(
             f"Depth {depth.max():.3f} times depth_scale {scale:g} exceeds 16 bits (65535); "

@@ -1,11 +1,18 @@
 """JPEG colour for datasets through the GL-compute JPEG encoder: encoded in the dataset's own GL context.
 
-``[output] rgb = "jpg"``, ``rgb_encoder = "gl"``. The colour texture is encoded
-by :class:`glrec.encoders.gl_jpeg.GlJpegStage` (4:2:0, BT.601 full range, as
-the CPU encoder's files are described) and only the JPEG comes back to the
-host; no CUDA, any GL 4.3 with compute shaders. Quality is ``jpeg_quality``
-with libjpeg's table scaling (the CPU encoder maps it to FFmpeg's qscale), so
-the bytes differ from the CPU encoder's; the lossless passes do not change.
+``[output] rgb = "jpg"``, ``rgb_encoder = "gl"`` (the encoder registry's ``gl``
+row). The colour texture is encoded by :class:`glrec.encoders.gl_jpeg.GlJpegStage`
+(4:2:0, BT.601 full range, as the CPU encoder's files are described) and only
+the JPEG comes back to the host; no CUDA, any GL 4.3 with compute shaders.
+Quality is ``jpeg_quality`` with libjpeg's table scaling (the CPU encoder maps
+it to FFmpeg's qscale), so the bytes differ from the CPU encoder's; the
+lossless passes do not change.
+
+Shards are encoded in batches (:class:`~glrec.dataset.encode.BatchColour`): each
+sample's colour is copied on the GPU into one of ``batch`` slot textures, and a
+full set is encoded in one dispatch and fenced once, read back while the next
+samples draw. A frame's bytes do not depend on the batch (the stage's promise),
+so shards are the same whatever the batch size, and the same as :meth:`encode`'s.
 """
 
 from __future__ import annotations
@@ -13,38 +20,92 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import moderngl
+
 from .encode import ColourImage
 from .spec import OutputSpec
 
 log = logging.getLogger("glrec")
 
+#: Samples per dispatch when the worker encodes in batches: one fence per 8 samples, 8 x 1.2 MB of slot
+#: textures at 640x480.
+BATCH = 8
+
 
 class GlJpegColour:
-    """A :class:`~glrec.dataset.encode.ColourEncoder` that encodes the colour texture on the GPU.
+    """A :class:`~glrec.dataset.encode.BatchColour` that encodes the colour texture on the GPU.
 
     The stage is made at the first image, in the GL context its texture belongs to, for that
     size; :meth:`close` releases it (the dataset worker calls it before releasing the context).
+    ``batch``: samples per dispatch in :meth:`queue` (default :data:`BATCH`).
     """
 
     ext = "jpg"
     needs_array = False  # reads the texture, never image.array()
     host_only = False  # runs on the GL thread, before the next sample is drawn over the texture
 
-    def __init__(self, output: OutputSpec) -> None:
+    def __init__(self, output: OutputSpec, batch: int = BATCH) -> None:
         self.output = output
+        self.batch = max(1, batch)
         self._stage: Any = None
+        self._slots: list[moderngl.Texture] = []
+        self._queued: list[int] = []  # sample indices copied into the slots, not yet dispatched
 
-    def encode(self, image: ColourImage) -> bytes:
+    def _open(self, ctx: moderngl.Context, size: tuple[int, int], batch: int) -> Any:
         from ..encoders.gl_jpeg.stage import GlJpegStage
 
-        texture: Any = image.texture
+        if self._stage is not None and self._stage.batch < batch:  # made by encode() for one image
+            self._stage.release()
+            self._stage = None
         if self._stage is None:
-            self._stage = GlJpegStage(texture.ctx, tuple(texture.size), quality=self.output.jpeg_quality, depth=2)
-            log.info("gl jpeg colour: %dx%d, quality %d", *texture.size, self.output.jpeg_quality)
-        return self._stage.encode_now(texture)
+            q = self.output.jpeg_quality
+            self._stage = GlJpegStage(ctx, size, quality=q, depth=2, batch=batch)
+            log.info("gl jpeg colour: %dx%d, quality %d, %d per dispatch", *size, q, batch)
+        return self._stage
+
+    def encode(self, image: ColourImage) -> bytes:
+        """One JPEG of ``image``'s texture, waited for (the per-sample path: render_sample, the stream)."""
+        texture: Any = image.texture
+        if self._queued:
+            raise RuntimeError("encode() while samples are queued: flush() them first.")
+        stage = self._open(texture.ctx, tuple(texture.size), 1 if not self._slots else self.batch)
+        data: bytes = stage.encode_now(texture)
+        return data
+
+    def queue(self, fbo: moderngl.Framebuffer, index: int) -> list[tuple[int, bytes]]:
+        """Copy ``fbo``'s colour (sample ``index``) into a slot; a full set of slots is dispatched.
+
+        Returns the (index, JPEG) of samples whose batch finished meanwhile (oldest first).
+        """
+        ctx = fbo.ctx
+        size: tuple[int, int] = (fbo.width, fbo.height)
+        if not self._slots:
+            self._open(ctx, size, self.batch)
+            self._slots = [ctx.texture(size, 4) for _ in range(self.batch)]
+        ctx.copy_framebuffer(self._slots[len(self._queued)], fbo)
+        self._queued.append(index)
+        if len(self._queued) < self.batch:
+            return []
+        return self._dispatch()
+
+    def _dispatch(self) -> list[tuple[int, bytes]]:
+        queued, self._queued = self._queued, []
+        self._stage.run_batch(self._slots, len(queued))
+        done: list[tuple[int, bytes]] = self._stage.submit_batch(queued)
+        return done
+
+    def flush(self) -> list[tuple[int, bytes]]:
+        """Dispatch what is queued and wait for every sample in flight; returns their (index, JPEG)."""
+        done = self._dispatch() if self._queued else []
+        if self._stage is not None:
+            done += self._stage.drain()
+        return done
 
     def close(self) -> None:
-        """Release the GL stage; safe twice."""
+        """Release the slots and the GL stage; safe twice."""
+        slots, self._slots, self._queued = self._slots, [], []
+        for tex in slots:
+            tex.release()
         stage, self._stage = self._stage, None
         if stage is not None:
             stage.release()

@@ -109,6 +109,10 @@ def colour_stays_here(spec: DatasetSpec) -> ConfigError:
     )
 
 
+#: Thread-count variables a worker gets its share of the cores in: Mesa llvmpipe, OpenMP, BLAS builds, numexpr.
+THREAD_VARS = ("LP_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
 @dataclass
 class _Worker:
     number: int
@@ -125,8 +129,10 @@ def _child_env(cores_each: int) -> dict[str, str]:
     # The worker imports this very glrec (a checkout on sys.path, not another installed copy).
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    # llvmpipe starts a rasteriser thread per core in every context; the workers share the cores.
-    env.setdefault("LP_NUM_THREADS", str(cores_each))
+    # llvmpipe starts a rasteriser thread per core in every context, and OpenMP/BLAS libraries a pool per
+    # core in every process; the workers share the cores, so each gets its share (a value set by the user stays).
+    for name in THREAD_VARS:
+        env.setdefault(name, str(cores_each))
     return env
 
 

@@ -9,6 +9,12 @@ comes back to the host. nvJPEG converts RGB to YCbCr with the JFIF equations
 files are described; the bytes differ from FFmpeg's encoder (another JPEG
 encoder), the lossless passes do not change.
 
+Shards are encoded in batches (:class:`~glrec.dataset.encode.BatchColour`): each
+sample's colour is packed and handed to CUDA as it is drawn, and every ``batch``
+samples nvImageCodec encodes the held frames in one call, so the GL and CUDA
+contexts take turns once per batch, not per sample; a frame's bytes do not
+depend on the batch.
+
 Needs an NVIDIA GPU whose GL context is the one the dataset renders in, CUDA
 (``pip install glrec[cuda]``) and nvImageCodec (``pip install glrec[nvjpeg]``).
 """
@@ -23,6 +29,9 @@ from .encode import ColourImage
 from .spec import OutputSpec
 
 log = logging.getLogger("glrec")
+
+#: Samples per nvImageCodec call when a shard is encoded in batches (frames held in CUDA memory meanwhile).
+BATCH = 16
 
 
 def cuda_device_of_current_context() -> int:
@@ -55,13 +64,15 @@ class NvJpegColour:
     needs_array = False  # reads the texture, never image.array()
     host_only = False  # runs on the GL thread, before the next sample is drawn over the texture
 
-    def __init__(self, output: OutputSpec) -> None:
+    def __init__(self, output: OutputSpec, batch: int = BATCH) -> None:
         from ..encoders.nvjpeg.encoder import load_nvimgcodec
 
         load_nvimgcodec()  # fail now, with the install hint, rather than at the first sample
         self.output = output
+        self.batch = max(1, batch)
         self._stages: list[Any] = []  # packer, handoff, encoder, device: released in reverse
         self._count = 0
+        self._held: list[Any] = []  # frames handed to CUDA, not encoded yet (batches)
 
     def _open(self, texture: Any) -> None:
         from ..convert import RgbPacker
@@ -77,20 +88,16 @@ class NvJpegColour:
         packer = RgbPacker(ctx, size, "rgb24")
         self._stages.append(packer)
         kind = cuda_handoff_kind("auto", ctx)
-        self._stages.append(open_handoff(kind, ctx, packer, device, depth=1, consumer_slots=2, live=True))
+        held = self.batch + 1  # a batch's frames are held until the one encode call
+        self._stages.append(open_handoff(kind, ctx, packer, device, depth=1, consumer_slots=held, live=True))
         options = VideoOptions.create(size, 30, codec="mjpeg", encoder="nvjpeg", quality=self.output.jpeg_quality)
         asked = options.request(device=device)
         self._stages.append(NvJpegEncoder(asked.facts, asked.options, device))
         log.info("nvjpeg colour: %dx%d, quality %d, CUDA %s handoff", *size, self.output.jpeg_quality, kind)
 
     def encode(self, image: ColourImage) -> bytes:
-        if not self._stages:
-            try:
-                self._open(image.texture)
-            except BaseException:
-                self.close()
-                raise
-        _, packer, handoff, encoder = self._stages
+        """One JPEG of ``image``'s texture (the per-sample path: render_sample, the stream)."""
+        _, packer, handoff, encoder = self._ready(image.texture)
         packer.run(image.texture)
         frames = [*handoff.submit(self._count), *handoff.drain()]
         self._count += 1
@@ -99,8 +106,42 @@ class NvJpegColour:
             raise EncoderError(f"nvJPEG returned {len(packets)} images for one colour image.")
         return packets[0].data
 
+    def _ready(self, texture: Any) -> list[Any]:
+        if not self._stages:
+            try:
+                self._open(texture)
+            except BaseException:
+                self.close()
+                raise
+        return self._stages
+
+    def queue(self, fbo: Any, index: int) -> list[tuple[int, bytes]]:
+        """Pack sample ``index``'s colour and hand it to CUDA; every ``batch`` samples, encode the held ones."""
+        texture = fbo.color_attachments[0]
+        _, packer, handoff, _ = self._ready(texture)
+        packer.run(texture)
+        self._held += handoff.submit(index)
+        return self._encode_held() if len(self._held) >= self.batch else []
+
+    def flush(self) -> list[tuple[int, bytes]]:
+        """Encode every sample handed over; returns their (index, JPEG)."""
+        if not self._stages:
+            return []
+        self._held += self._stages[2].drain()
+        return self._encode_held()
+
+    def _encode_held(self) -> list[tuple[int, bytes]]:
+        frames, self._held = self._held, []
+        if not frames:
+            return []
+        packets = self._stages[3].encode_batch(frames)  # one nvImageCodec call; releases the frames
+        return [(p.pts, p.data) for p in packets]
+
     def close(self) -> None:
         """Release the encoder, handoff, pack stage and CUDA device; safe twice."""
+        held, self._held = self._held, []
+        for frame in held:
+            frame.release()
         stages, self._stages = self._stages, []
         for stage in reversed(stages):
             close = getattr(stage, "close", None) or stage.release

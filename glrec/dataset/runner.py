@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -17,7 +18,7 @@ from typing import Any, cast
 from ..errors import SceneError
 from ..gl.context import GLContext, create_context
 from .devices import check_egl_device
-from .encode import ColourEncoder, check_colour_encoder, colour_encoder, encode_clip_pass, encode_pass
+from .encode import BatchColour, ColourEncoder, check_colour_encoder, colour_encoder, encode_clip_pass, encode_pass
 from .folder import DatasetFolder, holds_anything
 from .lock import FolderLock
 from .render import Sample, SampleRenderer, finish_colour
@@ -29,8 +30,13 @@ log = logging.getLogger("glrec")
 Progress = Callable[[int], None]
 
 
-def sample_files(spec: DatasetSpec, sample: Sample, video: bytes | None = None) -> dict[str, bytes]:
-    """The files of one sample, in member order: colour, the other passes, ``meta.json``."""
+def sample_files(
+    spec: DatasetSpec, sample: Sample, video: bytes | None = None, *, colour_later: bool = False
+) -> dict[str, bytes]:
+    """The files of one sample, in member order: colour, the other passes, ``meta.json``.
+
+    ``colour_later``: leave the colour image out (a batched GPU encoder has it; the caller puts it first).
+    """
     out = spec.output
     files: dict[str, bytes] = {}
     packed = sample.packed
@@ -42,7 +48,8 @@ def sample_files(spec: DatasetSpec, sample: Sample, video: bytes | None = None) 
                 fname, data = encode_clip_pass(name, [f[name] for f in sample.frames], out, packed=packed)
                 files[fname] = data
     else:
-        files[f"rgb.{out.rgb}"] = sample.colour[0]
+        if not colour_later:
+            files[f"rgb.{out.rgb}"] = sample.colour[0]
         for name in out.passes:
             if name != "rgb":
                 fname, data = encode_pass(name, sample.frames[0][name], out, packed=packed)
@@ -123,6 +130,8 @@ class ShardWorker:
         self._gl: GLContext | None = None
         self._renderer: SampleRenderer | None = None
         self._colour: ColourEncoder | None = None
+        self._batch: BatchColour | None = None  # the colour encoder, when it takes a shard's samples in batches
+        self._jpegs: dict[int, bytes] = {}  # its finished images by sample index, until written
         self._renderer_name: str | None = None
         self._pool: ThreadPoolExecutor | None = None
         #: The sample whose draw or encoding raised in the last failed :meth:`run` (None: no failure yet).
@@ -138,7 +147,10 @@ class ShardWorker:
             self._gl = create_context(self.device)
             with self._gl.active():  # glrec's context is current only while glrec works
                 self._colour = colour_encoder(self.spec.output)
-                self._renderer = SampleRenderer(self.spec, self._gl.mgl, self._colour, keep_rgb=False, packed=True)
+                # A batched GPU encoder is fed here after each draw, not by the renderer per sample.
+                self._batch = self._colour if isinstance(self._colour, BatchColour) else None
+                per_sample = None if self._batch is not None else self._colour
+                self._renderer = SampleRenderer(self.spec, self._gl.mgl, per_sample, keep_rgb=False, packed=True)
         return self._renderer
 
     def _clip(self, index: int) -> tuple[Sample, bytes, dict[str, Any]]:
@@ -175,19 +187,40 @@ class ShardWorker:
         assert self._gl is not None
         with self._gl.active():
             sample = renderer.render(index)
+            if self._batch is not None:
+                self._jpegs.update(self._batch.queue(renderer.gbuffer.colour_fbo, index))
         return sample, None, self._render_info(renderer.ctx)
 
     def _encode(self, sample: Sample, video: bytes | None) -> Encoded:
         """The rest, on any thread: colour left to a host encoder, the pass files, their digests."""
         finish_colour(sample, self._colour)
-        files = sample_files(self.spec, sample, video)
+        files = sample_files(self.spec, sample, video, colour_later=self._batch is not None and video is None)
         sample.frames = []  # the arrays are in the files now
         return files, file_digests(files)
+
+    def _with_colour(self, sample: Sample, encoded: Encoded) -> Encoded:
+        """``encoded`` with the batched encoder's colour image of ``sample`` first (GL thread)."""
+        if self._batch is None or self.spec.is_clip:
+            return encoded
+        if sample.index not in self._jpegs:
+            assert self._gl is not None
+            with self._gl.active():
+                self._jpegs.update(self._batch.flush())
+        image = {f"rgb.{self._batch.ext}": self._jpegs.pop(sample.index)}
+        files, digests = encoded
+        return {**image, **files}, {**file_digests(image), **digests}
+
+    def _drop_colour(self) -> None:
+        """Forget a failed shard's queued colour: what is in flight is finished and dropped."""
+        if self._batch is not None and self._gl is not None:
+            with self._gl.active():
+                self._batch.flush()
+        self._jpegs.clear()
 
     def render(self, index: int) -> tuple[Sample, dict[str, bytes], dict[str, Any]]:
         """Render sample ``index``; returns the sample, its files and the render info."""
         sample, video, info = self._draw(index)
-        files, _ = self._encode(sample, video)
+        files, _ = self._with_colour(sample, self._encode(sample, video))
         return sample, files, info
 
     def _submit(self, sample: Sample, video: bytes | None) -> Future[Encoded]:
@@ -224,7 +257,7 @@ class ShardWorker:
             nonlocal current
             sample, info, job = pending.popleft()
             current = sample.index
-            files, digests = job.result()
+            files, digests = self._with_colour(sample, job.result())
             writer.add(sample.key, files)
             lines.append(manifest_line(spec, sample, files, shard, where or sample.key, info, digests))
             if progress is not None:
@@ -249,6 +282,8 @@ class ShardWorker:
             for *_, job in pending:
                 job.cancel()
             wait([job for *_, job in pending])  # jobs already running finish; what they made is dropped
+            with contextlib.suppress(Exception):  # the shard's error is the one to raise
+                self._drop_colour()
             writer.abort()
             full = disk_full(exc, f"Writing shard {shard} of {folder.root}")
             if full is not None:
@@ -271,7 +306,8 @@ class ShardWorker:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-        colour, self._colour = self._colour, None
+        colour, self._colour, self._batch = self._colour, None, None
+        self._jpegs.clear()
         close_colour = getattr(colour, "close", None)  # a GPU encoder's GL objects go before the context
         renderer, self._renderer = self._renderer, None
         gl, self._gl = self._gl, None

@@ -77,9 +77,9 @@ class OutputSpec:
     layout: str = "webdataset"
     passes: tuple[str, ...] = PASSES
     rgb: str = "png"
-    rgb_encoder: str = "cpu"  # the hook where a GPU JPEG encoder (nvjpeg) plugs in
+    rgb_encoder: str = "cpu"  # an encoder row that makes JPEG (cpu, gl, nvjpeg) or a registered colour encoder
     jpeg_quality: int = 90
-    png_compression: int = 3  # zlib level 0..9: 3 is close to 6's size at half the time
+    png_compression: int = 2  # 0 stores, 1..3 ISA-L (fast), 4..9 zlib (smaller, slower): glrec.dataset.png
     depth: str = "npy"
     depth_scale: float = 1000.0  # png16 units per scene unit (1000: millimetres of metres)
     normal: str = "png"
@@ -108,7 +108,7 @@ class OutputSpec:
                 check_choice(f"{row.option} format", getattr(self, row.option), row.encodings)
         check_choice("video codec", self.video_codec, VIDEO_CODECS)
         whole_number("[output] jpeg_quality", self.jpeg_quality, 1, 100, "90")
-        whole_number("[output] png_compression", self.png_compression, 0, 9, "3")
+        whole_number("[output] png_compression", self.png_compression, 0, 9, "2")
         real_number("[output] depth_scale", self.depth_scale, "1000 for millimetres of metres", positive=True)
         real_number("[output] video_crf", self.video_crf, "18")
         # The clip's encoding options are the recorder's own, checked by the same declarations.

@@ -13,13 +13,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
-import io
 import os
 import shutil
 import tarfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import BinaryIO, Protocol, cast
+from typing import BinaryIO, Protocol
 
 from ..errors import DiskFullError, GlrecError
 
@@ -118,21 +117,24 @@ class _HashingFile:
 
 
 class TarWriter:
-    """One WebDataset shard: ``path`` appears only when :meth:`commit` succeeds."""
+    """One WebDataset shard: ``path`` appears only when :meth:`commit` succeeds.
+
+    Writes what :mod:`tarfile` writes for these members (USTAR headers, data padded to 512-byte
+    blocks, two zero blocks and a pad to the 10 kB record at the end), but each member's bytes
+    in one write and one digest update instead of tarfile's 16 kB copy loop.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.tmp = path.with_name(path.name + PARTIAL)
-        # both closed in commit() or abort()
-        self._file = open(self.tmp, "wb")  # noqa: SIM115
+        # closed in commit() or abort()
+        self._file: BinaryIO | None = open(self.tmp, "wb")  # noqa: SIM115
         # The shard's digest is taken as it is written, not by reading the file back.
         self._hashing = _HashingFile(self._file)
-        self._tar: tarfile.TarFile | None = tarfile.open(  # noqa: SIM115
-            fileobj=cast(BinaryIO, self._hashing), mode="w", format=tarfile.USTAR_FORMAT
-        )
 
     def add(self, key: str, files: dict[str, bytes]) -> None:
-        assert self._tar is not None, "shard already committed"
+        assert self._file is not None, "shard already committed"
+        out = self._hashing
         for name, data in files.items():
             info = tarfile.TarInfo(f"{key}.{name}")
             info.size = len(data)
@@ -140,15 +142,22 @@ class TarWriter:
             info.mode = 0o644
             info.uid = info.gid = 0
             info.uname = info.gname = ""
-            self._tar.addfile(info, io.BytesIO(data))
+            out.write(info.tobuf(tarfile.USTAR_FORMAT, tarfile.ENCODING, "surrogateescape"))
+            out.write(data)
+            pad = -len(data) % tarfile.BLOCKSIZE
+            if pad:
+                out.write(tarfile.NUL * pad)
 
     def commit(self) -> dict[str, object]:
-        tar, self._tar = self._tar, None
-        assert tar is not None, "shard already committed"
-        tar.close()
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
+        file = self._file
+        assert file is not None, "shard already committed"
+        end = 2 * tarfile.BLOCKSIZE  # the end-of-archive blocks, then padding to a whole record
+        end += -(self._hashing.written + end) % tarfile.RECORDSIZE
+        self._hashing.write(tarfile.NUL * end)
+        file.flush()
+        os.fsync(file.fileno())
+        file.close()
+        self._file = None
         os.replace(self.tmp, self.path)
         _fsync_dir(self.path.parent)
         return {"file": self.path.name, "bytes": self._hashing.written, "sha256": self._hashing.sha256.hexdigest()}
@@ -156,9 +165,10 @@ class TarWriter:
     def abort(self) -> None:
         # The archive's end blocks are not needed for a file about to be removed (and on
         # a full disk writing them fails too): only the file is closed.
-        self._tar = None
-        with contextlib.suppress(OSError):
-            self._file.close()
+        file, self._file = self._file, None
+        if file is not None:
+            with contextlib.suppress(OSError):
+                file.close()
         self.tmp.unlink(missing_ok=True)
 
 

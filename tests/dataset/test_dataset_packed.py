@@ -10,7 +10,6 @@ import hashlib
 import io
 import json
 
-import av
 import numpy as np
 import pytest
 from helpers import shard_members
@@ -111,13 +110,14 @@ def test_datasets_match_those_made_before_gpu_packing(tmp_path, gl, config):
     generate(DatasetSpec.from_dict(ref["spec"]), tmp_path / "o")
     got = shard_members(tmp_path / "o")
     assert sorted(got) == sorted(ref["members"])
-    same_encoder = av.__version__ == REFERENCE["av"]
     for name, data in got.items():
         want = ref["members"][name]
         if name.endswith((".png", ".jpg")):
             pixels = np.asarray(Image.open(io.BytesIO(data))).tobytes()
             assert hashlib.sha256(pixels).hexdigest() == want["decoded_sha256"], name
-        if same_encoder or not name.endswith((".png", ".jpg")):
+        # PNGs are glrec's own writer's now (glrec.dataset.png), not FFmpeg's, and FFmpeg's JPEG encoder
+        # runs one slice (it made one per core, so the bytes depended on the machine): same pixels, other bytes
+        if not name.endswith((".png", ".jpg")):
             assert hashlib.sha256(data).hexdigest() == want["sha256"], name
 
 

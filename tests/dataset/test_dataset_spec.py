@@ -212,11 +212,13 @@ def test_missing_ray_and_unknown_colour_encoder_say_what_to_install(monkeypatch,
     from glrec.dataset.encode import colour_encoder
     from glrec.dataset.spec import OutputSpec
 
-    # nvjpeg is registered (it names nvImageCodec where that is missing: tests/dataset/test_dataset_packed.py)
+    # nvjpeg is an encoder row (it names nvImageCodec where that is missing: tests/dataset/test_dataset_packed.py)
     with pytest.raises(
-        glrec.ConfigError, match="No colour encoder 'nvjpeg' for 'png'.*have: jpg/cpu, jpg/gl, jpg/nvjpeg, png/cpu"
+        glrec.ConfigError, match="'nvjpeg' cannot encode 'png' colour: png colour is encoded on the CPU"
     ):
         colour_encoder(OutputSpec(rgb="png", rgb_encoder="nvjpeg"))
+    with pytest.raises(glrec.ConfigError, match="the encoders that make JPEG: cpu, gl, nvjpeg"):
+        colour_encoder(OutputSpec(rgb="jpg", rgb_encoder="x264"))
     monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
     from glrec.dataset import generate
 
