@@ -5,6 +5,8 @@
 #   bash benchmarks/gpu/h200_run.sh record      # recordings: gpu_ceiling, processes, GL JPEG, glrec bench
 #   bash benchmarks/gpu/h200_run.sh vector      # vectorised environments (benchmarks/vector_record.py --preset h200)
 #   bash benchmarks/gpu/h200_run.sh dataset     # batch rendering: dataset_stream.py, dataset_workers.py
+#   bash benchmarks/gpu/h200_run.sh final       # the 2026-12-02 session's last run: tests touched, datasets, ceiling, vector
+#   bash benchmarks/gpu/h200_run.sh quick       # a session's short checks: the GPU tests touched, the core ceiling rows
 #
 # Carry .gpu (pack.sh with pillow gymnasium pyopencl hypothesis ...) and .fake (the stand-in NVENC library built
 # here: tests/fake_drivers.py). Results land in $OUT; the last lines of each part are a table.
@@ -53,6 +55,40 @@ for part in "$@"; do
       echo "== vectorised environments"
       timeout 420 python3 benchmarks/vector_record.py --preset h200 \
         --rows gl-jpeg-files,nvjpeg-files,grid-nvjpeg,cpu-h264,x264-alone --json "$OUT/vector_record.json" 2>&1 | quiet | tail -14
+      ;;
+    quick)
+      echo "== GPU tests of the batch routes, datasets and NVENC copies (the real libcuda, the stand-in NVENC)"
+      GLREC_FAKE_DRIVERS_DIR=$PWD/.fake timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu --tb=short \
+        tests/gpu/test_batch_gpu.py tests/gpu/test_dataset_stream_gpu.py tests/encoders/test_nvenc_batch_contract.py \
+        2>&1 | tee "$OUT/gpu-quick.txt" | tail -15
+      timeout 120 python3 -m pytest -q -p no:cacheprovider --tb=short tests/batch/test_batch_recorder.py -k sigkill \
+        2>&1 | tail -4
+      echo "== gpu_ceiling core rows (1920x1080 plasma)"
+      timeout 200 python3 benchmarks/gpu_ceiling.py --frames 600 --json "$OUT/gpu_ceiling.json" --only \
+        gl:shared,nvjpeg:b1,nvjpeg:gl-turns32,pipe:recorder,pipe:recorder-gl,procs:1x-recorder,procs:4x-recorder,procs:4x-recorder-gl \
+        2>&1 | quiet | tail -14
+      ;;
+    final)
+      echo "== GPU tests touched this session (batch routes, dataset stream and colour, per-env NVENC copies, SIGKILL)"
+      GLREC_FAKE_DRIVERS_DIR=$PWD/.fake timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu --tb=short \
+        tests/gpu/test_batch_gpu.py tests/gpu/test_dataset_stream_gpu.py tests/gpu/test_dataset_colour_gpu.py \
+        tests/encoders/test_nvenc_batch_contract.py 2>&1 | tee "$OUT/gpu-final.txt" | tail -12
+      timeout 60 python3 -m pytest -q -p no:cacheprovider --tb=short tests/batch/test_batch_recorder.py -k sigkill \
+        2>&1 | tail -3
+      echo "== dataset stream (640x480 five passes; 128x128 rgb+depth), CUDA consumer"
+      timeout 100 python3 benchmarks/dataset_stream.py ${STREAM_640:-} 2>&1 | quiet | tail -14
+      timeout 60 python3 benchmarks/dataset_stream.py ${STREAM_128:-} 2>&1 | quiet | tail -10
+      echo "== dataset workers (PNG before/after, GPU JPEG)"
+      timeout 150 python3 benchmarks/dataset_workers.py --workers 1,16 --samples 800 --shard-size 25 --rounds 1 \
+        --png-before --nvjpeg --gl-jpeg --startup --machine "NVIDIA H200, 16 cores" \
+        --json "$OUT/dataset-workers.json" 2>&1 | quiet | tail -14
+      echo "== gpu_ceiling core rows (1920x1080 plasma)"
+      timeout 80 python3 benchmarks/gpu_ceiling.py --frames 600 --json "$OUT/gpu_ceiling.json" --only \
+        gl:shared,nvjpeg:b1,nvjpeg:gl-turns32,pipe:recorder,pipe:recorder-gl,procs:4x-recorder,procs:4x-recorder-gl \
+        2>&1 | quiet | tail -12
+      echo "== vectorised environments (64 x 256x256 torch CUDA)"
+      timeout 60 python3 benchmarks/vector_record.py --preset h200 --steps 800 \
+        --rows gl-jpeg-files,nvjpeg-files,grid-nvjpeg --json "$OUT/vector_record.json" 2>&1 | quiet | tail -8
       ;;
     vector-long)
       timeout 420 python3 benchmarks/vector_record.py --preset h200 --rows gl-jpeg-long --long "${LONG:-20000}" \
