@@ -71,7 +71,7 @@ def main() -> int:
 
         import ray
 
-        import glrec.dataset.ray_backend  # noqa: F401 (fail here, not inside the timing, if it cannot import)
+        import glrec.dataset.files.ray_backend  # noqa: F401 (fail here, not inside the timing, if it cannot import)
 
         for k in (int(w) for w in args.workers.split(",")):
             gpus = {"auto": None, "yes": True, "no": False}[args.gpus]

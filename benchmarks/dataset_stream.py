@@ -45,7 +45,7 @@ def touch_cuda(arrays: list[object]) -> float:
 
 
 def run_stream(spec: DatasetSpec, batch_size: int, device: str = "cpu", before: bool = False) -> tuple[int, float]:
-    from glrec.dataset.render import SampleRenderer
+    from glrec.dataset.rendering.sample import SampleRenderer
 
     passes = list(spec.output.passes)
     plan = SampleRenderer.prepare

@@ -43,7 +43,7 @@ if rgb:
     spec = spec.with_(output=dataclasses.replace(spec.output, rgb=rgb, rgb_encoder=rgb_encoder or "cpu"))
 kwargs = {}
 if threads:
-    import glrec.dataset.runner as runner
+    import glrec.dataset.files.runner as runner
     runner.encode_threads = lambda: int(threads)
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)

@@ -53,7 +53,7 @@ BEFORE = r"""
 import os
 if os.environ.get("GLREC_BENCH_PNG_BEFORE") == "1":
     import av, numpy as np
-    from glrec.dataset import encode
+    from glrec.dataset.files import encode
 
     def encode_png(array, level=3):
         fmt = "gray16be" if array.dtype == np.uint16 else "gray" if array.ndim == 2 else "rgb24"

@@ -239,7 +239,7 @@ def bench_batch(size: tuple[int, int], batch: int, frames: int, repeat: int) -> 
 
 def cpu_rows(target: RenderTarget, size: tuple[int, int], frames: int, repeat: int) -> dict[str, Any]:
     """PyAV's mjpeg on frames made beforehand (encode only), and the host path (readback + swscale + encode)."""
-    from glrec.dataset.encode import jpeg_qscale
+    from glrec.dataset.files.encode import jpeg_qscale
 
     w, h = size
 

@@ -72,6 +72,28 @@ MOVED: dict[str, str] = {
     "glrec.sources.upload": "glrec.sources.video.upload",
     # issue 31: the module of the front door's transcode verb is private; glrec.transcode is the verb
     "glrec.transcode": "glrec._transcode",
+    # issue 33: the dataset room in sub-packages (spec, rendering, files, streaming; glrec.dataset.spec is the
+    # spec package now, whose face hands on the document's public names)
+    "glrec.dataset.params": "glrec.dataset.spec.params",
+    "glrec.dataset.render": "glrec.dataset.rendering.sample",
+    "glrec.dataset.gpu_pack": "glrec.dataset.rendering.pack",
+    "glrec.dataset.batches": "glrec.dataset.rendering.batches",
+    "glrec.dataset.batch_cuda": "glrec.dataset.rendering.cuda",
+    "glrec.dataset.batch_memory": "glrec.dataset.rendering.memory",
+    "glrec.dataset.devices": "glrec.dataset.rendering.devices",
+    "glrec.dataset.encode": "glrec.dataset.files.encode",
+    "glrec.dataset.png": "glrec.dataset.files.png",
+    "glrec.dataset.writers": "glrec.dataset.files.writers",
+    "glrec.dataset.nvjpeg_colour": "glrec.dataset.files.nvjpeg_colour",
+    "glrec.dataset.gl_jpeg_colour": "glrec.dataset.files.gl_jpeg_colour",
+    "glrec.dataset.folder": "glrec.dataset.files.folder",
+    "glrec.dataset.lock": "glrec.dataset.files.lock",
+    "glrec.dataset.runner": "glrec.dataset.files.runner",
+    "glrec.dataset.local": "glrec.dataset.files.local",
+    "glrec.dataset.ray_backend": "glrec.dataset.files.ray_backend",
+    "glrec.dataset.preview": "glrec.dataset.files.preview",
+    "glrec.dataset.tensors": "glrec.dataset.streaming.tensors",
+    "glrec.dataset.torch_data": "glrec.dataset.streaming.torch_data",
 }
 
 #: Old module paths that are front-door verbs now (``glrec.transcode``): importing the old path makes

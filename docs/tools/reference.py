@@ -80,10 +80,13 @@ def _target(pkg: griffe.Module, module: str, name: str) -> griffe.Object | None:
     """What ``module.name`` is; a name the module hands out lazily (PEP 562) is found in its submodules."""
     mod: Any = pkg if module == "glrec" else pkg[module.removeprefix("glrec.")]
     member = mod.members.get(name)
-    if member is None:
-        for sub in mod.modules.values():
+    if member is None:  # its submodules, and theirs (glrec.dataset.StreamDataset: dataset.streaming.torch_data)
+        subs = list(mod.modules.values())
+        while subs:
+            sub = subs.pop(0)
             if name in sub.members and not sub.members[name].is_alias:
                 return sub.members[name]
+            subs.extend(sub.modules.values())
         return None
     try:
         return member.final_target if member.is_alias else member

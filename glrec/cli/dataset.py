@@ -81,7 +81,7 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ..dataset.api import generate
-    from ..dataset.runner import write_samples
+    from ..dataset.files.runner import write_samples
     from ..dataset.spec import DatasetSpec
 
     spec = DatasetSpec.load(args.spec, allow_scene_outside=args.allow_scene_outside)
@@ -130,10 +130,10 @@ def _cmd_preview(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..dataset.api import render_sample
-    from ..dataset.encode import encode_png
-    from ..dataset.preview import compose
+    from ..dataset.files.encode import encode_png
+    from ..dataset.files.preview import compose
+    from ..dataset.files.writers import atomic_write
     from ..dataset.spec import DatasetSpec
-    from ..dataset.writers import atomic_write
     from ..sinks.paths import check_output_path
 
     out = check_output_path(Path(args.output), args.overwrite)  # links refused, existing only with --overwrite

@@ -9,16 +9,16 @@ See ``glrec dataset --help`` and the README's "Datasets" section.
 """
 
 from .api import DatasetResult, generate, render_sample
-from .encode import register_colour_encoder
-from .render import Sample
-from .runner import write_samples
-from .spec import PASSES, DatasetSpec, OutputSpec
-from .tensors import Batch, SampleStream, stream
+from .files.encode import register_colour_encoder
+from .files.runner import write_samples
+from .rendering.sample import Sample
+from .spec.document import PASSES, DatasetSpec, OutputSpec
+from .streaming.tensors import Batch, SampleStream, stream
 
 
 def __getattr__(name: str) -> object:
     if name == "StreamDataset":  # torch only when asked for
-        from .torch_data import StreamDataset
+        from .streaming.torch_data import StreamDataset
 
         return StreamDataset
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,15 +13,14 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..scenes.capabilities import classes_of
-from ..scenes.passes import PASS_ROWS
-from .devices import check_egl_device
-from .encode import check_colour_encoder
-from .folder import FORMAT, FORMAT_VERSION, DatasetFolder
-from .lock import FolderLock
-from .render import Sample, SampleRenderer, check_scene
-from .runner import Progress, ShardQueue, run_local
-from .spec import DatasetSpec, check_flag
-from .writers import disk_full
+from .files.encode import check_colour_encoder
+from .files.folder import FORMAT, FORMAT_VERSION, DatasetFolder, member_names
+from .files.lock import FolderLock
+from .files.runner import Progress, ShardQueue, run_local
+from .files.writers import disk_full
+from .rendering.devices import check_egl_device
+from .rendering.sample import Sample, SampleRenderer, check_scene
+from .spec.document import DatasetSpec, check_flag
 
 log = logging.getLogger("glrec")
 
@@ -72,13 +71,6 @@ def _as_spec(spec: DatasetSpec | str | os.PathLike[str]) -> DatasetSpec:
     return spec if isinstance(spec, DatasetSpec) else DatasetSpec.load(spec)
 
 
-def member_names(spec: DatasetSpec) -> list[str]:
-    """The file names each sample has (``rgb.png``, ``depth.npy``, ..., ``meta.json``)."""
-    order = ["rgb", *(p for p in spec.output.passes if p != "rgb")]  # colour first
-    names = [PASS_ROWS[p].file_name(spec.output, spec.is_clip) for p in order]
-    return [*names, "meta.json"]
-
-
 def dataset_info(spec: DatasetSpec, scene: object) -> dict[str, Any]:
     """What ``dataset.json`` says (no timestamps, so a resumed run writes the same bytes)."""
     from .. import __version__  # here: glrec/__init__ imports the scenes, which import this package
@@ -124,7 +116,7 @@ def generate(
     ``ray.init()`` does; an address joins that cluster (Ray then places the
     workers, so ``workers`` is refused with it). ``device``: the EGL device every
     local worker renders on. ``progress(n)`` is called as samples finish. The
-    folder is locked for the whole run (:mod:`glrec.dataset.lock`): another run
+    folder is locked for the whole run (:mod:`glrec.dataset.files.lock`): another run
     writing it is refused with an OutputError naming that run, before anything
     is touched. ``"complete"`` is written once every shard is found on disk.
 
@@ -132,7 +124,7 @@ def generate(
     DatasetResult(path=PosixPath('out'), samples=200, ...)
     """
     from ..scenes import load_scene
-    from .local import (
+    from .files.local import (
         MAX_DEFAULT_WORKERS,
         colour_factory,
         colour_stays_here,
@@ -179,7 +171,7 @@ def generate(
         rendered: list[int] = []
         if pending:
             if ray is not None:
-                from .ray_backend import run_on_ray
+                from .files.ray_backend import run_on_ray
 
                 rendered = run_on_ray(spec, folder, pending, address=ray, progress=progress, **(ray_options or {}))
             else:

@@ -60,7 +60,7 @@ class PassRow:
     clip_ext: str = "npy"
 
     def encoding(self, output: object) -> str:
-        """The encoding ``output`` (an :class:`~glrec.dataset.spec.OutputSpec`) picks for this pass."""
+        """The encoding ``output`` (an :class:`~glrec.dataset.spec.document.OutputSpec`) picks for this pass."""
         return str(getattr(output, self.option)) if self.option is not None else self.encodings[0]
 
     def file_name(self, output: object, clip: bool = False) -> str:

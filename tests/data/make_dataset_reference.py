@@ -14,10 +14,10 @@ import numpy as np
 from PIL import Image
 
 from glrec.dataset import DatasetSpec
-from glrec.dataset.encode import colour_encoder
-from glrec.dataset.folder import FORMAT_VERSION
-from glrec.dataset.render import SampleRenderer
-from glrec.dataset.runner import sample_files
+from glrec.dataset.files.encode import colour_encoder
+from glrec.dataset.files.folder import FORMAT_VERSION
+from glrec.dataset.files.runner import sample_files
+from glrec.dataset.rendering.sample import SampleRenderer
 from glrec.gl.context import create_context
 
 PATH = Path(__file__).with_name("dataset_reference.json")

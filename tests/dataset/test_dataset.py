@@ -14,7 +14,7 @@ from where import EXAMPLES
 import glrec
 from glrec.cli import main
 from glrec.dataset import DatasetSpec, generate, render_sample, write_samples
-from glrec.dataset.params import sample_params, sample_seed
+from glrec.dataset.spec.params import sample_params, sample_seed
 
 pytestmark = pytest.mark.gl
 
@@ -320,7 +320,7 @@ def test_preview_png(tmp_path, capsys):
 
 
 def test_colour_encoder_hook_receives_the_colour_texture(tmp_path, monkeypatch):
-    from glrec.dataset import encode
+    from glrec.dataset.files import encode
 
     seen = []
 

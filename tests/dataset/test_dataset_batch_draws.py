@@ -7,7 +7,7 @@ import pytest
 from where import EXAMPLES
 
 from glrec.dataset import DatasetSpec, render_sample, stream
-from glrec.dataset.render import plan_samples
+from glrec.dataset.rendering.sample import plan_samples
 from glrec.scenes.capabilities import BatchRandomisable, batch_randomisable
 from glrec.scenes.table import Table
 

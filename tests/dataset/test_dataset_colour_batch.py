@@ -9,10 +9,10 @@ from helpers import shard_members
 from PIL import Image
 
 from glrec.dataset import DatasetSpec, generate, render_sample
-from glrec.dataset.encode import BatchColour, ColourImage, colour_encoder
-from glrec.dataset.folder import DatasetFolder
-from glrec.dataset.gl_jpeg_colour import GlJpegColour
-from glrec.dataset.runner import ShardWorker
+from glrec.dataset.files.encode import BatchColour, ColourImage, colour_encoder
+from glrec.dataset.files.folder import DatasetFolder
+from glrec.dataset.files.gl_jpeg_colour import GlJpegColour
+from glrec.dataset.files.runner import ShardWorker
 from glrec.errors import ConfigError
 
 pytestmark = pytest.mark.gl
@@ -67,7 +67,7 @@ def test_gl_jpeg_shards_decode_close_to_the_render_and_do_not_depend_on_the_batc
 def test_gl_jpeg_batched_bytes_equal_one_image_at_a_time(gl, tmp_path):
     spec = jpeg_spec(samples=3, shard_size=3)
     batched = shards_with_batch(tmp_path, spec, 8, threads=1)
-    from glrec.dataset.render import SampleRenderer
+    from glrec.dataset.rendering.sample import SampleRenderer
 
     one = GlJpegColour(spec.output)
     renderer = SampleRenderer(spec, gl.mgl, one, keep_rgb=False)
@@ -106,7 +106,7 @@ def test_colour_encoders_come_from_the_encoder_rows(fmt, encoder, words):
 
 
 def test_a_registered_colour_encoder_still_works(monkeypatch):
-    from glrec.dataset import encode
+    from glrec.dataset.files import encode
 
     class Mine:
         ext = "jpg"

@@ -23,7 +23,7 @@ from crash_helpers import child_env
 from PIL import Image
 
 from glrec.dataset import DatasetSpec, render_sample, stream
-from glrec.dataset.tensors import batch_ranges
+from glrec.dataset.streaming.tensors import batch_ranges
 
 pytestmark = pytest.mark.gl
 

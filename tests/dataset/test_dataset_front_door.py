@@ -133,7 +133,7 @@ def test_a_bogus_encoder_or_device_is_refused_before_the_folder_is_touched(tmp_p
 # unread, so the parent reads ECONNRESET (ConnectionResetError), not an end of file.
 KILL_WORKERS = """
 import os, signal, sys
-if "glrec.dataset.local" in sys.orig_argv:
+if "glrec.dataset.files.local" in sys.orig_argv:
     os.kill(os.getpid(), signal.SIGKILL)
 """
 
@@ -213,7 +213,7 @@ def test_stream_refuses_a_bad_argument_when_made(kwargs, words):
     ],
 )
 def test_stream_dataset_refuses_a_bad_argument_when_made_not_in_its_workers(kwargs, words):
-    torch_data = pytest.importorskip("glrec.dataset.torch_data", exc_type=ImportError)
+    torch_data = pytest.importorskip("glrec.dataset.streaming.torch_data", exc_type=ImportError)
     before = _threads()
     with pytest.raises(glrec.ConfigError, match=_pattern(words)):
         torch_data.StreamDataset(small_spec(), **{"batch_size": 2, **kwargs})
@@ -221,7 +221,7 @@ def test_stream_dataset_refuses_a_bad_argument_when_made_not_in_its_workers(kwar
 
 
 def test_stream_dataset_refuses_what_the_scene_cannot_make_and_counts_batches_arithmetically():
-    torch_data = pytest.importorskip("glrec.dataset.torch_data", exc_type=ImportError)
+    torch_data = pytest.importorskip("glrec.dataset.streaming.torch_data", exc_type=ImportError)
     with pytest.raises(glrec.ConfigError, match="no parameter 'wings'"):
         torch_data.StreamDataset(small_spec(wings=2), batch_size=2)
     with pytest.raises(glrec.SceneError):

@@ -27,10 +27,10 @@ from PIL import Image
 
 import glrec
 from glrec.dataset import generate, write_samples
-from glrec.dataset.folder import DatasetFolder
-from glrec.dataset.lock import FolderLock
-from glrec.dataset.runner import ShardWorker
-from glrec.dataset.spec import DatasetSpec
+from glrec.dataset.files.folder import DatasetFolder
+from glrec.dataset.files.lock import FolderLock
+from glrec.dataset.files.runner import ShardWorker
+from glrec.dataset.spec.document import DatasetSpec
 
 pytestmark = pytest.mark.gl
 

@@ -17,10 +17,10 @@ from PIL import Image
 from where import DATA, EXAMPLES
 
 from glrec.dataset import DatasetSpec, generate
-from glrec.dataset.encode import colour_encoder, file_array
-from glrec.dataset.gpu_pack import MAX_IDS, PassPacker
-from glrec.dataset.render import SampleRenderer
-from glrec.dataset.runner import sample_files
+from glrec.dataset.files.encode import colour_encoder, file_array
+from glrec.dataset.files.runner import sample_files
+from glrec.dataset.rendering.pack import MAX_IDS, PassPacker
+from glrec.dataset.rendering.sample import SampleRenderer
 from glrec.errors import EncoderError
 from glrec.gl.context import create_context
 from glrec.scenes.camera import mask_boxes
@@ -80,8 +80,8 @@ def test_shards_are_the_host_paths_bytes_for_every_thread_count(tmp_path):
     spec = table_spec("66x50", samples=7)
     made = {}
     for threads in (1, 3):
-        from glrec.dataset.folder import DatasetFolder
-        from glrec.dataset.runner import ShardWorker
+        from glrec.dataset.files.folder import DatasetFolder
+        from glrec.dataset.files.runner import ShardWorker
 
         root = tmp_path / f"t{threads}"
         root.mkdir()
@@ -115,7 +115,7 @@ def test_datasets_match_those_made_before_gpu_packing(tmp_path, gl, config):
         if name.endswith((".png", ".jpg")):
             pixels = np.asarray(Image.open(io.BytesIO(data))).tobytes()
             assert hashlib.sha256(pixels).hexdigest() == want["decoded_sha256"], name
-        # PNGs are glrec's own writer's now (glrec.dataset.png), not FFmpeg's, and FFmpeg's JPEG encoder
+        # PNGs are glrec's own writer's now (glrec.dataset.files.png), not FFmpeg's, and FFmpeg's JPEG encoder
         # runs one slice (it made one per core, so the bytes depended on the machine): same pixels, other bytes
         if not name.endswith((".png", ".jpg")):
             assert hashlib.sha256(data).hexdigest() == want["sha256"], name
@@ -150,7 +150,7 @@ def test_ids_beyond_16_bits_are_refused_only_where_written(tmp_path):
 
 
 def test_an_encoding_error_on_a_worker_thread_aborts_the_shard(tmp_path, monkeypatch):
-    from glrec.dataset import encode
+    from glrec.dataset.files import encode
 
     calls = []
     real = encode.encode_png
@@ -168,7 +168,7 @@ def test_an_encoding_error_on_a_worker_thread_aborts_the_shard(tmp_path, monkeyp
 
 
 def test_shard_records_hold_the_files_digest_and_size(tmp_path):
-    from glrec.dataset.folder import DatasetFolder
+    from glrec.dataset.files.folder import DatasetFolder
 
     spec = table_spec("64x48", samples=4)
     generate(spec, tmp_path / "o")

@@ -8,9 +8,9 @@ import pytest
 import glrec
 from glrec.dataset import DatasetSpec
 from glrec.dataset.api import dataset_info
-from glrec.dataset.devices import egl_device_for_gpus
-from glrec.dataset.folder import DatasetFolder
-from glrec.dataset.params import params_batch, parse_param, sample_params, sample_seed, sample_seeds, uniforms
+from glrec.dataset.files.folder import DatasetFolder
+from glrec.dataset.rendering.devices import egl_device_for_gpus
+from glrec.dataset.spec.params import params_batch, parse_param, sample_params, sample_seed, sample_seeds, uniforms
 from glrec.scenes import Table
 
 
@@ -209,8 +209,8 @@ def test_ray_gpu_ids_map_to_egl_devices(monkeypatch):
 def test_missing_ray_and_unknown_colour_encoder_say_what_to_install(monkeypatch, tmp_path):
     import sys
 
-    from glrec.dataset.encode import colour_encoder
-    from glrec.dataset.spec import OutputSpec
+    from glrec.dataset.files.encode import colour_encoder
+    from glrec.dataset.spec.document import OutputSpec
 
     # nvjpeg is an encoder row (it names nvImageCodec where that is missing: tests/dataset/test_dataset_packed.py)
     with pytest.raises(

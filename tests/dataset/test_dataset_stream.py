@@ -13,7 +13,7 @@ from PIL import Image
 from where import EXAMPLES, TESTS
 
 from glrec.dataset import DatasetSpec, generate, stream
-from glrec.dataset.encode import depth_units
+from glrec.dataset.files.encode import depth_units
 from glrec.errors import BuffersHeldError, ConfigError, DeviceError, GlrecError, SceneError
 
 pytestmark = pytest.mark.gl
@@ -193,7 +193,7 @@ class FailsToDraw(Table):
 
 
 def test_scene_errors_name_the_sample(tmp_path):
-    from glrec.dataset.render import sample_plan
+    from glrec.dataset.rendering.sample import sample_plan
 
     spec = make_spec(samples=6, size="32x24", base_dir=tmp_path, dataset={"scene": "table"})
     azimuth = sample_plan(spec, 3)[1]["camera_azimuth"]

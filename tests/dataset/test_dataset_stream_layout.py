@@ -12,8 +12,8 @@ from test_dataset_stream import make_spec
 
 from glrec.cuda import dlpack
 from glrec.dataset import stream
-from glrec.dataset.batch_memory import BatchLayout
-from glrec.dataset.render import SampleRenderer
+from glrec.dataset.rendering.memory import BatchLayout
+from glrec.dataset.rendering.sample import SampleRenderer
 from glrec.gl.context import create_context
 
 pytestmark = pytest.mark.gl

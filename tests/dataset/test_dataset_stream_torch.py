@@ -9,7 +9,7 @@ from test_dataset_stream import BAD_SCENE, make_spec  # noqa: E402
 from where import EXAMPLES  # noqa: E402
 
 from glrec.dataset import StreamDataset, stream  # noqa: E402
-from glrec.dataset.tensors import batch_ranges  # noqa: E402
+from glrec.dataset.streaming.tensors import batch_ranges  # noqa: E402
 from glrec.errors import GlrecError  # noqa: E402
 
 pytestmark = pytest.mark.gl
@@ -57,7 +57,7 @@ def test_ranks_and_workers_split_the_samples_between_them():
 
 
 def test_a_scene_error_in_a_worker_reaches_the_training_process_with_the_sample(tmp_path):
-    from glrec.dataset.render import sample_plan
+    from glrec.dataset.rendering.sample import sample_plan
 
     azimuth = sample_plan(make_spec(samples=6, size="32x24"), 3)[1]["camera_azimuth"]
     (tmp_path / "bad.py").write_text(f"AZIMUTH = {azimuth!r}\n" + BAD_SCENE)

@@ -10,7 +10,7 @@ def test_the_shard_writer_writes_what_tarfile_writes(tmp_path):
     """TarWriter writes members itself (one write each); the archive must be tarfile's, byte for byte."""
     import tarfile
 
-    from glrec.dataset.writers import TarWriter
+    from glrec.dataset.files.writers import TarWriter
 
     rng = np.random.default_rng(2)
     samples = [

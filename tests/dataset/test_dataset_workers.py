@@ -11,8 +11,8 @@ from where import ROOT
 
 from glrec.cli import main
 from glrec.dataset import DatasetSpec, generate
-from glrec.dataset.local import MAX_DEFAULT_WORKERS, default_workers, resolve_workers, usable_cores
-from glrec.dataset.params import sample_params, sample_seed
+from glrec.dataset.files.local import MAX_DEFAULT_WORKERS, default_workers, resolve_workers, usable_cores
+from glrec.dataset.spec.params import sample_params, sample_seed
 from glrec.errors import ConfigError, DatasetError, SceneError
 
 pytestmark = pytest.mark.gl
@@ -110,7 +110,7 @@ class Failing(Table):
 # glrec error) while GLREC_TEST_FAIL_COLOUR is set. The workers can only know it if it is sent.
 FAILING_COLOUR = """
 import os
-from glrec.dataset.encode import encode_png
+from glrec.dataset.files.encode import encode_png
 
 class FailingColour:
     ext = "png"
@@ -147,7 +147,8 @@ def test_a_glrec_error_in_a_worker_keeps_its_class_and_names_the_sample(tmp_path
 
 
 def test_another_error_in_a_worker_is_a_dataset_error_naming_the_sample(tmp_path, monkeypatch):
-    from glrec.dataset import encode, register_colour_encoder
+    from glrec.dataset import register_colour_encoder
+    from glrec.dataset.files import encode
 
     (tmp_path / "failing_colour.py").write_text(textwrap.dedent(FAILING_COLOUR))
     _on_path(monkeypatch, ROOT, tmp_path)
@@ -173,7 +174,7 @@ def test_another_error_in_a_worker_is_a_dataset_error_naming_the_sample(tmp_path
 
 
 def test_workers_refuse_a_colour_encoder_they_cannot_import(tmp_path, monkeypatch):
-    from glrec.dataset import encode
+    from glrec.dataset.files import encode
 
     monkeypatch.setitem(encode.COLOUR_ENCODERS, ("png", "local"), lambda output: None)
     spec = spec_for(tmp_path)

@@ -13,7 +13,7 @@ from PIL import Image
 from test_dataset_colour_batch import jpeg_spec, psnr, shards_with_batch
 
 from glrec.dataset import generate, render_sample
-from glrec.dataset.gl_jpeg_colour import GlJpegColour
+from glrec.dataset.files.gl_jpeg_colour import GlJpegColour
 
 pytestmark = pytest.mark.gpu
 
@@ -27,7 +27,7 @@ def check_decodes(spec, got):
 
 def test_nvjpeg_shards_do_not_depend_on_the_batch(tmp_path):
     pytest.importorskip("nvidia.nvimgcodec", reason="needs nvImageCodec: pip install glrec[nvjpeg]")
-    from glrec.dataset.nvjpeg_colour import NvJpegColour
+    from glrec.dataset.files.nvjpeg_colour import NvJpegColour
 
     spec = jpeg_spec(samples=21, shard_size=10, encoder="nvjpeg")
     made = {b: shards_with_batch(tmp_path, spec, b, kind=NvJpegColour) for b in (1, 4, 16)}
@@ -51,6 +51,6 @@ def test_gl_jpeg_on_hardware_gl_does_not_depend_on_the_batch(tmp_path):
 
 
 def test_auto_takes_the_gl_jpeg_encoder_on_hardware_gl():
-    from glrec.dataset.encode import colour_encoder
+    from glrec.dataset.files.encode import colour_encoder
 
     assert isinstance(colour_encoder(jpeg_spec(encoder="auto").output), GlJpegColour)

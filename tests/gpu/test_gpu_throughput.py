@@ -16,9 +16,9 @@ from helpers import shard_members
 from PIL import Image
 
 from glrec.dataset import DatasetSpec, generate
-from glrec.dataset.encode import file_array
-from glrec.dataset.gpu_pack import PassPacker
-from glrec.dataset.render import SampleRenderer
+from glrec.dataset.files.encode import file_array
+from glrec.dataset.rendering.pack import PassPacker
+from glrec.dataset.rendering.sample import SampleRenderer
 from glrec.gl.context import create_context
 from glrec.scenes.camera import mask_boxes
 

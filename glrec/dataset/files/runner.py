@@ -15,14 +15,14 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, cast
 
-from ..errors import SceneError
-from ..gl.context import GLContext, create_context
-from .devices import check_egl_device
+from ...errors import SceneError
+from ...gl.context import GLContext, create_context
+from ..rendering.devices import check_egl_device
+from ..rendering.sample import Sample, SampleRenderer, finish_colour
+from ..spec.document import DatasetSpec, check_flag
 from .encode import BatchColour, ColourEncoder, check_colour_encoder, colour_encoder, encode_clip_pass, encode_pass
 from .folder import DatasetFolder, holds_anything
 from .lock import FolderLock
-from .render import Sample, SampleRenderer, finish_colour
-from .spec import DatasetSpec, check_flag
 from .writers import FolderWriter, ShardWriter, TarWriter, disk_full
 
 log = logging.getLogger("glrec")
@@ -154,7 +154,7 @@ class ShardWorker:
         return self._renderer
 
     def _clip(self, index: int) -> tuple[Sample, bytes, dict[str, Any]]:
-        from ..recorder import Recorder  # the video path: GL convert, readback, PyAV encode, MP4
+        from ...recorder import Recorder  # the video path: GL convert, readback, PyAV encode, MP4
 
         spec = self.spec
         tmp = self.folder.scratch / f"clip-{os.getpid()}-{spec.key(index)}.mp4"
@@ -371,7 +371,7 @@ def write_samples(
     >>> write_samples(spec, [17], "sample17/")  # doctest: +SKIP
     [PosixPath('sample17/000017')]
     """
-    from ..errors import ConfigError, OutputExistsError
+    from ...errors import ConfigError, OutputExistsError
 
     spec = spec if isinstance(spec, DatasetSpec) else DatasetSpec.load(spec)  # a TOML path, as generate() takes
     bad = [i for i in indices if not 0 <= i < spec.samples]

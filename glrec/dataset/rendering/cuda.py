@@ -17,7 +17,7 @@ release wait for the whole device instead.
 
 Needs an NVIDIA GPU, cuda-python and the driver's ``GL_EXT_memory_object_fd``;
 not run on the CPU-only development machine (its CPU twin, the host slots in
-:mod:`glrec.dataset.batch_memory`, has the same layout and is tested in CI).
+:mod:`glrec.dataset.rendering.memory`, has the same layout and is tested in CI).
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from ..cuda.driver import CudaDevice, call, cuda_problem, device_info, driver
-from ..cuda.pool import DevicePool
-from ..cuda.vmm import SharedBuffer
-from ..errors import DeviceError
-from .batch_memory import ALIGN, BatchLayout, Lease, PassView
-from .gpu_pack import PackTarget
+from ...cuda.driver import CudaDevice, call, cuda_problem, device_info, driver
+from ...cuda.pool import DevicePool
+from ...cuda.vmm import SharedBuffer
+from ...errors import DeviceError
+from .memory import ALIGN, BatchLayout, Lease, PassView
+from .pack import PackTarget
 
 log = logging.getLogger("glrec")
 
@@ -57,7 +57,7 @@ def check_cuda(ordinal: int) -> None:
 
 def open_cuda(ordinal: int, gl_device: int | None) -> tuple[CudaDevice, Any]:
     """The CUDA device and a GL context on the EGL device that is that GPU (checked, not assumed)."""
-    from ..gl.context import create_cuda_context
+    from ...gl.context import create_cuda_context
 
     device = CudaDevice.open(ordinal)
     try:
@@ -103,7 +103,7 @@ class CudaArray:
 
     def __dlpack__(self, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None) -> Any:
         """A DLPack capsule over the pass; ``stream`` is the consumer's (recorded for the slot's release)."""
-        from ..cuda.dlpack import capsule
+        from ...cuda.dlpack import capsule
 
         if copy:
             raise BufferError("glrec's CUDA arrays are views of the render memory; copy after importing.")

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import OutputError
+from ...errors import OutputError
 
 __all__ = ["LOCK_NAME", "FolderLock", "check_owner", "probe"]
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from ..errors import DiskFullError, GlrecError
+from ...errors import DiskFullError, GlrecError
 
 __all__ = [
     "FolderWriter",

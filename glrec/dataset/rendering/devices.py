@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 __all__ = ["check_egl_device", "egl_device_for_gpus", "match_cuda_device"]
 
@@ -23,8 +23,8 @@ Matcher = Callable[[int], int]
 
 def match_cuda_device(cuda_ordinal: int) -> int:
     """The EGL device index that is CUDA device ``cuda_ordinal`` of this process (glrec.gl.devices' matching)."""
-    from ..cuda.driver import device_info
-    from ..gl.devices import egl_devices, match_egl_device
+    from ...cuda.driver import device_info
+    from ...gl.devices import egl_devices, match_egl_device
 
     return match_egl_device(egl_devices(), cuda_ordinal, device_info(cuda_ordinal).pci_bus_id)
 
@@ -55,7 +55,7 @@ def check_egl_device(device: object, what: str = "device") -> None:
         return
     if isinstance(device, bool) or not isinstance(device, int) or device < 0:
         raise ConfigError(f"{what} {device!r} must be an EGL device index: a whole number of 0 or more, e.g. 0.")
-    from ..gl.devices import egl_devices
+    from ...gl.devices import egl_devices
 
     count = len(egl_devices())
     if count and device >= count:  # no count (EGL cannot list its devices): the context says

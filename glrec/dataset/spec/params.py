@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..scenes.draws import sample_seed, sample_seeds, stream_key, uniforms
+from ...errors import ConfigError
+from ...scenes.draws import sample_seed, sample_seeds, stream_key, uniforms
 
 __all__ = [
     "KINDS",

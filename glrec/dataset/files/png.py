@@ -24,7 +24,7 @@ from typing import cast
 
 import numpy as np
 
-from ..errors import EncoderError
+from ...errors import EncoderError
 
 __all__ = ["DEFAULT_LEVEL", "LEVELS", "compress", "encode_png", "png_rows"]
 

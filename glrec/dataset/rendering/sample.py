@@ -10,9 +10,9 @@ from typing import Any, cast
 import moderngl
 import numpy as np
 
-from ..errors import ConfigError, GlrecError, SceneError
-from ..scenes.camera import mask_boxes
-from ..scenes.capabilities import (
+from ...errors import ConfigError, GlrecError, SceneError
+from ...scenes.camera import mask_boxes
+from ...scenes.capabilities import (
     Annotated,
     BatchRandomisable,
     Randomisable,
@@ -21,11 +21,11 @@ from ..scenes.capabilities import (
     params_in_effect,
     passes_of,
 )
-from ..scenes.passes import GBuffer
-from .encode import ColourEncoder, ColourImage
-from .gpu_pack import PackTarget, PassPacker
-from .params import params_batch, rng_for, sample_seeds
-from .spec import DatasetSpec
+from ...scenes.passes import GBuffer
+from ..spec.document import DatasetSpec
+from ..spec.params import params_batch, rng_for, sample_seeds
+from .colour import ColourEncoder, ColourImage
+from .pack import PackTarget, PassPacker
 
 log = logging.getLogger("glrec")
 
@@ -41,7 +41,7 @@ class Sample:
     passes: ``rgb`` (h, w, 3) uint8 (when kept), ``depth`` (h, w) float32,
     ``instance``/``semantic`` (h, w) uint32, ``normal`` (h, w, 3) float32; when
     ``packed``, each pass is already its file's array instead
-    (:func:`glrec.dataset.encode.file_array`: uint16 ids, 8-bit normals for png).
+    (:func:`glrec.dataset.files.encode.file_array`: uint16 ids, 8-bit normals for png).
     ``colour`` holds the encoded colour image per frame when an encoder ran;
     ``deferred_colour`` the images a host-only encoder has yet to encode
     (:func:`finish_colour`). ``meta`` is what ``meta.json`` holds.
@@ -167,7 +167,7 @@ class SampleRenderer:
     """Renders samples of ``spec`` on a moderngl context: the scene and a G-buffer, set up once.
 
     ``packed``: the passes are packed on the GPU into their files' arrays and read
-    back in one copy (:class:`~glrec.dataset.gpu_pack.PassPacker`), and a host-only
+    back in one copy (:class:`~glrec.dataset.rendering.pack.PassPacker`), and a host-only
     colour encoder is left to :func:`finish_colour` (so it can run on another
     thread); otherwise each pass is read back as rendered.
 
@@ -186,7 +186,7 @@ class SampleRenderer:
         *,
         packed: bool = False,
     ) -> None:
-        from ..scenes import load_scene
+        from ...scenes import load_scene
 
         self.spec = spec
         self.ctx = ctx

@@ -6,9 +6,9 @@ as a dict of arrays: the same passes, values and metadata as the shards
 (sample *i* is shard sample *i*). On ``device="cpu"`` the arrays are numpy views
 of host memory; on ``device="cuda"`` they are CUDA arrays (DLPack and
 ``__cuda_array_interface__``) in memory GL renders into directly
-(:mod:`glrec.dataset.batch_cuda`). A batch's memory is reused only once every
+(:mod:`glrec.dataset.rendering.cuda`). A batch's memory is reused only once every
 array made from it is gone; while the consumer holds all buffers, the renderer
-waits (memory never grows). :class:`glrec.dataset.torch_data.StreamDataset` is
+waits (memory never grows). :class:`glrec.dataset.streaming.torch_data.StreamDataset` is
 the ``torch.utils.data.IterableDataset`` over it.
 """
 
@@ -27,12 +27,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..errors import BuffersHeldError, GlrecError, SceneError
-from .batch_memory import BatchLayout, HostSlots, Lease
-from .batches import BatchRanges, check_stream_args, parse_device
-from .gpu_pack import PackTarget
-from .render import SampleRenderer
-from .spec import DatasetSpec
+from ...errors import BuffersHeldError, GlrecError, SceneError
+from ..rendering.batches import BatchRanges, check_stream_args, parse_device
+from ..rendering.memory import BatchLayout, HostSlots, Lease
+from ..rendering.pack import PackTarget
+from ..rendering.sample import SampleRenderer
+from ..spec.document import DatasetSpec
 
 log = logging.getLogger("glrec")
 
@@ -156,7 +156,7 @@ class _Producer:
             raise _Stopped
 
     def run(self) -> None:
-        from ..gl.context import GLContext, create_context
+        from ...gl.context import GLContext, create_context
 
         gl: GLContext | None = None
         renderer: SampleRenderer | None = None
@@ -165,7 +165,7 @@ class _Producer:
             if self.cuda is None:
                 gl = create_context(self.gl_device)
             else:
-                from .batch_cuda import open_cuda
+                from ..rendering.cuda import open_cuda
 
                 device, gl = open_cuda(self.cuda, self.gl_device)
             with gl.active():
@@ -177,7 +177,7 @@ class _Producer:
                 if device is None:
                     self.slots = _HostTargets(layout.nbytes, self.buffers)
                 else:
-                    from .batch_cuda import CudaSlots
+                    from ..rendering.cuda import CudaSlots
 
                     self.slots = CudaSlots(gl.mgl, device, layout.nbytes, self.buffers)
                     device = None  # the slots own it now
@@ -222,7 +222,7 @@ class _Producer:
         return batch
 
     def _sample(self, renderer: SampleRenderer, index: int, into: Any) -> dict[str, Any]:
-        from .runner import meta_json  # strict JSON, exactly what meta.json holds
+        from ..files.runner import meta_json  # strict JSON, exactly what meta.json holds
 
         try:
             sample = renderer.render(index, into=into)
@@ -370,8 +370,8 @@ def stream(
     spec = spec if isinstance(spec, DatasetSpec) else DatasetSpec.load(spec)
     args = check_stream_args(spec, batch_size, device=device, start=start, stop=stop, part=part, buffers=buffers,
                              gl_device=gl_device, timeout=timeout)  # fmt: skip
-    from ..scenes import load_scene
-    from .render import check_scene
+    from ...scenes import load_scene
+    from ..rendering.sample import check_scene
 
     check_scene(load_scene(spec.scene_ref()), spec)  # a spec the scene cannot make fails before any thread
     global STREAM_PID

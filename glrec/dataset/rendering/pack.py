@@ -20,11 +20,11 @@ from typing import TypeAlias
 import moderngl
 import numpy as np
 
-from ..errors import EncoderError
-from ..gl import glsl
-from ..gl.fences import Fence, dispatch_compute, gl_function
-from ..scenes.camera import mask_boxes
-from ..scenes.passes import PASS_ROWS, GBuffer
+from ...errors import EncoderError
+from ...gl import glsl
+from ...gl.fences import Fence, dispatch_compute, gl_function
+from ...scenes.camera import mask_boxes
+from ...scenes.passes import PASS_ROWS, GBuffer
 
 __all__ = ["MAX_IDS", "PackTarget", "PackedFrame", "PassPacker"]
 

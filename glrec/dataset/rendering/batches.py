@@ -12,9 +12,9 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
-from ..errors import ConfigError
+from ...errors import ConfigError
+from ..spec.document import DatasetSpec, real_number, whole_number
 from .devices import check_egl_device
-from .spec import DatasetSpec, real_number, whole_number
 
 __all__ = ["BatchRanges", "StreamArgs", "check_stream_args", "parse_device", "sample_bytes"]
 
@@ -142,7 +142,7 @@ def check_stream_args(
             f"{have / 1e9:.3g} GB of memory; use a smaller batch_size (or fewer buffers)."
         )
     if cuda is not None:
-        from .batch_cuda import check_cuda
+        from .cuda import check_cuda
 
         check_cuda(cuda)  # here, in the caller's thread: a missing GPU is one clear error
     return StreamArgs(stop, cuda, slot_batch)

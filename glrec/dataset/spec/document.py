@@ -41,10 +41,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .._userfile import inside_folder
-from ..errors import ConfigError
-from ..options import check_choice, parse_size
-from ..scenes.passes import PASS_ROWS, PASSES
+from ..._userfile import inside_folder
+from ...errors import ConfigError
+from ...options import check_choice, parse_size
+from ...scenes.passes import PASS_ROWS, PASSES
 from .params import Distribution, parse_param
 
 if sys.version_info >= (3, 11):
@@ -79,7 +79,7 @@ class OutputSpec:
     rgb: str = "png"
     rgb_encoder: str = "cpu"  # an encoder row that makes JPEG (cpu, gl, nvjpeg) or a registered colour encoder
     jpeg_quality: int = 90
-    png_compression: int = 2  # 0 stores, 1..3 ISA-L (fast), 4..9 zlib (smaller, slower): glrec.dataset.png
+    png_compression: int = 2  # 0 stores, 1..3 ISA-L (fast), 4..9 zlib (smaller, slower): glrec.dataset.files.png
     depth: str = "npy"
     depth_scale: float = 1000.0  # png16 units per scene unit (1000: millimetres of metres)
     normal: str = "png"
@@ -112,7 +112,7 @@ class OutputSpec:
         real_number("[output] depth_scale", self.depth_scale, "1000 for millimetres of metres", positive=True)
         real_number("[output] video_crf", self.video_crf, "18")
         # The clip's encoding options are the recorder's own, checked by the same declarations.
-        from ..options import VideoOptions
+        from ...options import VideoOptions
 
         VideoOptions.create(codec=self.video_codec, crf=self.video_crf)
 

@@ -9,7 +9,7 @@ comes back to the host. nvJPEG converts RGB to YCbCr with the JFIF equations
 files are described; the bytes differ from FFmpeg's encoder (another JPEG
 encoder), the lossless passes do not change.
 
-Shards are encoded in batches (:class:`~glrec.dataset.encode.BatchColour`): each
+Shards are encoded in batches (:class:`~glrec.dataset.files.encode.BatchColour`): each
 sample's colour is packed and handed to CUDA as it is drawn, and every ``batch``
 samples nvImageCodec encodes the held frames in one call, so the GL and CUDA
 contexts take turns once per batch, not per sample; a frame's bytes do not
@@ -24,9 +24,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..errors import EncoderError, EncoderUnavailableError
+from ...errors import EncoderError, EncoderUnavailableError
+from ..spec.document import OutputSpec
 from .encode import ColourImage
-from .spec import OutputSpec
 
 log = logging.getLogger("glrec")
 
@@ -36,8 +36,8 @@ BATCH = 16
 
 def cuda_device_of_current_context() -> int:
     """The CUDA ordinal the current GL context renders on (``cuGLGetDevices``), or 0 where the driver cannot say."""
-    from ..cuda.driver import call
-    from ..gl.devices import verify_gl_device
+    from ...cuda.driver import call
+    from ...gl.devices import verify_gl_device
 
     answers = {i: verify_gl_device(i) for i in range(call("cuDeviceGetCount"))}
     for ordinal, on_it in answers.items():
@@ -53,7 +53,7 @@ def cuda_device_of_current_context() -> int:
 
 
 class NvJpegColour:
-    """A :class:`~glrec.dataset.encode.ColourEncoder` that reads the colour texture on the GPU.
+    """A :class:`~glrec.dataset.files.encode.ColourEncoder` that reads the colour texture on the GPU.
 
     Its GPU stages are made at the first image, in the GL context that image's
     texture belongs to; :meth:`close` releases them (the dataset worker calls it
@@ -65,7 +65,7 @@ class NvJpegColour:
     host_only = False  # runs on the GL thread, before the next sample is drawn over the texture
 
     def __init__(self, output: OutputSpec, batch: int = BATCH) -> None:
-        from ..encoders.nvjpeg.encoder import load_nvimgcodec
+        from ...encoders.nvjpeg.encoder import load_nvimgcodec
 
         load_nvimgcodec()  # fail now, with the install hint, rather than at the first sample
         self.output = output
@@ -75,11 +75,11 @@ class NvJpegColour:
         self._held: list[Any] = []  # frames handed to CUDA, not encoded yet (batches)
 
     def _open(self, texture: Any) -> None:
-        from ..convert import RgbPacker
-        from ..cuda.driver import CudaDevice
-        from ..encoders.nvjpeg.encoder import NvJpegEncoder
-        from ..interop.handoff import cuda_handoff_kind, open_handoff
-        from ..options import VideoOptions
+        from ...convert import RgbPacker
+        from ...cuda.driver import CudaDevice
+        from ...encoders.nvjpeg.encoder import NvJpegEncoder
+        from ...interop.handoff import cuda_handoff_kind, open_handoff
+        from ...options import VideoOptions
 
         ctx = texture.ctx
         size = tuple(texture.size)

@@ -1,10 +1,10 @@
 """One machine's cores: shards rendered by local worker processes, each with its own GL context.
 
-Each worker is a new interpreter (``python -m glrec.dataset.local``, started with
+Each worker is a new interpreter (``python -m glrec.dataset.files.local``, started with
 ``subprocess``: the ``spawn`` way, never a fork of a process that may already hold a
 GL or CUDA context, and without re-running the caller's main module as
 ``multiprocessing``'s spawn would). It holds one
-:class:`~glrec.dataset.runner.ShardWorker` (context, scene, packer, encode threads)
+:class:`~glrec.dataset.files.runner.ShardWorker` (context, scene, packer, encode threads)
 made once, and renders the shards the parent hands it, one at a time, lowest
 pending shard first. Workers write into ``OUT`` themselves; a shard's bytes depend
 only on the spec and the shard, so which worker renders it changes nothing.
@@ -34,10 +34,10 @@ from multiprocessing.connection import Connection, Pipe, wait
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, DatasetError, GlrecError
+from ...errors import ConfigError, DatasetError, GlrecError
+from ..spec.document import DatasetSpec
 from .folder import DatasetFolder
 from .runner import Progress, ShardWorker
-from .spec import DatasetSpec
 
 __all__ = [
     "MAX_DEFAULT_WORKERS",
@@ -140,7 +140,7 @@ def _start(number: int, setup: dict[str, Any], env: dict[str, str], keep: tuple[
     """Start worker ``number``; ``keep``: descriptors it inherits (the folder's lock, held while it lives)."""
     ours, theirs = Pipe(duplex=True)
     fd = theirs.fileno()
-    cmd = [sys.executable, "-m", "glrec.dataset.local", str(fd), str(os.getpid())]
+    cmd = [sys.executable, "-m", "glrec.dataset.files.local", str(fd), str(os.getpid())]
     try:
         proc = subprocess.Popen(cmd, pass_fds=(fd, *keep), env=env, stdin=subprocess.DEVNULL)
     finally:
@@ -154,9 +154,9 @@ def run_workers(
 ) -> list[int]:  # fmt: skip
     """Render ``shards`` on ``workers`` local processes; returns the shards rendered.
 
-    ``shards`` is taken lazily (it may be a :class:`~glrec.dataset.runner.ShardQueue` of any length).
+    ``shards`` is taken lazily (it may be a :class:`~glrec.dataset.files.runner.ShardQueue` of any length).
     ``colour``: :func:`colour_factory` of the spec (made here when None). ``lock_fd``: the folder's
-    lock (:class:`~glrec.dataset.lock.FolderLock`), which every worker inherits and so holds too.
+    lock (:class:`~glrec.dataset.files.lock.FolderLock`), which every worker inherits and so holds too.
     """
     colour = colour_factory(spec) if colour is None else colour
     if colour is None:

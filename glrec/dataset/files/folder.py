@@ -6,7 +6,7 @@ Layout (``webdataset``)::
     OUT/manifest.jsonl          one line per sample (written when all shards are done)
     OUT/shard-000000.tar ...    the shards
     OUT/.glrec/shard-000000.json  a shard's record: written last, so its presence means "shard complete"
-    OUT/.glrec/lock             held by the run writing the folder (glrec.dataset.lock); gone when it ends
+    OUT/.glrec/lock             held by the run writing the folder (glrec.dataset.files.lock); gone when it ends
 
 The ``folder`` layout has ``OUT/KEY/`` sample folders instead of tar files.
 """
@@ -23,9 +23,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import DatasetError, OutputError, OutputExistsError
+from ...errors import DatasetError, OutputError, OutputExistsError
+from ...scenes.passes import PASS_ROWS
+from ..spec.document import DatasetSpec
 from .lock import LOCK_NAME, check_owner, probe
-from .spec import DatasetSpec
 from .writers import PARTIAL, atomic_write, atomic_write_chunks
 
 __all__ = ["DatasetFolder"]
@@ -44,7 +45,7 @@ _RECORD_FILE = re.compile(r"shard-(\d{6,})\.json")
 class DatasetFolder:
     """``OUT`` for one spec. :meth:`prepare` applies the resume/overwrite rules before anything is written.
 
-    ``owner``: the token of the run that holds the folder's lock (:mod:`glrec.dataset.lock`); a
+    ``owner``: the token of the run that holds the folder's lock (:mod:`glrec.dataset.files.lock`); a
     worker given one checks before each shard that its run still holds the folder.
     """
 
@@ -90,7 +91,7 @@ class DatasetFolder:
     ) -> dict[str, Any] | None:
         """Apply the rules without writing anything; returns the dataset found there (its ``dataset.json``).
 
-        A run that holds the folder now is named first (:func:`~glrec.dataset.lock.probe`),
+        A run that holds the folder now is named first (:func:`~glrec.dataset.files.lock.probe`),
         unless ``held``: this run holds the lock itself.
         """
         if not held:
@@ -132,7 +133,7 @@ class DatasetFolder:
         """Make the folder ready: refuse another dataset unless ``overwrite``; keep this one's shards on ``resume``.
 
         ``info`` is the ``dataset.json`` to write (status "incomplete"). Called with the folder's
-        lock held (:class:`~glrec.dataset.lock.FolderLock`), the rules are applied again under it.
+        lock held (:class:`~glrec.dataset.files.lock.FolderLock`), the rules are applied again under it.
         """
         old = self.check(resume=resume, overwrite=overwrite, info=info, held=self.owner is not None)
         if old is not None and overwrite:
@@ -263,8 +264,6 @@ class DatasetFolder:
         for p in (self.root / name, self.root / (name + PARTIAL)):
             p.unlink(missing_ok=True)
         if self.spec.output.layout == "folder":
-            from .api import member_names  # here: api builds on this module
-
             members = member_names(self.spec)
             for i in self.spec.shard_range(shard):
                 for p in (self.root / self.spec.key(i), self.root / (self.spec.key(i) + PARTIAL)):
@@ -345,6 +344,13 @@ def _remove_file(path: Path) -> None:
     for p in (path, path.with_name(path.name + PARTIAL)):
         if p.is_symlink() or p.is_file():
             p.unlink()
+
+
+def member_names(spec: DatasetSpec) -> list[str]:
+    """The file names each sample has (``rgb.png``, ``depth.npy``, ..., ``meta.json``)."""
+    order = ["rgb", *(p for p in spec.output.passes if p != "rgb")]  # colour first
+    names = [PASS_ROWS[p].file_name(spec.output, spec.is_clip) for p in order]
+    return [*names, "meta.json"]
 
 
 def _remove_sample_folder(folder: Path, members: list[str]) -> None:

@@ -6,8 +6,8 @@ import colorsys
 
 import numpy as np
 
+from ..rendering.sample import Sample
 from .encode import normal8
-from .render import Sample
 
 __all__ = ["compose", "depth_image", "instance_image"]
 

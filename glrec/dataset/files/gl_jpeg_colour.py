@@ -8,7 +8,7 @@ Quality is ``jpeg_quality`` with libjpeg's table scaling (the CPU encoder maps
 it to FFmpeg's qscale), so the bytes differ from the CPU encoder's; the
 lossless passes do not change.
 
-Shards are encoded in batches (:class:`~glrec.dataset.encode.BatchColour`): each
+Shards are encoded in batches (:class:`~glrec.dataset.files.encode.BatchColour`): each
 sample's colour is copied on the GPU into one of ``batch`` slot textures, and a
 full set is encoded in one dispatch and fenced once, read back while the next
 samples draw. A frame's bytes do not depend on the batch (the stage's promise),
@@ -22,8 +22,8 @@ from typing import Any
 
 import moderngl
 
+from ..spec.document import OutputSpec
 from .encode import ColourImage
-from .spec import OutputSpec
 
 log = logging.getLogger("glrec")
 
@@ -33,7 +33,7 @@ BATCH = 8
 
 
 class GlJpegColour:
-    """A :class:`~glrec.dataset.encode.BatchColour` that encodes the colour texture on the GPU.
+    """A :class:`~glrec.dataset.files.encode.BatchColour` that encodes the colour texture on the GPU.
 
     The stage is made at the first image, in the GL context its texture belongs to, for that
     size; :meth:`close` releases it (the dataset worker calls it before releasing the context).
@@ -52,7 +52,7 @@ class GlJpegColour:
         self._queued: list[int] = []  # sample indices copied into the slots, not yet dispatched
 
     def _open(self, ctx: moderngl.Context, size: tuple[int, int], batch: int) -> Any:
-        from ..encoders.gl_jpeg.stage import GlJpegStage
+        from ...encoders.gl_jpeg.stage import GlJpegStage
 
         if self._stage is not None and self._stage.batch < batch:  # made by encode() for one image
             self._stage.release()

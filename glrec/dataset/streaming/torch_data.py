@@ -4,7 +4,7 @@ Use it with ``DataLoader(ds, batch_size=None, num_workers=N)``: the dataset
 already yields whole batches. Each worker process opens its own stream (its own
 GL context) on its own batches: with W workers (per rank, of ``world_size``
 ranks), worker w of rank r renders batches k with ``k % (W * world_size) ==
-r * W + w`` (:func:`glrec.dataset.tensors.batch_ranges`), read from
+r * W + w`` (:func:`glrec.dataset.streaming.tensors.batch_ranges`), read from
 ``torch.utils.data.get_worker_info()``; so no sample is rendered twice, none is
 missing, and the DataLoader, taking a batch from each worker in turn, yields
 them in index order.
@@ -27,9 +27,9 @@ import torch
 import torch.utils.dlpack
 from torch.utils.data import IterableDataset, get_worker_info
 
-from ..errors import ContextError
-from .batches import check_stream_args
-from .spec import DatasetSpec, whole_number
+from ...errors import ContextError
+from ..rendering.batches import check_stream_args
+from ..spec.document import DatasetSpec, whole_number
 from .tensors import Batch, batch_ranges, parse_device, stream
 
 __all__ = ["StreamDataset", "to_torch"]
@@ -68,7 +68,7 @@ _TORCH = {"u1": torch.uint8, "u2": torch.uint16, "f4": torch.float32, "f8": torc
 
 
 def _check_not_forked_after_egl() -> None:
-    from ..gl import egl
+    from ...gl import egl
     from . import tensors
 
     inherited = egl.lib.cache_info().currsize > 0 and os.getpid() != tensors.STREAM_PID
@@ -115,8 +115,8 @@ class StreamDataset(IterableDataset):  # type: ignore[type-arg]  # torch is a so
         # DataLoader worker starts: the arguments, the device, and what the scene cannot make.
         args = check_stream_args(self.spec, batch_size, device=device, start=start, stop=stop, part=(0, 1),
                                  buffers=buffers, gl_device=gl_device, timeout=timeout)  # fmt: skip
-        from ..scenes import load_scene
-        from .render import check_scene
+        from ...scenes import load_scene
+        from ..rendering.sample import check_scene
 
         check_scene(load_scene(self.spec.scene_ref()), self.spec)
         self.device = device

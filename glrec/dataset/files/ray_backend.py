@@ -1,7 +1,7 @@
 """Scale-out: shards run on Ray actors, one per worker, each keeping its EGL context across shards.
 
 Each actor is a Ray worker process (started as a new interpreter, not a fork of
-the driver) holding one :class:`~glrec.dataset.runner.ShardWorker`: its GL
+the driver) holding one :class:`~glrec.dataset.files.runner.ShardWorker`: its GL
 context, scene, packer and encode threads are made once, on the GPU Ray
 assigned (one GPU per actor where the cluster has GPUs, Mesa on
 ``cpus_per_task`` CPUs otherwise), and render shard after shard. The driver
@@ -21,11 +21,11 @@ from collections import deque
 from collections.abc import Iterable, Sized
 from typing import Any
 
-from ..errors import ConfigError, DatasetError, OutputError
-from .devices import egl_device_for_gpus
+from ...errors import ConfigError, DatasetError, OutputError
+from ..rendering.devices import egl_device_for_gpus
+from ..spec.document import DatasetSpec
 from .folder import DatasetFolder
 from .runner import Progress, ShardWorker
-from .spec import DatasetSpec
 
 log = logging.getLogger("glrec")
 

@@ -1,7 +1,7 @@
 """Pass arrays to file bytes: PNG (glrec's own writer), JPEG (FFmpeg's through PyAV, or a GPU encoder), ``.npy``.
 
 Masks and depth are always lossless (16-bit PNG or ``.npy``); colour is PNG
-or JPEG. PNG files come from :mod:`glrec.dataset.png` (NumPy row filter, ISA-L
+or JPEG. PNG files come from :mod:`glrec.dataset.files.png` (NumPy row filter, ISA-L
 deflate, the GIL released). Colour goes through a :class:`ColourEncoder` made
 for the encoder row ``[output] rgb_encoder`` names in the encoder registry
 (:mod:`glrec.encoders.registry`): a row that encodes on the host is the CPU
@@ -15,18 +15,19 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, cast
 
 import av
 import numpy as np
 
-from ..errors import ConfigError, EncoderError
+from ...errors import ConfigError, EncoderError
+from ..rendering.colour import BatchColour, ColourEncoder, ColourImage
+from ..spec.document import OutputSpec
 from .png import DEFAULT_LEVEL
 from .png import encode_png as _png
-from .spec import OutputSpec
 
 if TYPE_CHECKING:
-    import moderngl
+    pass
 
 log = logging.getLogger("glrec")
 
@@ -43,60 +44,6 @@ __all__ = [
     "npy_bytes",
     "register_colour_encoder",
 ]
-
-
-class ColourImage:
-    """The colour of one rendered sample, handed to a colour encoder.
-
-    ``texture`` is the live RGBA8 GL texture (rows bottom-up, as GL stores
-    them) for encoders that read GPU memory; :meth:`array` reads it back to an
-    (h, w, 3) uint8 top-down array once, for encoders that work on the host.
-    """
-
-    def __init__(self, texture: object, read: Callable[[], np.ndarray]) -> None:
-        self.texture = texture
-        self._read = read
-        self._array: np.ndarray | None = None
-
-    def array(self) -> np.ndarray:
-        if self._array is None:
-            self._array = self._read()
-        return self._array
-
-
-class ColourEncoder(Protocol):
-    """Turns a :class:`ColourImage` into the bytes of one image file with extension :attr:`ext`.
-
-    Two optional class attributes tell the dataset runner what an encoder reads
-    (absent, it assumes the most: the live texture, and the host array):
-
-    - ``host_only = True``: ``encode`` reads only ``image.array()``, so it may run
-      on a worker thread after the next sample has been drawn over the texture;
-    - ``needs_array = False``: ``encode`` never calls ``image.array()`` (a GPU
-      encoder reading the texture), so the colour is not read back to the host.
-    """
-
-    ext: str
-
-    def encode(self, image: ColourImage) -> bytes: ...
-
-
-@runtime_checkable
-class BatchColour(Protocol):
-    """A GPU colour encoder that takes a shard's samples in batches (GL thread only).
-
-    :meth:`queue` copies the colour of sample ``index`` out of the framebuffer (so the next sample
-    may draw over it) and returns the (index, file bytes) of samples finished meanwhile;
-    :meth:`flush` finishes every queued sample. A sample's bytes do not depend on the batch.
-    """
-
-    ext: str
-
-    def encode(self, image: ColourImage) -> bytes: ...
-
-    def queue(self, fbo: moderngl.Framebuffer, index: int) -> list[tuple[int, bytes]]: ...
-
-    def flush(self) -> list[tuple[int, bytes]]: ...
 
 
 def _encode_image(
@@ -194,7 +141,7 @@ def register_colour_encoder(fmt: str, encoder: str, factory: Callable[[OutputSpe
 
 def _row_factory(output: OutputSpec) -> tuple[Callable[[OutputSpec], ColourEncoder] | None, str]:
     """The factory for ``output``'s colour from the encoder registry, or None and why not."""
-    from ..encoders.registry import ENCODERS
+    from ...encoders.registry import ENCODERS
 
     fmt, name = output.rgb, output.rgb_encoder
     jpeg_rows = sorted(n for n, r in ENCODERS.items() if "mjpeg" in r.codecs)
@@ -214,8 +161,8 @@ def auto_colour(output: OutputSpec) -> str:
     """The encoder ``rgb_encoder = "auto"`` takes for JPEG colour: the first JPEG row of the registry's
     ``AUTO_ORDER`` that runs here and that auto does not pass over (GL JPEG on hardware GL, then nvJPEG,
     then the CPU); the choice and the reasons are logged. JPEG bytes then depend on the machine."""
-    from ..encoders.registry import AUTO_ORDER, ENCODERS
-    from ..options import VideoOptions
+    from ...encoders.registry import AUTO_ORDER, ENCODERS
+    from ...options import VideoOptions
 
     passed: list[str] = []
     for name in AUTO_ORDER:
@@ -289,7 +236,7 @@ def file_array(name: str, array: np.ndarray, output: OutputSpec) -> np.ndarray:
     """A pass as rendered (float32 depth and normals, uint32 ids) -> the array its file holds.
 
     Depth stays float32 (``png16`` scales it when encoding); ids become uint16;
-    normals become 8 bit for ``png``. The GPU packer (:mod:`glrec.dataset.gpu_pack`)
+    normals become 8 bit for ``png``. The GPU packer (:mod:`glrec.dataset.rendering.pack`)
     makes these same arrays on the GPU.
     """
     if name == "depth":

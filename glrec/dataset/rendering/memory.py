@@ -1,6 +1,6 @@
 """Where a streamed batch lives: its layout in one slot of memory, and the fixed pool of slots with leases.
 
-Each frame of each sample is the GPU packer's bytes (:mod:`glrec.dataset.gpu_pack`:
+Each frame of each sample is the GPU packer's bytes (:mod:`glrec.dataset.rendering.pack`:
 rgb, float32 depth, uint16 ids, normals, each section 16-byte aligned) at
 ``i * sample_stride + f * frame_stride`` of its batch's slot, so a pass of the
 whole batch is one strided array over the slot: no copy to gather it, on the
@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..scenes.passes import PASS_ROWS
+from ...errors import ConfigError
+from ...scenes.passes import PASS_ROWS
 
 __all__ = ["BatchLayout", "HostSlots", "Lease", "PoolExhausted"]
 
