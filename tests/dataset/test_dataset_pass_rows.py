@@ -112,3 +112,28 @@ def test_a_pass_no_row_names_is_refused_and_rows_are_checked():
         register_pass(PassRow("wide", 4, "f8", 3))
     with pytest.raises(glrec.ConfigError, match="built in"):
         unregister_pass("normal")
+
+
+def test_a_throwaway_pass_goes_to_shards_from_its_row_and_the_stream_refuses_it(tmp_path, albedo_row):
+    import io
+    import tarfile
+
+    (tmp_path / "albedo_scene.py").write_text(SCENE)
+    spec = DatasetSpec.from_dict(
+        {
+            "dataset": {"scene": "albedo_scene.py:Albedo", "samples": 3, "size": "32x24", "seed": 1, "shard_size": 3},
+            "output": {"passes": ["rgb", "albedo"]},
+        },
+        base_dir=tmp_path,
+    )
+    glrec.dataset.generate(spec, tmp_path / "out")
+    with tarfile.open(tmp_path / "out" / "shard-000000.tar") as tar:
+        names = sorted(m.name for m in tar.getmembers())
+        member = tar.extractfile(next(n for n in names if n.endswith("albedo.npy")))
+        assert member is not None
+        albedo = np.load(io.BytesIO(member.read()))
+    assert sum(n.endswith("albedo.npy") for n in names) == 3
+    assert albedo.dtype == np.uint8 and (albedo[:, :16] == [51, 102, 153]).all()
+    # the training stream packs passes on the GPU by rule: one it has no rule for is refused, not dropped
+    with pytest.raises(glrec.ConfigError, match="no rule for albedo"):
+        next(iter(glrec.dataset.stream(spec, batch_size=3)))

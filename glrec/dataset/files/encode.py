@@ -21,6 +21,7 @@ import av
 import numpy as np
 
 from ...errors import ConfigError, EncoderError
+from ...scenes.passes import PASS_ROWS, PassRow
 from ..rendering.colour import BatchColour, ColourEncoder, ColourImage
 from ..spec.document import OutputSpec
 from .png import DEFAULT_LEVEL
@@ -232,48 +233,55 @@ def normal8(normal: np.ndarray) -> np.ndarray:
     return encoded
 
 
+def _row(name: str) -> PassRow:
+    row = PASS_ROWS.get(name)
+    if row is None:
+        raise ConfigError(f"Unknown pass {name!r}; passes: {', '.join(PASS_ROWS)}.")
+    return row
+
+
 def file_array(name: str, array: np.ndarray, output: OutputSpec) -> np.ndarray:
     """A pass as rendered (float32 depth and normals, uint32 ids) -> the array its file holds.
 
-    Depth stays float32 (``png16`` scales it when encoding); ids become uint16;
-    normals become 8 bit for ``png``. The GPU packer (:mod:`glrec.dataset.rendering.pack`)
-    makes these same arrays on the GPU.
+    The pass's row (:data:`glrec.scenes.passes.PASS_ROWS`) names the file's dtype for the encoding
+    ``output`` picks: ids (uint32) become uint16 (refused past 65,535), float vectors become 8 bit
+    as ``(v + 1) / 2`` (normals for ``png``), anything else is cast. Depth stays float32 (``png16``
+    scales it when encoding). The GPU packer (:mod:`glrec.dataset.rendering.pack`) makes these
+    same arrays on the GPU.
     """
-    if name == "depth":
-        return array.astype(np.float32, copy=False)
-    if name in ("instance", "semantic"):
+    want = np.dtype(_row(name).file_dtype(output))
+    if array.dtype == want:
+        return array
+    if want == np.uint16 and array.dtype.kind == "u":
         return ids16(array, name)
-    if name == "normal":
-        return normal8(array) if output.normal == "png" else array.astype(np.float32, copy=False)
-    raise ConfigError(f"Unknown pass {name!r}.")
+    if want == np.uint8 and array.dtype.kind == "f":
+        return normal8(array)
+    return array.astype(want, copy=False)
 
 
 def encode_pass(name: str, array: np.ndarray, output: OutputSpec, *, packed: bool = False) -> tuple[str, bytes]:
-    """File name (``depth.npy``, ``instance.png``, ...) and bytes of one ground-truth pass of one image.
+    """File name (``depth.npy``, ``instance.png``, ...) and bytes of one pass of one image, as its row says.
 
     ``array`` is the pass as rendered, or with ``packed`` already its file's array (:func:`file_array`).
     """
+    row = _row(name)
     arr = array if packed else file_array(name, array, output)
-    if name == "depth":
-        if output.depth == "npy":
-            return "depth.npy", npy_bytes(arr)
-        return "depth.png", encode_png(depth_units(arr, output.depth_scale), output.png_compression)
-    if name in ("instance", "semantic"):
-        return f"{name}.png", encode_png(arr, output.png_compression)
-    if name == "normal":
-        if output.normal == "npy":
-            return "normal.npy", npy_bytes(arr)
-        return "normal.png", encode_png(arr, output.png_compression)
-    raise ConfigError(f"Unknown pass {name!r}.")
+    encoding, file = row.encoding(output), row.file_name(output)
+    if encoding == "npy":
+        return file, npy_bytes(arr)
+    if encoding == "png16":  # depth in units of depth_scale, 16 bit
+        return file, encode_png(depth_units(arr, output.depth_scale), output.png_compression)
+    if encoding == "png":
+        return file, encode_png(arr, output.png_compression)
+    raise ConfigError(f"Pass {name!r}: no writer for its encoding {encoding!r} (png, png16 or npy).")
 
 
 def encode_clip_pass(
     name: str, frames: list[np.ndarray], output: OutputSpec, *, packed: bool = False
 ) -> tuple[str, bytes]:
     """One ``.npy`` stack (frames first) of a pass over a clip, in the pass's image encoding's dtype."""
+    row = _row(name)
     arr = np.stack(frames if packed else [file_array(name, f, output) for f in frames])
-    if name == "depth":
-        return "depth.npy", npy_bytes(arr if output.depth == "npy" else depth_units(arr, output.depth_scale))
-    if name in ("instance", "semantic", "normal"):
-        return f"{name}.npy", npy_bytes(arr)
-    raise ConfigError(f"Unknown pass {name!r}.")
+    if row.encoding(output) == "png16":
+        arr = depth_units(arr, output.depth_scale)
+    return row.file_name(output, clip=True), npy_bytes(arr)

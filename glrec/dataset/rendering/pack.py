@@ -121,6 +121,8 @@ class PassPacker:
         elif into is not None:
             host = into
         for name, tex in self.gbuffer.textures.items():
+            if name not in _UNITS:  # a pass added by a row: read back as rendered (see the renderer)
+                continue
             if name in ("instance", "semantic"):
                 tex.bind_to_image(_UNITS[name], read=True, write=False)
             else:

@@ -21,7 +21,7 @@ from ...scenes.capabilities import (
     params_in_effect,
     passes_of,
 )
-from ...scenes.passes import GBuffer
+from ...scenes.passes import PASS_ROWS, GBuffer
 from ..spec.document import DatasetSpec
 from ..spec.params import params_batch, rng_for, sample_seeds
 from .colour import ColourEncoder, ColourImage
@@ -337,11 +337,25 @@ class SampleRenderer:
             _add_visible(meta, mask_boxes(instance))
         return meta
 
+    def _unpacked(self, name: str) -> np.ndarray:
+        """Pass ``name`` read back as rendered, where that is already its file's array (its row says)."""
+        array = self.gbuffer.read(name)
+        want = np.dtype(PASS_ROWS[name].file_dtype(self.spec.output))
+        if array.dtype != want:
+            raise ConfigError(
+                f"Pass {name!r} renders {array.dtype} and is filed as {want}; the GPU packer converts only the "
+                "built-in passes. Give its row a file dtype equal to its target's (e.g. 'u1' for 'f1')."
+            )
+        return array
+
     def _packed_frame(self, sample: Sample, t: float, into: PackTarget | None = None) -> dict[str, Any]:
         assert self._packer is not None
         packed = self._packer.run(into=into)
         arrays = {name: packed.arrays[name] for name in self.spec.output.passes if name in packed.arrays}
         arrays.pop("rgb", None)
+        for name in self.spec.output.passes:  # a pass the packer has no rule for (a row added by a user)
+            if name != "rgb" and name not in arrays and into is None:
+                arrays[name] = self._unpacked(name)
         enc = self.colour_encoder
         if enc is not None:
             rgb = packed.arrays.get("rgb")

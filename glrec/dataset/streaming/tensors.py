@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ...errors import BuffersHeldError, GlrecError, SceneError
+from ...errors import BuffersHeldError, ConfigError, GlrecError, SceneError
 from ..rendering.batches import BatchRanges, check_stream_args, parse_device
 from ..rendering.memory import BatchLayout, HostSlots, Lease
 from ..rendering.pack import PackTarget
@@ -172,6 +172,13 @@ class _Producer:
                 renderer = SampleRenderer(self.spec, gl.mgl, None, keep_rgb=True, packed=True)
                 assert renderer.packer is not None
                 spec = self.spec
+                unpacked = [p for p in spec.output.passes if p not in renderer.packer.sections]
+                if unpacked:
+                    raise ConfigError(
+                        f"The training stream packs the built-in passes on the GPU and has no rule for "
+                        f"{', '.join(unpacked)} (a pass added by a row); write shards (glrec.dataset.generate), "
+                        "which read it back as rendered, or leave it out of [output] passes."
+                    )
                 layout = BatchLayout(self.batch_size, spec.frames, spec.size, renderer.packer.sections,
                                      renderer.packer.nbytes, spec.output.normal)  # fmt: skip
                 if device is None:
