@@ -66,6 +66,18 @@ def build(out: Path, which: tuple[str, ...] = ("cuda", "nvenc")) -> Path:
     return out
 
 
+def stand_ins(tmp_path_factory) -> Path:
+    """Both stand-ins built for this session, or skip (fail with ``GLREC_REQUIRE_NVENC_CONTRACT=1``) saying why not."""
+    import pytest
+
+    problem = build_problem()
+    if problem is not None:
+        if os.environ.get("GLREC_REQUIRE_NVENC_CONTRACT") == "1":
+            pytest.fail(f"NVENC contract test cannot run: {problem}")
+        pytest.skip(f"NVENC contract test needs gcc, libffmpeg-nvenc-dev and glrec[nvenc]: {problem}")
+    return build(tmp_path_factory.mktemp("fake-drivers"))
+
+
 def nvenc_only(tmp_path_factory) -> Path:
     """The stand-in NVENC library alone (the GPU tier: the real libcuda beside it), or skip saying what is missing."""
     import pytest

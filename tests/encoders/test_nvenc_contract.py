@@ -19,7 +19,6 @@ taken from ``$GLREC_FAKE_DRIVERS_DIR`` on a machine without gcc or the header).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from crash_helpers import child_env
-from fake_drivers import build, build_problem, nvenc_only, records, run_batch, run_child
+from fake_drivers import build, nvenc_only, records, run_batch, run_child, stand_ins
 
 SIZE = [72, 46]  # width not a multiple of 16 or of NVENC's pitch alignment: strides must be honoured
 NV_FORMATS = {"rgba": 0x10000000, "nv12": 0x1, "yuv420p": 0x100, "yuv444p": 0x1000}  # NV_ENC_BUFFER_FORMAT
@@ -36,12 +35,7 @@ VBR, CBR, CONSTQP, IDR = 1, 2, 0, 3
 
 @pytest.fixture(scope="session")
 def fake_libs(tmp_path_factory):
-    problem = build_problem()
-    if problem is not None:
-        if os.environ.get("GLREC_REQUIRE_NVENC_CONTRACT") == "1":
-            pytest.fail(f"NVENC contract test cannot run: {problem}")
-        pytest.skip(f"NVENC contract test needs gcc, libffmpeg-nvenc-dev and glrec[nvenc]: {problem}")
-    return build(tmp_path_factory.mktemp("fake-drivers"))
+    return stand_ins(tmp_path_factory)
 
 
 #: Every job run in the shared child process: name -> (job, environment). Tests register theirs at import.

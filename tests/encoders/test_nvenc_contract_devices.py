@@ -9,12 +9,11 @@ refuses sessions on the devices listed in ``GLREC_FAKE_NVENC_NO_ENCODER``
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
-from fake_drivers import build, build_problem, records, run_batch
+from fake_drivers import records, run_batch, stand_ins
 
 NO_ENCODER = "GLREC_FAKE_NVENC_NO_ENCODER"
 UNSUPPORTED = "NV_ENC_ERR_UNSUPPORTED_DEVICE (2)"
@@ -29,12 +28,7 @@ def job(name: str, env: dict[str, str] | None = None, **spec) -> None:
 @pytest.fixture(scope="module")
 def two_gpus(tmp_path_factory):
     """Every job below, run in one child process that sees two stand-in CUDA devices."""
-    problem = build_problem()
-    if problem is not None:
-        if os.environ.get("GLREC_REQUIRE_NVENC_CONTRACT") == "1":
-            pytest.fail(f"NVENC contract test cannot run: {problem}")
-        pytest.skip(f"NVENC contract test needs gcc, libffmpeg-nvenc-dev and glrec[nvenc]: {problem}")
-    libs = build(tmp_path_factory.mktemp("fake-drivers"))
+    libs = stand_ins(tmp_path_factory)
     root = tmp_path_factory.mktemp("devices")
     results = run_batch(JOBS, libs, root, env={"GLREC_FAKE_CUDA_DEVICES": "2"})
 
