@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -195,6 +195,7 @@ class SampleRenderer:
         self.scene = load_scene(spec.scene_ref())
         check_scene(self.scene, spec)
         self._packer: PassPacker | None = None
+        self._layers: Any = None  # the batch path (render_layers.LayerRenderer), made on first use
         self._plans: dict[int, SamplePlan] = {}
         # The scene's capabilities, checked once (a runtime protocol check costs ~10 us a call).
         self._randomisable = isinstance(self.scene, Randomisable)
@@ -228,6 +229,32 @@ class SampleRenderer:
             self._plans = {p.index: p for p in plan_samples(self.spec, indices, self.scene)}
         except GlrecError:
             self._plans = {}  # each sample is planned alone, so the error comes with the sample it is about
+
+    @property
+    def batch_ready(self) -> bool:
+        """Whether :meth:`render_batch` draws many samples per GL pass here (else it renders one at a time)."""
+        from .render_layers import can_render_layers
+
+        return can_render_layers(self)
+
+    def render_batch(
+        self, indices: Sequence[int], target: Callable[[int, int], PackTarget], *, max_layers: int | None = None
+    ) -> list[Sample]:
+        """Render samples ``indices`` (``packed``, images, a :class:`~glrec.scenes.capabilities.BatchDrawable`
+        scene: see :attr:`batch_ready`) N per GL pass, one fence per chunk
+        (:class:`~glrec.dataset.render_layers.LayerRenderer`). Chunk ``indices[j:j+n]`` is packed into
+        ``target(j, n)``: a host uint8 array of ``n`` sample strides or a GL buffer and byte offset.
+        """
+        from .render_layers import LayerRenderer
+
+        layers = self._layers
+        # Made for the first batch; made again only when a larger batch could use more layers.
+        if layers is None or layers.max_layers != max_layers or layers.layers == layers.batch < len(indices):
+            self._layers = None
+            if layers is not None:
+                layers.release()
+            layers = self._layers = LayerRenderer(self, len(indices), max_layers)
+        return layers.render(indices, target)
 
     @property
     def gbuffer(self) -> GBuffer:
@@ -276,20 +303,24 @@ class SampleRenderer:
         for f in range(spec.frames):
             t = start + f / spec.fps
             frames_meta.append(self._render_frame(sample, t, on_frame, None if into is None else into(f)))
-        full_params = {**params_in_effect(scene), **params}
+        self.finish_meta(sample, frames_meta)
+        return sample
+
+    def finish_meta(self, sample: Sample, frames_meta: list[dict[str, Any]]) -> None:
+        """Fill ``sample.meta`` (what ``meta.json`` holds) from its frames' metadata and the scene's params."""
+        spec = self.spec
         sample.meta = {
             "key": sample.key,
-            "index": index,
-            "seed": seed,
+            "index": sample.index,
+            "seed": sample.seed,
             "scene": spec.scene,
             "size": list(spec.size),
-            "params": full_params,
+            "params": {**params_in_effect(self.scene), **sample.params},
         }
         if spec.is_clip:
             sample.meta.update(fps=spec.fps, frames=frames_meta)
         else:
             sample.meta.update(frames_meta[0])
-        return sample
 
     def _render_frame(
         self, sample: Sample, t: float, on_frame: Callable[[GBuffer], None] | None, into: PackTarget | None = None
@@ -362,6 +393,9 @@ class SampleRenderer:
 
     def close(self) -> None:
         """Release the scene, the packer and the G-buffer. Safe to call twice."""
+        layers, self._layers = self._layers, None
+        if layers is not None:
+            layers.release()
         packer, self._packer = self._packer, None
         if packer is not None:
             packer.release()

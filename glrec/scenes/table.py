@@ -20,6 +20,7 @@ from pyrr import Matrix44
 from ..errors import SceneError
 from ..gl import glsl
 from .camera import GL_TO_CV, as_list, intrinsics, look_at, matmul, matmul_stack, pixel_boxes
+from .layers import LayeredGBuffer
 from .passes import PASSES, clear_passes
 from .primitives import MESHES
 from .table_layout import TableLayout, place_objects
@@ -53,11 +54,9 @@ def _models(objects: list[dict[str, Any]], turn: float) -> np.ndarray:
 
 
 #: One object's record in its mesh kind's instance buffer (matches table.vert's i_* inputs).
-_INSTANCE = np.dtype([("model", "<f4", (16,)), ("colour", "<f4", (4,)), ("ids", "<u4", (2,))])
-
-
-def _gl(m: np.ndarray) -> bytes:
-    return np.ascontiguousarray(m.T, dtype="f4").tobytes()  # GL reads column-major
+_INSTANCE = np.dtype([("model", "<f4", (16,)), ("colour", "<f4", (4,)), ("ids", "<u4", (3,))])
+#: One sample's record in the Samples storage buffer (matches table.vert's SampleView, std430).
+_VIEW = np.dtype([("view", "<f4", (16,)), ("projection", "<f4", (16,)), ("light", "<f4", (4,)), ("eye", "<f4", (4,))])
 
 
 class Table:
@@ -97,6 +96,7 @@ class Table:
         self._prog: moderngl.Program | None = None
         self._vbo: moderngl.Buffer | None = None
         self._instances: dict[str, tuple[moderngl.Buffer, moderngl.VertexArray]] = {}
+        self._views: moderngl.Buffer | None = None
         self.size = (0, 0)
         self._model_cache: tuple[list[dict[str, Any]], float, np.ndarray] | None = None
         self._camera_cache: tuple[tuple[Any, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
@@ -206,7 +206,7 @@ class Table:
                 self._prog,
                 [
                     (self._vbo, "3f 3f", "in_position", "in_normal"),
-                    (buf, "16f 4f 2u/i", "i_model", "i_colour", "i_ids"),
+                    (buf, "16f 4f 3u/i", "i_model", "i_colour", "i_ids"),
                 ],
             )
             self._instances[name] = (buf, vao)
@@ -220,38 +220,70 @@ class Table:
         first, count = self._ranges[shape]
         vao.render(moderngl.TRIANGLES, vertices=count, first=first, instances=len(rows))
 
-    def render(self, t: float) -> None:
-        """Draw the table and its objects at time ``t`` into every pass the bound framebuffer has."""
-        if self.ctx is None or self._prog is None:
-            raise SceneError("table: call setup() before render().")
+    def _sample_rows(self, layer: int, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The current layout's instance records at ``t`` (table top first), their mesh kinds, its view record."""
         p = self.params
-        clear_passes(self.ctx, tuple(float(c) for c in p["background"]))  # type: ignore[arg-type]
-        self.ctx.enable(moderngl.DEPTH_TEST)
         eye, view, proj = self.camera(t)
         az, el = math.radians(float(p["light_azimuth"])), math.radians(float(p["light_elevation"]))
         light = -np.array([math.cos(el) * math.sin(az), math.sin(el), math.cos(el) * math.cos(az)])
-        self._prog["view"].write(_gl(view))  # type: ignore[union-attr]
-        self._prog["projection"].write(_gl(proj))  # type: ignore[union-attr]
-        self._prog["light_dir"].value = tuple(light)  # type: ignore[union-attr]
-        self._prog["ambient"].value = float(p["ambient"])  # type: ignore[union-attr]
-        self._prog["eye"].value = tuple(eye)  # type: ignore[union-attr]
+        record = np.zeros(1, _VIEW)
+        record["view"] = view.T.reshape(16)  # GL reads column-major
+        record["projection"] = proj.T.reshape(16)
+        record["light"] = [*light, float(p["ambient"])]
+        record["eye"][0, :3] = eye
         ts = float(p["table_size"])
         top = matmul(_math(Matrix44.from_translation([0.0, -0.05, 0.0])), _math(Matrix44.from_scale([ts, 0.1, ts])))
         n = len(self.objects)
         rows = np.zeros(n + 1, _INSTANCE)  # the table top first (a cube), then the objects in placement order
         models = np.concatenate([top[None], self.models(t)]) if n else top[None]
-        rows["model"] = models.transpose(0, 2, 1).reshape(n + 1, 16)  # GL reads column-major
+        rows["model"] = models.transpose(0, 2, 1).reshape(n + 1, 16)
         rows["colour"][0] = [*(float(c) for c in p["table_colour"]), 0.25]
-        rows["ids"][0] = [0, self.classes.index("table")]
+        rows["ids"][0] = [0, self.classes.index("table"), layer]
         if n:
             rows["colour"][1:, :3] = [o["colour"] for o in self.objects]
-            rows["ids"][1:] = [[o["instance"], o["class"]] for o in self.objects]
+            rows["ids"][1:, :2] = [[o["instance"], o["class"]] for o in self.objects]
+            rows["ids"][1:, 2] = layer
         kinds = np.array(["cube", *(o["shape"] for o in self.objects)])
-        for shape in self._instances:  # one draw per mesh kind
+        return rows, kinds, record
+
+    def _draw_batch(self, layouts: Sequence[TableLayout | None], times: Sequence[float]) -> None:
+        """Draw sample j (``layouts[j]``, None: the current one) at ``times[j]`` into layer j, a draw per mesh kind."""
+        assert self.ctx is not None
+        parts = []
+        for j, (layout, t) in enumerate(zip(layouts, times, strict=True)):
+            if layout is not None:
+                self.use_layout(layout)
+            parts.append(self._sample_rows(j, float(t)))
+        views = np.concatenate([p[2] for p in parts]).tobytes()
+        if self._views is None or self._views.size < len(views):
+            if self._views is not None:
+                self._views.release()
+            self._views = self.ctx.buffer(reserve=len(views) * 2)
+        self._views.write(views)
+        self._views.bind_to_storage_buffer(0)
+        rows = np.concatenate([p[0] for p in parts])
+        kinds = np.concatenate([p[1] for p in parts])
+        self.ctx.enable(moderngl.DEPTH_TEST)
+        for shape in self._instances:  # one draw per mesh kind, for the whole batch
             pick = kinds == shape
             if pick.any():
                 self._draw(shape, rows[pick])
         self.ctx.disable(moderngl.DEPTH_TEST)
+
+    def render(self, t: float) -> None:
+        """Draw the table and its objects at time ``t`` into every pass the bound framebuffer has."""
+        if self.ctx is None or self._prog is None:
+            raise SceneError("table: call setup() before render().")
+        clear_passes(self.ctx, tuple(float(c) for c in self.params["background"]))  # type: ignore[arg-type]
+        self._draw_batch([None], [t])
+
+    def render_batch(self, target: LayeredGBuffer, layouts: Sequence[TableLayout], times: Sequence[float]) -> None:
+        """Clear ``target`` (bound) and draw sample j (``layouts[j]`` at ``times[j]``) into its layer j
+        (:class:`~glrec.scenes.capabilities.BatchDrawable`); :meth:`render` is the same draw with one sample."""
+        if self.ctx is None or self._prog is None:
+            raise SceneError("table: call setup() before render_batch().")
+        target.clear([tuple(float(c) for c in lay.params["background"]) for lay in layouts])  # type: ignore[misc]
+        self._draw_batch(layouts, times)
 
     def annotations(self, t: float) -> dict[str, Any]:
         """Camera (OpenCV convention, see glrec.scenes.camera) and per-object pose and 2D box at ``t``."""
@@ -302,7 +334,7 @@ class Table:
         for buf, vao in instances.values():
             vao.release()
             buf.release()
-        for name in ("_vbo", "_prog"):
+        for name in ("_views", "_vbo", "_prog"):
             obj = getattr(self, name, None)
             setattr(self, name, None)
             if obj is not None:
