@@ -198,16 +198,11 @@ class _Producer:
         slots = self.slots
         slot = slots.acquire(self.abort)
         lease = slots.lease(slot)
-        metas = []
-        renderer.prepare(indices)  # the batch's parameters and layouts, drawn at once
         try:
-            for j, index in enumerate(indices):
-                self.abort()
-
-                def into(f: int, j: int = j) -> PackTarget:
-                    return slots.target(slot, layout.frame_offset(j, f), layout.frame_stride)
-
-                metas.append(self._sample(renderer, index, into))
+            self.abort()
+            metas = self._layered(renderer, layout, slot, indices) if renderer.batch_ready else None
+            if metas is None:
+                metas = self._one_by_one(renderer, layout, slot, indices)
             arrays = slots.arrays(lease, layout, len(indices))
         except BaseException:
             lease.release()
@@ -220,6 +215,45 @@ class _Producer:
             batch.update(_object_arrays(metas))
         batch["meta"] = metas
         return batch
+
+    def _layered(
+        self, renderer: SampleRenderer, layout: BatchLayout, slot: int, indices: range
+    ) -> list[dict[str, Any]] | None:
+        """The batch N samples per GL pass (:meth:`SampleRenderer.render_batch`), or None after an error
+        (then the one-by-one path renders it again, and fails naming the sample)."""
+        from .runner import meta_json
+
+        slots = self.slots
+        assert slots is not None
+
+        def target(j: int, n: int) -> PackTarget:
+            self.abort()
+            return slots.target(slot, layout.frame_offset(j), n * layout.sample_stride)
+
+        try:
+            samples = renderer.render_batch(indices, target)
+            return [dict(json.loads(meta_json(s.meta, s.key))) for s in samples]
+        except _Stopped:
+            raise
+        except Exception as exc:
+            log.debug("glrec: the batch of samples %d.. failed (%s); rendering it one by one", indices[0], exc)
+            return None
+
+    def _one_by_one(
+        self, renderer: SampleRenderer, layout: BatchLayout, slot: int, indices: range
+    ) -> list[dict[str, Any]]:
+        slots = self.slots
+        assert slots is not None
+        metas = []
+        renderer.prepare(indices)  # the batch's parameters and layouts, drawn at once
+        for j, index in enumerate(indices):
+            self.abort()
+
+            def into(f: int, j: int = j) -> PackTarget:
+                return slots.target(slot, layout.frame_offset(j, f), layout.frame_stride)
+
+            metas.append(self._sample(renderer, index, into))
+        return metas
 
     def _sample(self, renderer: SampleRenderer, index: int, into: Any) -> dict[str, Any]:
         from .runner import meta_json  # strict JSON, exactly what meta.json holds
