@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import queue
-import re
 import threading
 import time
 import weakref
@@ -27,8 +26,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..errors import BuffersHeldError, GlrecError, SceneError
+from ..errors import BuffersHeldError, GlrecError
 from .batch_memory import BatchLayout, HostSlots, Lease
+from .batch_meta import camera_arrays, indexed, object_arrays
 from .batches import BatchRanges, check_stream_args, parse_device
 from .gpu_pack import PackTarget
 from .render import SampleRenderer
@@ -92,48 +92,6 @@ class _Stopped(Exception):
 class _Failure:
     def __init__(self, error: BaseException) -> None:
         self.error = error
-
-
-def _indexed(exc: BaseException, index: int) -> BaseException:
-    """``exc`` as one GlrecError that names the sample (the same class when it is glrec's)."""
-    if isinstance(exc, GlrecError):
-        if re.search(rf"\bsample 0*{index}\b", str(exc), re.IGNORECASE):
-            return exc
-        try:
-            new = type(exc)(f"Sample {index}: {exc}")
-        except TypeError:
-            return exc
-        new.__cause__ = exc.__cause__
-        return new
-    new = SceneError(f"Sample {index}: {type(exc).__name__}: {exc}")
-    new.__cause__ = exc
-    return new
-
-
-def _camera_arrays(metas: list[dict[str, Any]], clip: bool) -> dict[str, np.ndarray]:
-    def cams(m: dict[str, Any]) -> list[Any]:
-        return [f.get("camera") for f in m.get("frames", [])] if clip else [m.get("camera")]
-
-    per = [cams(m) for m in metas]
-    if not per or any(c is None or "K" not in c for p in per for c in p):
-        return {}
-    out = {}
-    for name in ("K", "world_to_camera"):
-        values = np.asarray([[c[name] for c in p] for p in per], np.float64)
-        out[name] = values if clip else values[:, 0]
-    return out
-
-
-def _object_arrays(metas: list[dict[str, Any]]) -> dict[str, list[np.ndarray]]:
-    if not metas or any(m.get("objects") is None for m in metas):
-        return {}
-    boxes, labels, instances = [], [], []
-    for m in metas:
-        seen = [o for o in m["objects"] if o.get("visible_bbox") is not None]
-        boxes.append(np.asarray([o["visible_bbox"] for o in seen], np.int64).reshape(-1, 4))
-        labels.append(np.asarray([o.get("class", 0) for o in seen], np.int64))
-        instances.append(np.asarray([o.get("instance", 0) for o in seen], np.int64))
-    return {"boxes": boxes, "labels": labels, "instances": instances}
 
 
 class _Producer:
@@ -210,9 +168,9 @@ class _Producer:
         del lease  # the arrays hold it now
         spec = self.spec
         batch: Batch = {"index": np.asarray(indices, np.int64), "key": [spec.key(i) for i in indices], **arrays}
-        batch.update(_camera_arrays(metas, spec.is_clip))
+        batch.update(camera_arrays(metas, spec.is_clip))
         if not spec.is_clip:
-            batch.update(_object_arrays(metas))
+            batch.update(object_arrays(metas))
         batch["meta"] = metas
         return batch
 
@@ -264,7 +222,7 @@ class _Producer:
         except _Stopped:
             raise
         except Exception as exc:
-            raise _indexed(exc, index) from None
+            raise indexed(exc, index) from None
 
     def _teardown(self, gl: Any, renderer: SampleRenderer | None) -> None:
         slots = self.slots
