@@ -85,16 +85,16 @@ class LayerPacker:
 
         ``ids``: the table's entries per layer (1 + the largest instance id the layouts have);
         a layer whose ids go beyond gets its boxes from ``fallback(layer)``, its instance mask.
-        ``into``: a host uint8 array of ``n * stride`` bytes (the arrays are views of it), or
-        ``(buffer, offset)`` to pack into a GL buffer and leave there (then no arrays).
+        ``into``: a host uint8 array of ``n * stride`` bytes (the arrays are views of it; None: a new
+        one), or ``(buffer, offset)`` to pack into a GL buffer and leave there (then no arrays).
         """
         w, h = self.gbuffer.size
         if n * stride > self.max_block:
             raise EncoderError(f"A chunk of {n} x {stride} bytes exceeds GL's storage block ({self.max_block} bytes).")
         if isinstance(into, tuple):
             out, offset, host = into[0], into[1], None
-        else:
-            out, offset, host = self._own(n * stride), 0, into
+        else:  # a new array unless given one: the samples' views keep it alive (files encoded on other threads)
+            out, offset, host = self._own(n * stride), 0, np.empty(n * stride, np.uint8) if into is None else into
         bind_image = gl_function("glBindImageTexture", None, ctypes.c_uint, ctypes.c_uint, ctypes.c_int,
                                  ctypes.c_ubyte, ctypes.c_int, ctypes.c_uint, ctypes.c_uint)  # fmt: skip
         for name, tex in self.gbuffer.textures.items():

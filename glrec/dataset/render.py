@@ -185,12 +185,13 @@ class SampleRenderer:
         return can_render_layers(self)
 
     def render_batch(
-        self, indices: Sequence[int], target: Callable[[int, int], PackTarget], *, max_layers: int | None = None
+        self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None], *, max_layers: int | None = None
     ) -> list[Sample]:
         """Render samples ``indices`` (``packed``, images, a :class:`~glrec.scenes.capabilities.BatchDrawable`
         scene: see :attr:`batch_ready`) N per GL pass, one fence per chunk
         (:class:`~glrec.dataset.render_layers.LayerRenderer`). Chunk ``indices[j:j+n]`` is packed into
-        ``target(j, n)``: a host uint8 array of ``n`` sample strides or a GL buffer and byte offset.
+        ``target(j, n)``: a host uint8 array of ``n`` sample strides (None: a new one) or a GL buffer and
+        byte offset.
         """
         from .render_layers import LayerRenderer
 

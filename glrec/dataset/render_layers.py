@@ -27,6 +27,7 @@ from ..errors import GlrecError, SceneError
 from ..gl.fences import gl_function
 from ..scenes.capabilities import Annotated, BatchDrawable, BatchRandomisable, batch_drawable, passes_of
 from ..scenes.layers import LayeredGBuffer, can_layer, layers_for
+from .encode import ColourImage
 from .gpu_pack import PackTarget
 from .layer_pack import LayerPacker
 
@@ -51,9 +52,12 @@ def budget_of(ctx: moderngl.Context) -> int:
 
 def can_render_layers(renderer: SampleRenderer) -> bool:
     """Whether ``renderer``'s samples can go through the layered batch path: a batch-drawing scene,
-    still images (clips keep the one-sample path), the GPU packer, and a driver that layers."""
+    still images (clips keep the one-sample path), the GPU packer, no colour encoder or a host-only
+    one (the GPU JPEG encoders read the one-sample colour target), and a driver that layers."""
+    enc = renderer.colour_encoder
     return (
         renderer.packer is not None
+        and (enc is None or bool(getattr(enc, "host_only", False)))  # GPU encoders read the one-sample target
         and not renderer.spec.is_clip
         and batch_drawable(renderer.scene)
         and can_layer(renderer.ctx)
@@ -87,7 +91,7 @@ class LayerRenderer:
         self._boxes = "instance" in passes_of(renderer.scene)
         log.debug("glrec: dataset batches drawn %d samples per GL pass (%d bytes each)", self.layers, self.stride)
 
-    def render(self, indices: Sequence[int], target: Callable[[int, int], PackTarget]) -> list[Sample]:
+    def render(self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None]) -> list[Sample]:
         """Render samples ``indices``; chunk ``indices[j:j+n]`` is packed into ``target(j, n)`` (a host
         array of ``n * stride`` bytes, or a GL buffer and offset), sample ``j + k`` at ``k * stride``.
         Returns the samples (meta filled; ``frames`` holds the host arrays, or empty dicts)."""
@@ -102,8 +106,10 @@ class LayerRenderer:
             times = [float(p.params.get(TIME_PARAM, 0.0)) for p in chunk]
             result = self._chunk([p.layout for p in chunk], times, target(j, len(chunk)))
             for k, plan in enumerate(chunk):
+                deferred: list[ColourImage] = []
                 sample = Sample(index=plan.index, key=spec.key(plan.index), seed=plan.seed, params=plan.params,
-                                packed=True, frames=[result.arrays[k]])  # fmt: skip
+                                packed=True, frames=[self._frame(deferred, result.arrays[k])],
+                                deferred_colour=deferred)  # fmt: skip
                 meta: dict[str, Any] = {"t": times[k]}
                 if self._annotated:
                     cast(BatchRandomisable, r.scene).use_layout(plan.layout)  # annotate the layout drawn
@@ -117,7 +123,18 @@ class LayerRenderer:
                 samples.append(sample)
         return samples
 
-    def _chunk(self, layouts: list[Any], times: list[float], into: PackTarget) -> Any:
+    def _frame(self, deferred: list[ColourImage], packed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """A sample's frame arrays as the one-sample packed path gives them; its colour left to the encoder."""
+        r = self.renderer
+        arrays = {name: packed[name] for name in r.spec.output.passes if name in packed and name != "rgb"}
+        rgb = packed.get("rgb")
+        if r.colour_encoder is not None and rgb is not None:  # a host-only encoder (can_render_layers)
+            deferred.append(ColourImage(None, lambda rgb=rgb: rgb))  # type: ignore[misc]
+        if r.keep_rgb and rgb is not None:
+            arrays["rgb"] = rgb
+        return arrays
+
+    def _chunk(self, layouts: list[Any], times: list[float], into: PackTarget | None) -> Any:
         assert self.gbuffer is not None and self.packer is not None
         gb, scene = self.gbuffer, self.renderer.scene
         with gb.bound():

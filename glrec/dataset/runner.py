@@ -14,7 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, cast
 
-from ..errors import SceneError
+from ..errors import GlrecError, SceneError
 from ..gl.context import GLContext, create_context
 from .devices import check_egl_device
 from .encode import ColourEncoder, check_colour_encoder, colour_encoder, encode_clip_pass, encode_pass
@@ -27,6 +27,9 @@ from .writers import FolderWriter, ShardWriter, TarWriter, disk_full
 log = logging.getLogger("glrec")
 
 Progress = Callable[[int], None]
+#: Samples a shard worker draws per GL pass (scenes that draw batches): enough to amortise the
+#: pass and the fence, few enough that the chunk's host memory stays small beside the encode queue.
+SHARD_CHUNK = 32
 
 
 def sample_files(spec: DatasetSpec, sample: Sample, video: bytes | None = None) -> dict[str, bytes]:
@@ -177,6 +180,38 @@ class ShardWorker:
             sample = renderer.render(index)
         return sample, None, self._render_info(renderer.ctx)
 
+    def _drawn(self, indices: range, mark: Callable[[int], None]) -> Iterator[tuple[Sample, bytes | None, Any]]:
+        """Samples ``indices`` drawn in order (``mark(i)`` before sample i, or its chunk, is drawn): a chunk of up to
+        :data:`SHARD_CHUNK` per GL pass where the scene draws batches (``render_layers``), else one by one."""
+        renderer = None if self.spec.is_clip else self._image_renderer()
+        if renderer is not None:
+            renderer.prepare(indices)  # the shard's parameters and layouts, drawn at once
+        if renderer is not None and renderer.batch_ready:
+            assert self._gl is not None
+            for first in range(indices.start, indices.stop, SHARD_CHUNK):
+                chunk = range(first, min(indices.stop, first + SHARD_CHUNK))
+                mark(first)  # a worker that dies now names the chunk's first sample
+                try:
+                    with self._gl.active():
+                        samples = renderer.render_batch(chunk, lambda j, n: None)  # a new host array per chunk
+                except GlrecError as exc:  # drawn again one by one, so the error names its sample
+                    log.debug("glrec: samples %d..%d failed as a batch (%s); drawing them one by one", first,
+                              chunk[-1], exc)  # fmt: skip
+                    samples = [self._draw_one(renderer, i, mark) for i in chunk]
+                info = self._render_info(renderer.ctx)
+                for sample in samples:
+                    yield sample, None, info
+            return
+        for index in indices:
+            mark(index)
+            yield self._draw(index)
+
+    def _draw_one(self, renderer: SampleRenderer, index: int, mark: Callable[[int], None]) -> Sample:
+        mark(index)
+        assert self._gl is not None
+        with self._gl.active():
+            return renderer.render(index)
+
     def _encode(self, sample: Sample, video: bytes | None) -> Encoded:
         """The rest, on any thread: colour left to a host encoder, the pass files, their digests."""
         finish_colour(sample, self._colour)
@@ -230,14 +265,14 @@ class ShardWorker:
             if progress is not None:
                 progress(1)
 
+        def mark(index: int) -> None:
+            nonlocal current
+            current = index
+            if started is not None:
+                started(index)
+
         try:
-            if not spec.is_clip:  # the shard's parameters and layouts, drawn at once
-                self._image_renderer().prepare(spec.shard_range(shard))
-            for index in spec.shard_range(shard):
-                current = index
-                if started is not None:
-                    started(index)
-                sample, video, info = self._draw(index)
+            for sample, video, info in self._drawn(spec.shard_range(shard), mark):
                 pending.append((sample, info, self._submit(sample, video)))
                 while len(pending) > 2 * self.threads:
                     write_oldest()

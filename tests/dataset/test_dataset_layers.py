@@ -201,3 +201,80 @@ def test_the_stream_takes_the_layered_path_and_matches_one_by_one(gl, monkeypatc
         seen = [o["visible_bbox"] for o in alone.meta["objects"] if o["visible_bbox"] is not None]
         assert boxes.tolist() == seen
         assert meta["params"] == json.loads(json.dumps(alone.meta["params"]))
+
+
+def shard_files(spec, root, monkeypatch, layered):
+    import tarfile
+
+    from glrec.dataset.folder import DatasetFolder
+    from glrec.dataset.render import SampleRenderer as R
+    from glrec.dataset.runner import ShardWorker
+
+    if not layered:
+        monkeypatch.setattr(R, "batch_ready", property(lambda self: False))
+    root.mkdir()
+    folder = DatasetFolder(root, spec)
+    folder.records.mkdir(parents=True, exist_ok=True)
+    with ShardWorker(spec, folder, threads=2) as worker:
+        for shard in range(spec.shards):
+            worker.run(shard)
+    monkeypatch.undo()
+    out = {}
+    for tar in sorted(root.glob("shard-*.tar")):
+        with tarfile.open(tar) as t:
+            out.update({m.name: t.extractfile(m).read() for m in t.getmembers()})
+    return out
+
+
+def test_shard_workers_draw_chunks_per_gl_pass_and_write_the_same_files(tmp_path, monkeypatch):
+    from glrec.dataset import runner
+
+    spec = DatasetSpec.from_dict(
+        {
+            "dataset": {"scene": "table", "samples": 9, "size": "48x36", "seed": 2, "shard_size": 7},
+            "output": {"passes": PASSES, "depth": "png16"},
+            "params": {"objects": {"int": [1, 6]}, "camera_azimuth": {"uniform": [0, 360]}},
+        }
+    )
+    calls = []
+    original = LayerRenderer.render
+
+    def counting(self, indices, target):
+        calls.append(list(indices))
+        return original(self, indices, target)
+
+    monkeypatch.setattr(runner, "SHARD_CHUNK", 3)
+    monkeypatch.setattr(LayerRenderer, "render", counting)
+    layered = shard_files(spec, tmp_path / "layered", monkeypatch, True)
+    assert calls == [[0, 1, 2], [3, 4, 5], [6], [7, 8]]
+    calls.clear()
+    alone = shard_files(spec, tmp_path / "alone", monkeypatch, False)
+    assert calls == []
+    assert len(layered) == 9 * 6  # five passes and meta.json per sample
+    assert layered == alone
+
+
+def test_boxes_fall_back_to_the_mask_for_ids_beyond_the_table(gl, monkeypatch):
+    from glrec.dataset.layer_pack import LayerPacker
+
+    spec = make_spec(objects={"int": [3, 6]})
+    r = SampleRenderer(spec, gl.mgl, None, keep_rgb=True, packed=True)
+    try:
+        want = one_by_one(r, range(4))
+        run = LayerPacker.run
+        fell_back = []
+
+        def small_table(self, n, stride, ids, into, fallback):
+            def counted(layer):
+                fell_back.append(layer)
+                return fallback(layer)
+
+            return run(self, n, stride, 2, into, counted)  # room for instance id 1 only
+
+        monkeypatch.setattr(LayerPacker, "run", small_table)
+        samples, _ = batch(r, range(4))
+    finally:
+        r.close()
+    assert fell_back == [0, 1, 2, 3]
+    for s in samples:
+        assert json.dumps(s.meta, sort_keys=True) == want[s.index][1]
