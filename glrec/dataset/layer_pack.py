@@ -70,13 +70,10 @@ class LayerPacker:
                     uniform = shader.get(key, None)
                     if uniform is not None:
                         uniform.value = value  # type: ignore[union-attr]
+        #: The largest storage block this GL takes, in bytes: one chunk's packed bytes must fit.
+        self.max_block = int(ctx.info.get("GL_MAX_SHADER_STORAGE_BLOCK_SIZE", 2**27))
         self._out: moderngl.Buffer | None = None
         self._table: moderngl.Buffer | None = None
-
-    @property
-    def max_block(self) -> int:
-        """The largest storage block this GL takes, in bytes: one chunk's packed bytes must fit."""
-        return int(self.ctx.info.get("GL_MAX_SHADER_STORAGE_BLOCK_SIZE", 2**27))
 
     def run(
         self, n: int, stride: int, ids: int, into: PackTarget | None, fallback: Callable[[int], np.ndarray]

@@ -184,8 +184,6 @@ class ShardWorker:
         """Samples ``indices`` drawn in order (``mark(i)`` before sample i, or its chunk, is drawn): a chunk of up to
         :data:`SHARD_CHUNK` per GL pass where the scene draws batches (``render_layers``), else one by one."""
         renderer = None if self.spec.is_clip else self._image_renderer()
-        if renderer is not None:
-            renderer.prepare(indices)  # the shard's parameters and layouts, drawn at once
         if renderer is not None and renderer.batch_ready:
             assert self._gl is not None
             for first in range(indices.start, indices.stop, SHARD_CHUNK):
@@ -197,20 +195,19 @@ class ShardWorker:
                 except GlrecError as exc:  # drawn again one by one, so the error names its sample
                     log.debug("glrec: samples %d..%d failed as a batch (%s); drawing them one by one", first,
                               chunk[-1], exc)  # fmt: skip
-                    samples = [self._draw_one(renderer, i, mark) for i in chunk]
+                    samples = []
+                    for i in chunk:
+                        mark(i)
+                        samples.append(self._draw(i)[0])
                 info = self._render_info(renderer.ctx)
                 for sample in samples:
                     yield sample, None, info
             return
+        if renderer is not None:
+            renderer.prepare(indices)  # the shard's parameters and layouts, drawn at once
         for index in indices:
             mark(index)
             yield self._draw(index)
-
-    def _draw_one(self, renderer: SampleRenderer, index: int, mark: Callable[[int], None]) -> Sample:
-        mark(index)
-        assert self._gl is not None
-        with self._gl.active():
-            return renderer.render(index)
 
     def _encode(self, sample: Sample, video: bytes | None) -> Encoded:
         """The rest, on any thread: colour left to a host encoder, the pass files, their digests."""
