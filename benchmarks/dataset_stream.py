@@ -183,7 +183,7 @@ def main() -> None:
             rows[f"gl-bound:batch={b}"] = []
     rows.update({f"shards:workers={w}": [] for w in workers})
     with tempfile.TemporaryDirectory() as tmp:
-        made = generate(spec, Path(tmp) / "shards")
+        made = generate(spec, Path(tmp) / "shards") if workers else None  # --workers "": no shard rows
         for r in range(args.rounds):
             order = list(rows) if r % 2 == 0 else list(reversed(rows))
             for name in order:
@@ -208,7 +208,7 @@ def main() -> None:
         "samples": spec.samples,
         "batch_size": args.batch_size,
         "device": args.device,
-        "generate_samples_per_s": made.samples_per_second,
+        "generate_samples_per_s": made.samples_per_second if made else None,
         "samples_per_s": {k: v for k, v in rows.items()},
         "median_samples_per_s": {k: float(np.median(v)) for k, v in rows.items()},
         "command": " ".join(sys.argv),
@@ -218,7 +218,8 @@ def main() -> None:
     lines = [f"{result['date']} {result['machine']}, {spec.size[0]}x{spec.size[1]}, {spec.samples} samples, "
              f"batch {args.batch_size}, every pass summed"]  # fmt: skip
     lines += [f"{k}: median {v:.1f} samples/s" for k, v in result["median_samples_per_s"].items()]
-    lines.append(f"(generate, for reference: {made.samples_per_second:.1f} samples/s)")
+    if made is not None:
+        lines.append(f"(generate, for reference: {made.samples_per_second:.1f} samples/s)")
     out.with_suffix(".txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -79,9 +79,13 @@ class LayerRenderer:
         self.batch, self.max_layers = batch, max_layers
         self.stride = _round_up(max(packer.nbytes, 1), 256)
         block = int(ctx.info.get("GL_MAX_SHADER_STORAGE_BLOCK_SIZE", 2**27))
-        layers = min(layers_for(ctx, size, batch, budget_of(ctx)), max(1, block // self.stride))
+        # Targets for the passes packed, plus instance and semantic where boxes or ids are counted.
+        read = set(packer.wanted) | (
+            {"instance", "semantic"} if packer.want_boxes or packer.wanted & {"instance", "semantic"} else set()
+        )
+        layers = min(layers_for(ctx, size, batch, budget_of(ctx), read), max(1, block // self.stride))
         self.layers = max(1, min(layers, max_layers or layers))
-        self.gbuffer: LayeredGBuffer | None = LayeredGBuffer(ctx, size, self.layers)
+        self.gbuffer: LayeredGBuffer | None = LayeredGBuffer(ctx, size, self.layers, read)
         try:
             self.packer: LayerPacker | None = LayerPacker(ctx, self.gbuffer, packer)
         except BaseException:

@@ -13,7 +13,7 @@ binds it and puts the previous framebuffer and viewport back afterwards.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -23,7 +23,7 @@ from ..errors import ConfigError
 from ..gl.fences import gl_function
 from .passes import PASS_ROWS
 
-__all__ = ["LAYER_EXTENSION", "LayeredGBuffer", "can_layer", "layers_for"]
+__all__ = ["LAYER_EXTENSION", "LayeredGBuffer", "can_layer", "layers_for", "state_bytes"]
 
 #: The extension that lets a vertex shader pick the layer (core GL would need a geometry shader).
 LAYER_EXTENSION = "GL_ARB_shader_viewport_layer_array"
@@ -39,16 +39,19 @@ def can_layer(ctx: moderngl.Context) -> bool:
     return LAYER_EXTENSION in ctx.extensions
 
 
-def state_bytes(size: tuple[int, int]) -> int:
-    """GPU memory one layer of a :class:`LayeredGBuffer` takes: every pass's target plus depth."""
-    per_pixel = sum(r.components * (1 if r.gl_dtype == "f1" else 4) for r in PASS_ROWS.values()) + _DEPTH_BYTES
+def state_bytes(size: tuple[int, int], passes: Collection[str] | None = None) -> int:
+    """GPU memory one layer of a :class:`LayeredGBuffer` takes: the targets of ``passes`` (None: all) plus depth."""
+    rows = [r for r in PASS_ROWS.values() if passes is None or r.name in passes]
+    per_pixel = sum(r.components * (1 if r.gl_dtype == "f1" else 4) for r in rows) + _DEPTH_BYTES
     return size[0] * size[1] * per_pixel
 
 
-def layers_for(ctx: moderngl.Context, size: tuple[int, int], batch: int, budget: int) -> int:
+def layers_for(
+    ctx: moderngl.Context, size: tuple[int, int], batch: int, budget: int, passes: Collection[str] | None = None
+) -> int:
     """Samples per chunk: ``batch``, capped by GL's largest texture array and by ``budget`` bytes of targets."""
     cap = int(ctx.info["GL_MAX_ARRAY_TEXTURE_LAYERS"])
-    return max(1, min(batch, cap, budget // state_bytes(size)))
+    return max(1, min(batch, cap, budget // state_bytes(size, passes)))
 
 
 def _gl(name: str, *argtypes: object) -> Any:
@@ -70,7 +73,9 @@ class LayeredGBuffer:
     ...     scene.render_batch(layouts, times)
     """
 
-    def __init__(self, ctx: moderngl.Context, size: tuple[int, int], layers: int) -> None:
+    def __init__(
+        self, ctx: moderngl.Context, size: tuple[int, int], layers: int, passes: Collection[str] | None = None
+    ) -> None:
         cap = int(ctx.info["GL_MAX_ARRAY_TEXTURE_LAYERS"])
         if not 1 <= layers <= cap:
             raise ConfigError(f"A layered G-buffer of {layers} layers: this GPU takes 1..{cap}.")
@@ -79,7 +84,10 @@ class LayeredGBuffer:
         self.ctx = ctx
         self.size = size
         self.layers = layers
-        self.rows = tuple(PASS_ROWS.values())
+        # Only the passes read afterwards get a target: the fragment outputs of the others go to
+        # GL_NONE draw buffers and cost no memory and no fill (the fill bounds a batch on big GPUs).
+        self.rows = tuple(r for r in PASS_ROWS.values() if passes is None or r.name in passes)
+        locations = [r.name for r in PASS_ROWS.values()]
         w, h = size
         self.textures: dict[str, moderngl.TextureArray] = {}
         for r in self.rows:
@@ -94,12 +102,14 @@ class LayeredGBuffer:
         _gl("glCreateFramebuffers", ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(1, ids)
         self._fbo = int(ids[0])
         attach = _gl("glNamedFramebufferTexture", ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_int)
-        for i, tex in enumerate(self.textures.values()):
-            attach(self._fbo, _COLOR0 + i, tex.glo, 0)  # level 0, every layer: a layered attachment
+        self._slots = {name: locations.index(name) for name in self.textures}  # pass -> fragment output location
+        for name, tex in self.textures.items():
+            attach(self._fbo, _COLOR0 + self._slots[name], tex.glo, 0)  # level 0, every layer: layered
         attach(self._fbo, _DEPTH_ATT, self._depth, 0)
-        n = len(self.rows)
+        n = max(self._slots.values(), default=-1) + 1
+        buffers = [_COLOR0 + i if i in self._slots.values() else 0 for i in range(n)]  # 0: GL_NONE
         _gl("glNamedFramebufferDrawBuffers", ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(
-            self._fbo, n, (ctypes.c_uint * n)(*(_COLOR0 + i for i in range(n)))
+            self._fbo, n, (ctypes.c_uint * max(n, 1))(*buffers)
         )
         status = gl_function("glCheckNamedFramebufferStatus", ctypes.c_uint, ctypes.c_uint, ctypes.c_uint)(
             self._fbo, _FRAMEBUFFER
@@ -133,7 +143,8 @@ class LayeredGBuffer:
         fv = _gl("glClearBufferfv", ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_float))
         uiv = _gl("glClearBufferuiv", ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))
         first = tuple(float(c) for c in backgrounds[0]) if backgrounds else (0.0, 0.0, 0.0)
-        for i, r in enumerate(self.rows):
+        for r in self.rows:
+            i = self._slots[r.name]
             if i == 0:
                 fv(_COLOR, 0, (ctypes.c_float * 4)(*first, 1.0))
             elif r.gl_dtype.startswith(("u", "i")):
@@ -142,11 +153,11 @@ class LayeredGBuffer:
                 fv(_COLOR, i, (ctypes.c_float * 4)())
         fv(_DEPTH, 0, (ctypes.c_float * 4)(1.0))
         rest = [(j, b) for j, b in enumerate(backgrounds) if tuple(float(c) for c in b) != first]
-        if rest:
+        if rest and "rgb" in self.textures:
             ints = (ctypes.c_int,) * 7
             sub = _gl("glClearTexSubImage", ctypes.c_uint, *ints, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p)
             w, h = self.size
-            glo = self.textures[self.rows[0].name].glo
+            glo = self.textures["rgb"].glo
             for j, b in rest:
                 value = (ctypes.c_float * 4)(*(float(c) for c in b), 1.0)
                 sub(glo, 0, 0, 0, j, w, h, 1, _RGBA, _FLOAT, ctypes.cast(value, ctypes.c_void_p))

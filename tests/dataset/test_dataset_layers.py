@@ -278,3 +278,23 @@ def test_boxes_fall_back_to_the_mask_for_ids_beyond_the_table(gl, monkeypatch):
     assert fell_back == [0, 1, 2, 3]
     for s in samples:
         assert json.dumps(s.meta, sort_keys=True) == want[s.index][1]
+
+
+def test_only_the_passes_read_get_layered_targets(gl):
+    from dataclasses import replace
+
+    from glrec.scenes.layers import state_bytes
+
+    spec = make_spec()
+    spec = spec.with_(output=replace(spec.output, passes=("rgb", "depth")))
+    r = SampleRenderer(spec, gl.mgl, None, keep_rgb=True, packed=True)
+    try:
+        samples, _ = batch(r, range(3))
+        # instance and semantic stay: the box pass reads them for meta.json's visible boxes
+        assert sorted(r._layers.gbuffer.textures) == ["depth", "instance", "rgb", "semantic"]
+        assert sorted(samples[0].frames[0]) == ["depth", "rgb"]
+        assert samples[1].frames[0]["rgb"].tobytes() == r.render(1).frames[0]["rgb"].tobytes()
+    finally:
+        r.close()
+    assert state_bytes((10, 10), {"rgb", "depth", "instance", "semantic"}) == 100 * 20
+    assert state_bytes((10, 10)) == 100 * 36
