@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import GlrecError, SceneError
 from ..gl.fences import gl_function
-from ..scenes.capabilities import Annotated, BatchDrawable, BatchRandomisable, batch_drawable, passes_of
+from ..scenes.capabilities import Annotated, BatchDrawable, BatchRandomisable, batch_drawable
 from ..scenes.layers import LayeredGBuffer, can_layer, layers_for
 from .encode import ColourImage
 from .gpu_pack import PackTarget
@@ -80,9 +80,8 @@ class LayerRenderer:
         self.stride = _round_up(max(packer.nbytes, 1), 256)
         block = int(ctx.info.get("GL_MAX_SHADER_STORAGE_BLOCK_SIZE", 2**27))
         # Targets for the passes packed, plus instance and semantic where boxes or ids are counted.
-        read = set(packer.wanted) | (
-            {"instance", "semantic"} if packer.want_boxes or packer.wanted & {"instance", "semantic"} else set()
-        )
+        ids = packer.want_boxes or bool(packer.wanted & {"instance", "semantic"})  # the box pass reads both
+        read = set(packer.wanted) | ({"instance", "semantic"} if ids else set())
         layers = min(layers_for(ctx, size, batch, budget_of(ctx), read), max(1, block // self.stride))
         self.layers = max(1, min(layers, max_layers or layers))
         self.gbuffer: LayeredGBuffer | None = LayeredGBuffer(ctx, size, self.layers, read)
@@ -92,7 +91,6 @@ class LayerRenderer:
             self.gbuffer.release()
             raise
         self._annotated = isinstance(renderer.scene, Annotated)
-        self._boxes = "instance" in passes_of(renderer.scene)
         log.debug("glrec: dataset batches drawn %d samples per GL pass (%d bytes each)", self.layers, self.stride)
 
     def render(self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None]) -> list[Sample]:
