@@ -6,11 +6,17 @@ the two, in one process; the shards are made first by ``glrec.dataset.generate``
 ``--batch-sizes 1,64,256`` adds a stream row per batch size; ``--before`` adds the
 same stream with every sample planned alone (the per-sample path: parameters and
 the scene's layout drawn one sample at a time), so before/after is one run;
+``--unlayered`` adds the stream with batches planned at once but drawn one sample
+per GL pass (main before the layered batch path); ``--gl-bound`` adds, per batch
+size, the GL-alone bound: the same scene, passes and batch drawn N samples per GL
+pass into the layered targets with one fence per batch, no packing, no readback
+(layouts planned before the clock starts);
 ``--device cuda`` consumes CUDA tensors (torch through DLPack, summed on the GPU);
 ``--size 128x128 --passes rgb,depth`` is the RL-sized case.
 
     python benchmarks/dataset_stream.py --samples 64 --batch-size 16 --rounds 2
     python benchmarks/dataset_stream.py --samples 256 --batch-sizes 1,64,256 --before --device cuda --workers 0
+    python benchmarks/dataset_stream.py --samples 64 --batch-size 16 --gl-bound --unlayered --workers 0
 """
 
 from __future__ import annotations
@@ -44,13 +50,17 @@ def touch_cuda(arrays: list[object]) -> float:
     return float(total)  # type: ignore[arg-type]
 
 
-def run_stream(spec: DatasetSpec, batch_size: int, device: str = "cpu", before: bool = False) -> tuple[int, float]:
+def run_stream(
+    spec: DatasetSpec, batch_size: int, device: str = "cpu", before: bool = False, unlayered: bool = False
+) -> tuple[int, float]:
     from glrec.dataset.rendering.sample import SampleRenderer
 
     passes = list(spec.output.passes)
-    plan = SampleRenderer.prepare
+    plan, layered = SampleRenderer.prepare, SampleRenderer.batch_ready
     if before:  # the per-sample path: nothing planned ahead, each sample drawn alone
         SampleRenderer.prepare = lambda self, indices: None  # type: ignore[method-assign]
+    if before or unlayered:  # one sample per GL pass
+        SampleRenderer.batch_ready = property(lambda self: False)  # type: ignore[method-assign, assignment]
     try:
         started, n = time.perf_counter(), 0
         with stream(spec, batch_size, device=device) as s:
@@ -60,6 +70,47 @@ def run_stream(spec: DatasetSpec, batch_size: int, device: str = "cpu", before: 
         return n, time.perf_counter() - started
     finally:
         SampleRenderer.prepare = plan  # type: ignore[method-assign]
+        SampleRenderer.batch_ready = layered  # type: ignore[method-assign]
+
+
+def run_gl_bound(spec: DatasetSpec, batch_size: int, device: str = "cpu") -> tuple[int, float]:
+    """The GL-alone bound: every batch drawn into the layered targets, one fence per batch, nothing read."""
+    from glrec.dataset.rendering.batches import parse_device
+    from glrec.dataset.rendering.plans import TIME_PARAM, plan_samples
+    from glrec.dataset.rendering.render_layers import LayerRenderer
+    from glrec.dataset.rendering.sample import SampleRenderer
+    from glrec.gl.context import create_context
+    from glrec.gl.fences import Fence
+
+    cuda, owner = parse_device(device), None
+    if cuda is None:
+        gl = create_context()
+    else:  # the GL context on the CUDA device's GPU, as the stream's
+        from glrec.dataset.rendering.cuda import open_cuda
+
+        owner, gl = open_cuda(cuda, None)
+    with gl.active():
+        r = SampleRenderer(spec, gl.mgl, None, keep_rgb=True, packed=True)
+        layers = LayerRenderer(r, batch_size)
+        batches = [range(i, min(spec.samples, i + batch_size)) for i in range(0, spec.samples, batch_size)]
+        plans = [plan_samples(spec, b, r.scene) for b in batches]  # not timed: the bound is GL's
+        gb = layers.gbuffer
+        assert gb is not None
+        started = time.perf_counter()
+        for batch in plans:
+            for j in range(0, len(batch), layers.layers):
+                chunk = batch[j : j + layers.layers]
+                with gb.bound():
+                    r.scene.render_batch(gb, [p.layout for p in chunk],  # type: ignore[attr-defined]
+                                         [float(p.params.get(TIME_PARAM, 0.0)) for p in chunk])  # fmt: skip
+            Fence().wait()
+        took = time.perf_counter() - started
+        layers.release()
+        r.close()
+    gl.release()
+    if owner is not None:
+        owner.release()
+    return spec.samples, took
 
 
 def run_shards(root: Path, spec: DatasetSpec, batch_size: int, workers: int) -> tuple[int, float]:
@@ -99,6 +150,8 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--batch-sizes", default="", help="more stream rows, one per batch size, comma-separated")
     ap.add_argument("--before", action="store_true", help="add the per-sample path's row (each batch size)")
+    ap.add_argument("--unlayered", action="store_true", help="add the one-sample-per-GL-pass stream row")
+    ap.add_argument("--gl-bound", action="store_true", help="add the GL-alone bound's row (each batch size)")
     ap.add_argument("--device", default="cpu", help='the stream\'s device: "cpu" or "cuda"')
     ap.add_argument("--size", default="", help="WxH instead of the spec's")
     ap.add_argument("--passes", default="", help="comma-separated passes instead of the spec's")
@@ -124,15 +177,22 @@ def main() -> None:
         rows[f"stream:batch={b}"] = []
         if args.before:
             rows[f"stream-before:batch={b}"] = []
+        if args.unlayered:
+            rows[f"stream-unlayered:batch={b}"] = []
+        if args.gl_bound:
+            rows[f"gl-bound:batch={b}"] = []
     rows.update({f"shards:workers={w}": [] for w in workers})
     with tempfile.TemporaryDirectory() as tmp:
-        made = generate(spec, Path(tmp) / "shards")
+        made = generate(spec, Path(tmp) / "shards") if workers else None  # --workers "": no shard rows
         for r in range(args.rounds):
             order = list(rows) if r % 2 == 0 else list(reversed(rows))
             for name in order:
-                if name.startswith("stream"):
+                if name.startswith("gl-bound"):
+                    n, t = run_gl_bound(spec, int(name.split("=")[1]), args.device)
+                elif name.startswith("stream"):
                     b = int(name.split("=")[1])
-                    n, t = run_stream(spec, b, args.device, before=name.startswith("stream-before"))
+                    n, t = run_stream(spec, b, args.device, before=name.startswith("stream-before"),
+                                      unlayered=name.startswith("stream-unlayered"))  # fmt: skip
                 else:
                     n, t = run_shards(Path(tmp) / "shards", spec, args.batch_size, int(name.split("=")[1]))
                 assert n == spec.samples, (name, n)
@@ -148,7 +208,7 @@ def main() -> None:
         "samples": spec.samples,
         "batch_size": args.batch_size,
         "device": args.device,
-        "generate_samples_per_s": made.samples_per_second,
+        "generate_samples_per_s": made.samples_per_second if made else None,
         "samples_per_s": {k: v for k, v in rows.items()},
         "median_samples_per_s": {k: float(np.median(v)) for k, v in rows.items()},
         "command": " ".join(sys.argv),
@@ -158,7 +218,8 @@ def main() -> None:
     lines = [f"{result['date']} {result['machine']}, {spec.size[0]}x{spec.size[1]}, {spec.samples} samples, "
              f"batch {args.batch_size}, every pass summed"]  # fmt: skip
     lines += [f"{k}: median {v:.1f} samples/s" for k, v in result["median_samples_per_s"].items()]
-    lines.append(f"(generate, for reference: {made.samples_per_second:.1f} samples/s)")
+    if made is not None:
+        lines.append(f"(generate, for reference: {made.samples_per_second:.1f} samples/s)")
     out.with_suffix(".txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -1,4 +1,7 @@
 #version 430
+#ifndef LAYERED
+#define LAYERED 0
+#endif
 // Dataset passes, packed on the GPU into the bytes their files hold, so the host reads
 // back only those bytes: rows top-down (GL stores them bottom-up), then per pass
 //   rgb       3 bytes per pixel (RGB of the colour target)
@@ -9,15 +12,28 @@
 // each section little-endian, pixels in row-major order, starting at its word offset.
 // One invocation makes 4 consecutive pixels of the row-major image, so every section
 // gets whole 32-bit words (3 for RGB, 1 per pixel for depth, 2 for the ids...).
-// Defines: RGB, DEPTH, INSTANCE, SEMANTIC (0/1), NORMAL (0, 1, 2).
+// Defines: RGB, DEPTH, INSTANCE, SEMANTIC (0/1), NORMAL (0, 1, 2), LAYERED (0/1: the targets are
+// texture arrays, one sample per layer; work group row y packs layer y at y * stride words).
 layout(local_size_x = 64) in;
 
+#if LAYERED
+layout(binding = 0) uniform sampler2DArray colour_tex;
+layout(binding = 1) uniform sampler2DArray depth_tex;
+layout(r32ui, binding = 2) readonly uniform uimage2DArray instance_img;
+layout(r32ui, binding = 3) readonly uniform uimage2DArray semantic_img;
+layout(binding = 4) uniform sampler2DArray normal_tex;
+#define FETCH(t, p) texelFetch(t, ivec3(p, layer), 0)
+#define LOAD(i, p) imageLoad(i, ivec3(p, layer))
+#else
 layout(binding = 0) uniform sampler2D colour_tex;
 layout(binding = 1) uniform sampler2D depth_tex;
 // Integer targets are read as images: llvmpipe's integer texel fetch is several times slower.
 layout(r32ui, binding = 2) readonly uniform uimage2D instance_img;
 layout(r32ui, binding = 3) readonly uniform uimage2D semantic_img;
 layout(binding = 4) uniform sampler2D normal_tex;
+#define FETCH(t, p) texelFetch(t, p, 0)
+#define LOAD(i, p) imageLoad(i, p)
+#endif
 layout(std430, binding = 0) writeonly buffer Out { uint words[]; };
 
 uniform ivec2 size;
@@ -26,6 +42,7 @@ uniform int at_depth;
 uniform int at_instance;
 uniform int at_semantic;
 uniform int at_normal;
+uniform int stride;       // words from one layer's sample to the next (LAYERED)
 
 uint pack_bytes(uint a, uint b, uint c, uint d) { return a | (b << 8) | (c << 16) | (d << 24); }
 
@@ -39,6 +56,8 @@ uint normal_byte(float n) {
 
 void main() {
     int g = int(gl_GlobalInvocationID.x);
+    int layer = int(gl_GlobalInvocationID.y);
+    int o = LAYERED * layer * stride;
     int p0 = 4 * g;
     int total = size.x * size.y;
     if (p0 >= total) return;
@@ -60,44 +79,44 @@ void main() {
     uint ids[4];
 #if RGB
     for (int i = 0; i < 4; i++) {
-        vec3 c = inside[i] ? texelFetch(colour_tex, at[i], 0).rgb : vec3(0.0);
+        vec3 c = inside[i] ? FETCH(colour_tex, at[i]).rgb : vec3(0.0);
         uvec3 u = uvec3(c * 255.0 + 0.5);
         b[3 * i] = u.r; b[3 * i + 1] = u.g; b[3 * i + 2] = u.b;
     }
-    for (int j = 0; j < 3; j++) words[at_rgb + 3 * g + j] = pack_bytes(b[4 * j], b[4 * j + 1], b[4 * j + 2], b[4 * j + 3]);
+    for (int j = 0; j < 3; j++) words[o + at_rgb + 3 * g + j] = pack_bytes(b[4 * j], b[4 * j + 1], b[4 * j + 2], b[4 * j + 3]);
 #endif
 #if DEPTH
     for (int i = 0; i < 4; i++) {
-        float z = inside[i] ? texelFetch(depth_tex, at[i], 0).r : 0.0;
-        words[at_depth + p0 + i] = floatBitsToUint(z);
+        float z = inside[i] ? FETCH(depth_tex, at[i]).r : 0.0;
+        words[o + at_depth + p0 + i] = floatBitsToUint(z);
     }
 #endif
 #if INSTANCE
-    for (int i = 0; i < 4; i++) ids[i] = inside[i] ? imageLoad(instance_img, at[i]).r & 0xFFFFu : 0u;
-    words[at_instance + 2 * g] = ids[0] | (ids[1] << 16);
-    words[at_instance + 2 * g + 1] = ids[2] | (ids[3] << 16);
+    for (int i = 0; i < 4; i++) ids[i] = inside[i] ? LOAD(instance_img, at[i]).r & 0xFFFFu : 0u;
+    words[o + at_instance + 2 * g] = ids[0] | (ids[1] << 16);
+    words[o + at_instance + 2 * g + 1] = ids[2] | (ids[3] << 16);
 #endif
 #if SEMANTIC
-    for (int i = 0; i < 4; i++) ids[i] = inside[i] ? imageLoad(semantic_img, at[i]).r & 0xFFFFu : 0u;
-    words[at_semantic + 2 * g] = ids[0] | (ids[1] << 16);
-    words[at_semantic + 2 * g + 1] = ids[2] | (ids[3] << 16);
+    for (int i = 0; i < 4; i++) ids[i] = inside[i] ? LOAD(semantic_img, at[i]).r & 0xFFFFu : 0u;
+    words[o + at_semantic + 2 * g] = ids[0] | (ids[1] << 16);
+    words[o + at_semantic + 2 * g + 1] = ids[2] | (ids[3] << 16);
 #endif
 #if NORMAL
     for (int i = 0; i < 4; i++) {
-        vec3 n = inside[i] ? texelFetch(normal_tex, at[i], 0).xyz : vec3(0.0);
+        vec3 n = inside[i] ? FETCH(normal_tex, at[i]).xyz : vec3(0.0);
 #if NORMAL == 1
         bool none = all(equal(n, vec3(0.0)));
         b[3 * i] = none ? 0u : normal_byte(n.x);
         b[3 * i + 1] = none ? 0u : normal_byte(n.y);
         b[3 * i + 2] = none ? 0u : normal_byte(n.z);
 #else
-        words[at_normal + 3 * (p0 + i)] = floatBitsToUint(n.x);
-        words[at_normal + 3 * (p0 + i) + 1] = floatBitsToUint(n.y);
-        words[at_normal + 3 * (p0 + i) + 2] = floatBitsToUint(n.z);
+        words[o + at_normal + 3 * (p0 + i)] = floatBitsToUint(n.x);
+        words[o + at_normal + 3 * (p0 + i) + 1] = floatBitsToUint(n.y);
+        words[o + at_normal + 3 * (p0 + i) + 2] = floatBitsToUint(n.z);
 #endif
     }
 #if NORMAL == 1
-    for (int j = 0; j < 3; j++) words[at_normal + 3 * g + j] = pack_bytes(b[4 * j], b[4 * j + 1], b[4 * j + 2], b[4 * j + 3]);
+    for (int j = 0; j < 3; j++) words[o + at_normal + 3 * g + j] = pack_bytes(b[4 * j], b[4 * j + 1], b[4 * j + 2], b[4 * j + 3]);
 #endif
 #endif
 }

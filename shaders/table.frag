@@ -1,4 +1,4 @@
-#version 330 core
+#version 430 core
 // Writes every ground-truth pass in the same draw as the colour (see glrec/dataset/gbuffer.py).
 in vec3 world;
 in vec3 world_normal;
@@ -6,15 +6,16 @@ in vec3 eye_position;
 in vec3 eye_normal;
 flat in vec4 base;            // rgb, then the checker contrast (0: plain, > 0: the table top)
 flat in uvec2 ids;            // instance id, class id
-uniform vec3 light_dir;      // direction the light travels, unit
-uniform float ambient;
-uniform vec3 eye;
+flat in vec4 light;          // direction the light travels (unit), then the ambient term
+flat in vec3 eye;
 layout(location = 0) out vec4 out_colour;
 layout(location = 1) out float out_depth;
 layout(location = 2) out uint out_instance;
 layout(location = 3) out uint out_class;
 layout(location = 4) out vec4 out_normal;
 void main() {
+    vec3 light_dir = light.xyz;
+    float ambient = light.w;
     vec3 n = normalize(world_normal);
     vec3 colour = base.rgb;
     float checker = base.a;

@@ -16,6 +16,12 @@ place instead of probing attributes with ``getattr``:
   goes through ``randomise`` one sample at a time. A subclass that overrides
   ``randomise`` but not ``randomise_batch`` is taken one sample at a time too
   (:func:`batch_randomisable`).
+- :class:`BatchDrawable`: ``render_batch(target, layouts, times)`` clears a bound
+  :class:`~glrec.scenes.layers.LayeredGBuffer` and draws sample j (one of its
+  ``randomise_batch`` layouts, at ``times[j]``) into layer j, all samples in one
+  pass (the vertex shader writes ``gl_Layer``). The dataset renderer and the
+  training stream then render a chunk of samples per GL pass with one fence;
+  a scene without it is rendered one sample at a time.
 - :class:`ReportsParams`: ``params``, the values in effect after ``randomise`` (its
   defaults and what it drew), merged under the spec's values in ``meta.json``.
 - :class:`Classified`: names its class ids (``classes``).
@@ -52,6 +58,11 @@ class BatchRandomisable(Protocol):
     def randomise_batch(self, params: Sequence[dict[str, Any]], seeds: np.ndarray) -> Sequence[Any]: ...
 
     def use_layout(self, layout: Any) -> None: ...
+
+
+@runtime_checkable
+class BatchDrawable(Protocol):
+    def render_batch(self, target: Any, layouts: Sequence[Any], times: Sequence[float]) -> None: ...
 
 
 @runtime_checkable
@@ -101,6 +112,15 @@ def batch_randomisable(scene: object) -> bool:
     return single is None or (batch is not None and issubclass(batch, single))
 
 
+def batch_drawable(scene: object) -> bool:
+    """Whether ``scene`` draws whole batches into layers: :class:`BatchDrawable` and :func:`batch_randomisable`
+    (its layouts are what ``render_batch`` takes), with no ``render`` overridden below ``render_batch``'s class."""
+    if not (isinstance(scene, BatchDrawable) and batch_randomisable(scene)):
+        return False
+    batch, single = _owner(type(scene), "render_batch"), _owner(type(scene), "render")
+    return single is None or (batch is not None and issubclass(batch, single))
+
+
 def parameters_of(scene: object) -> Mapping[str, Any] | None:
     """The parameters a spec may set on ``scene`` (name -> default), or None where it does not list them."""
     return scene.parameters if isinstance(scene, Parameterised) else None
@@ -117,6 +137,7 @@ def classes_of(scene: object) -> tuple[str, ...]:
 
 __all__ = [
     "Annotated",
+    "BatchDrawable",
     "BatchRandomisable",
     "Classified",
     "Finite",
@@ -125,6 +146,7 @@ __all__ = [
     "Randomisable",
     "ReportsParams",
     "WritesPasses",
+    "batch_drawable",
     "batch_randomisable",
     "classes_of",
     "parameters_of",

@@ -20,6 +20,7 @@ from pyrr import Matrix44
 from ..errors import SceneError
 from ..gl import glsl
 from .camera import GL_TO_CV, as_list, intrinsics, look_at, matmul, matmul_stack, pixel_boxes
+from .layers import LayeredGBuffer
 from .passes import PASSES, clear_passes
 from .primitives import MESHES
 from .table_layout import TableLayout, place_objects
@@ -39,8 +40,8 @@ def _corners(shape: str) -> np.ndarray:
     return np.unique(MESHES[shape]()[:, :3].astype(np.float64), axis=0)
 
 
-def _models(objects: list[dict[str, Any]], turn: float) -> np.ndarray:
-    """Translation @ y-rotation @ scale of each object, written out (no products): (n, 4, 4)."""
+def _models(objects: list[dict[str, Any]], turn: float | np.ndarray) -> np.ndarray:
+    """Translation @ y-rotation @ scale of each object (turned by ``turn``: one, or one each), written out."""
     s = np.array([o["scale"] for o in objects], np.float64)
     yaw = np.array([o["yaw"] for o in objects], np.float64) + turn
     c, sn = np.cos(yaw) * s, np.sin(yaw) * s
@@ -52,12 +53,12 @@ def _models(objects: list[dict[str, Any]], turn: float) -> np.ndarray:
     return m + 0.0  # no negative zeros
 
 
+#: The table top's lift (its top face at y = 0), as :func:`_math` gives it.
+_TOP_SHIFT = _math(Matrix44.from_translation([0.0, -0.05, 0.0]))
 #: One object's record in its mesh kind's instance buffer (matches table.vert's i_* inputs).
-_INSTANCE = np.dtype([("model", "<f4", (16,)), ("colour", "<f4", (4,)), ("ids", "<u4", (2,))])
-
-
-def _gl(m: np.ndarray) -> bytes:
-    return np.ascontiguousarray(m.T, dtype="f4").tobytes()  # GL reads column-major
+_INSTANCE = np.dtype([("model", "<f4", (16,)), ("colour", "<f4", (4,)), ("ids", "<u4", (3,))])
+#: One sample's record in the Samples storage buffer (matches table.vert's SampleView, std430).
+_VIEW = np.dtype([("view", "<f4", (16,)), ("projection", "<f4", (16,)), ("light", "<f4", (4,)), ("eye", "<f4", (4,))])
 
 
 class Table:
@@ -97,6 +98,7 @@ class Table:
         self._prog: moderngl.Program | None = None
         self._vbo: moderngl.Buffer | None = None
         self._instances: dict[str, tuple[moderngl.Buffer, moderngl.VertexArray]] = {}
+        self._views: moderngl.Buffer | None = None
         self.size = (0, 0)
         self._model_cache: tuple[list[dict[str, Any]], float, np.ndarray] | None = None
         self._camera_cache: tuple[tuple[Any, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
@@ -206,7 +208,7 @@ class Table:
                 self._prog,
                 [
                     (self._vbo, "3f 3f", "in_position", "in_normal"),
-                    (buf, "16f 4f 2u/i", "i_model", "i_colour", "i_ids"),
+                    (buf, "16f 4f 3u/i", "i_model", "i_colour", "i_ids"),
                 ],
             )
             self._instances[name] = (buf, vao)
@@ -220,38 +222,80 @@ class Table:
         first, count = self._ranges[shape]
         vao.render(moderngl.TRIANGLES, vertices=count, first=first, instances=len(rows))
 
-    def render(self, t: float) -> None:
-        """Draw the table and its objects at time ``t`` into every pass the bound framebuffer has."""
-        if self.ctx is None or self._prog is None:
-            raise SceneError("table: call setup() before render().")
-        p = self.params
-        clear_passes(self.ctx, tuple(float(c) for c in p["background"]))  # type: ignore[arg-type]
+    def _draw_batch(self, layouts: Sequence[TableLayout | None], times: Sequence[float]) -> None:
+        """Draw sample j (``layouts[j]``, None: the current one) at ``times[j]`` into layer j, a draw per mesh kind.
+
+        Instance records run sample by sample, each the table top (a cube) then the objects in
+        placement order, so each mesh kind's draw meets a sample's instances in the order the
+        one-sample draw does (ties in depth resolve alike); matrices are computed for the batch at once.
+        """
+        assert self.ctx is not None
+        n = len(layouts)
+        views = np.zeros(n, _VIEW)
+        sizes, turns, table_colours = np.empty(n), np.empty(n), np.empty((n, 3))
+        counts = np.empty(n, np.int64)
+        objects: list[dict[str, Any]] = []
+        for j, (layout, t) in enumerate(zip(layouts, times, strict=True)):
+            if layout is not None:
+                self.use_layout(layout)
+            p = self.params
+            eye, view, proj = self.camera(float(t))
+            az, el = math.radians(float(p["light_azimuth"])), math.radians(float(p["light_elevation"]))
+            light = -np.array([math.cos(el) * math.sin(az), math.sin(el), math.cos(el) * math.cos(az)])
+            views["view"][j] = view.T.reshape(16)  # GL reads column-major
+            views["projection"][j] = proj.T.reshape(16)
+            views["light"][j] = [*light, float(p["ambient"])]
+            views["eye"][j, :3] = eye
+            sizes[j], turns[j] = float(p["table_size"]), float(p["spin"]) * float(t)
+            table_colours[j] = [float(c) for c in p["table_colour"]]
+            counts[j] = len(self.objects)
+            objects.extend(self.objects)
+        scale = np.zeros((n, 4, 4))
+        scale[:, 0, 0], scale[:, 1, 1], scale[:, 2, 2], scale[:, 3, 3] = sizes, 0.1, sizes, 1.0
+        tops = matmul_stack(_TOP_SHIFT, scale)  # translation @ scale, in matmul's order
+        rows = np.zeros(n + len(objects), _INSTANCE)
+        at_top = np.cumsum(counts + 1) - (counts + 1)
+        is_object = np.ones(len(rows), bool)
+        is_object[at_top] = False
+        rows["model"][at_top] = tops.transpose(0, 2, 1).reshape(n, 16)
+        rows["colour"][at_top, :3] = table_colours
+        rows["colour"][at_top, 3] = 0.25
+        rows["ids"][at_top] = np.stack([np.zeros(n), np.full(n, self.classes.index("table")), np.arange(n)], 1)
+        kinds = np.full(len(rows), "cube", dtype=object)
+        if objects:
+            models = _models(objects, np.repeat(turns, counts))
+            rows["model"][is_object] = models.transpose(0, 2, 1).reshape(len(objects), 16)
+            rows["colour"][is_object, :3] = [o["colour"] for o in objects]
+            ids = [[o["instance"], o["class"]] for o in objects]
+            rows["ids"][is_object] = np.column_stack([np.asarray(ids).reshape(-1, 2), np.repeat(np.arange(n), counts)])
+            kinds[is_object] = [o["shape"] for o in objects]
+        if self._views is None or self._views.size < views.nbytes:
+            if self._views is not None:
+                self._views.release()
+            self._views = self.ctx.buffer(reserve=views.nbytes * 2)
+        self._views.write(views.tobytes())
+        self._views.bind_to_storage_buffer(0)
         self.ctx.enable(moderngl.DEPTH_TEST)
-        eye, view, proj = self.camera(t)
-        az, el = math.radians(float(p["light_azimuth"])), math.radians(float(p["light_elevation"]))
-        light = -np.array([math.cos(el) * math.sin(az), math.sin(el), math.cos(el) * math.cos(az)])
-        self._prog["view"].write(_gl(view))  # type: ignore[union-attr]
-        self._prog["projection"].write(_gl(proj))  # type: ignore[union-attr]
-        self._prog["light_dir"].value = tuple(light)  # type: ignore[union-attr]
-        self._prog["ambient"].value = float(p["ambient"])  # type: ignore[union-attr]
-        self._prog["eye"].value = tuple(eye)  # type: ignore[union-attr]
-        ts = float(p["table_size"])
-        top = matmul(_math(Matrix44.from_translation([0.0, -0.05, 0.0])), _math(Matrix44.from_scale([ts, 0.1, ts])))
-        n = len(self.objects)
-        rows = np.zeros(n + 1, _INSTANCE)  # the table top first (a cube), then the objects in placement order
-        models = np.concatenate([top[None], self.models(t)]) if n else top[None]
-        rows["model"] = models.transpose(0, 2, 1).reshape(n + 1, 16)  # GL reads column-major
-        rows["colour"][0] = [*(float(c) for c in p["table_colour"]), 0.25]
-        rows["ids"][0] = [0, self.classes.index("table")]
-        if n:
-            rows["colour"][1:, :3] = [o["colour"] for o in self.objects]
-            rows["ids"][1:] = [[o["instance"], o["class"]] for o in self.objects]
-        kinds = np.array(["cube", *(o["shape"] for o in self.objects)])
-        for shape in self._instances:  # one draw per mesh kind
+        for shape in self._instances:  # one draw per mesh kind, for the whole batch
             pick = kinds == shape
             if pick.any():
                 self._draw(shape, rows[pick])
         self.ctx.disable(moderngl.DEPTH_TEST)
+
+    def render(self, t: float) -> None:
+        """Draw the table and its objects at time ``t`` into every pass the bound framebuffer has."""
+        if self.ctx is None or self._prog is None:
+            raise SceneError("table: call setup() before render().")
+        clear_passes(self.ctx, tuple(float(c) for c in self.params["background"]))  # type: ignore[arg-type]
+        self._draw_batch([None], [t])
+
+    def render_batch(self, target: LayeredGBuffer, layouts: Sequence[TableLayout], times: Sequence[float]) -> None:
+        """Clear ``target`` (bound) and draw sample j (``layouts[j]`` at ``times[j]``) into its layer j
+        (:class:`~glrec.scenes.capabilities.BatchDrawable`); :meth:`render` is the same draw with one sample."""
+        if self.ctx is None or self._prog is None:
+            raise SceneError("table: call setup() before render_batch().")
+        target.clear([tuple(float(c) for c in lay.params["background"]) for lay in layouts])  # type: ignore[misc]
+        self._draw_batch(layouts, times)
 
     def annotations(self, t: float) -> dict[str, Any]:
         """Camera (OpenCV convention, see glrec.scenes.camera) and per-object pose and 2D box at ``t``."""
@@ -302,7 +346,7 @@ class Table:
         for buf, vao in instances.values():
             vao.release()
             buf.release()
-        for name in ("_vbo", "_prog"):
+        for name in ("_views", "_vbo", "_prog"):
             obj = getattr(self, name, None)
             setattr(self, name, None)
             if obj is not None:

@@ -16,7 +16,7 @@ from PIL import Image
 from glrec.dataset import DatasetSpec
 from glrec.dataset.files.encode import colour_encoder
 from glrec.dataset.files.folder import FORMAT_VERSION
-from glrec.dataset.files.runner import sample_files
+from glrec.dataset.files.samples import sample_files
 from glrec.dataset.rendering.sample import SampleRenderer
 from glrec.gl.context import create_context
 

@@ -156,7 +156,7 @@ def test_a_size_no_render_target_can_hold_is_refused(tmp_path, capsys):
 
 def test_meta_json_refuses_nan_from_any_source():
     """The last guard: a NaN that a scene's annotations produce is an error, not a meta.json no reader takes."""
-    from glrec.dataset.files.runner import meta_json
+    from glrec.dataset.files.samples import meta_json
 
     assert json.loads(meta_json({"camera": {"distance": 3.5}}, "000000")) == {"camera": {"distance": 3.5}}
     with pytest.raises(glrec.SceneError, match="000007: meta.json would hold NaN"):

@@ -18,7 +18,7 @@ from where import DATA, EXAMPLES
 
 from glrec.dataset import DatasetSpec, generate
 from glrec.dataset.files.encode import colour_encoder, file_array
-from glrec.dataset.files.runner import sample_files
+from glrec.dataset.files.samples import sample_files
 from glrec.dataset.rendering.pack import MAX_IDS, PassPacker
 from glrec.dataset.rendering.sample import SampleRenderer
 from glrec.errors import EncoderError

@@ -10,7 +10,14 @@ from glrec.dataset import DatasetSpec
 from glrec.dataset.api import dataset_info
 from glrec.dataset.files.folder import DatasetFolder
 from glrec.dataset.rendering.devices import egl_device_for_gpus
-from glrec.dataset.spec.params import params_batch, parse_param, sample_params, sample_seed, sample_seeds, uniforms
+from glrec.dataset.spec.params import (
+    params_batch,
+    parse_param,
+    sample_params,
+    sample_seed,
+    sample_seeds,
+    uniforms,
+)
 from glrec.scenes import Table
 
 

@@ -50,3 +50,39 @@ def test_cuda_samples_are_the_same_in_batches_of_1_3_8_and_equal_the_cpu_stream(
                     for p in PASSES:
                         got = torch.from_dlpack(batch[p])[j].cpu().numpy()
                         assert got.tobytes() == np.asarray(want[p][index]).tobytes(), (size, index, p)
+
+
+@pytest.mark.parametrize("batch_size", [1, 64, 256])
+def test_cuda_batches_go_n_per_gl_pass_with_no_host_copy_and_equal_the_cpu_stream(monkeypatch, batch_size):
+    from glrec.dataset.rendering.layer_pack import LayerPacker
+    from glrec.scenes.passes import GBuffer
+
+    spec = make_spec(samples=300, size="32x24")
+    with stream(spec, batch_size=300) as s:
+        [want] = list(s)
+    targets = []
+    run = LayerPacker.run
+
+    def spying(self, n, stride, ids, into, fallback):
+        targets.append((n, type(into).__name__))
+        return run(self, n, stride, ids, into, fallback)
+
+    def no_read(self, name):
+        raise AssertionError(f"the {name} pass was read to the host")
+
+    monkeypatch.setattr(LayerPacker, "run", spying)
+    monkeypatch.setattr(GBuffer, "read", no_read)
+    seen = 0
+    with stream(spec, batch_size=batch_size, device="cuda") as s:
+        for batch in s:
+            for p in PASSES:
+                got = torch.from_dlpack(batch[p]).cpu().numpy()
+                assert got.tobytes() == np.asarray(want[p][batch["index"]]).tobytes(), (batch_size, p)
+            for j, index in enumerate(batch["index"].tolist()):
+                assert batch["boxes"][j].tolist() == want["boxes"][index].tolist()
+            seen += len(batch["index"])
+    assert seen == 300
+    # Every chunk packed straight into the CUDA-shared batch buffer (a GL buffer, offset), never host memory.
+    assert targets and all(kind == "tuple" for _, kind in targets)
+    assert sum(n for n, _ in targets) == 300
+    assert max(n for n, _ in targets) == min(batch_size, 300)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import logging
 import os
 import shutil
@@ -15,96 +13,24 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, cast
 
-from ...errors import SceneError
+from ...errors import GlrecError
 from ...gl.context import GLContext, create_context
+from ..rendering.colour import BatchColour
 from ..rendering.devices import check_egl_device
 from ..rendering.sample import Sample, SampleRenderer, finish_colour
 from ..spec.document import DatasetSpec, check_flag
-from .encode import BatchColour, ColourEncoder, check_colour_encoder, colour_encoder, encode_clip_pass, encode_pass
+from .encode import ColourEncoder, check_colour_encoder, colour_encoder
 from .folder import DatasetFolder, holds_anything
 from .lock import FolderLock
+from .samples import Encoded, encode_threads, file_digests, manifest_line, sample_files
 from .writers import FolderWriter, ShardWriter, TarWriter, disk_full
 
 log = logging.getLogger("glrec")
 
 Progress = Callable[[int], None]
-
-
-def sample_files(
-    spec: DatasetSpec, sample: Sample, video: bytes | None = None, *, colour_later: bool = False
-) -> dict[str, bytes]:
-    """The files of one sample, in member order: colour, the other passes, ``meta.json``.
-
-    ``colour_later``: leave the colour image out (a batched GPU encoder has it; the caller puts it first).
-    """
-    out = spec.output
-    files: dict[str, bytes] = {}
-    packed = sample.packed
-    if spec.is_clip:
-        assert video is not None, "clips carry their colour as video"
-        files["rgb.mp4"] = video
-        for name in out.passes:
-            if name != "rgb":
-                fname, data = encode_clip_pass(name, [f[name] for f in sample.frames], out, packed=packed)
-                files[fname] = data
-    else:
-        if not colour_later:
-            files[f"rgb.{out.rgb}"] = sample.colour[0]
-        for name in out.passes:
-            if name != "rgb":
-                fname, data = encode_pass(name, sample.frames[0][name], out, packed=packed)
-                files[fname] = data
-    files["meta.json"] = (meta_json(sample.meta, sample.key) + "\n").encode()
-    return files
-
-
-def file_digests(files: dict[str, bytes]) -> dict[str, dict[str, Any]]:
-    """Size and SHA-256 of each file, as the manifest lists them."""
-    return {n: {"bytes": len(d), "sha256": hashlib.sha256(d).hexdigest()} for n, d in files.items()}
-
-
-def meta_json(meta: dict[str, Any], key: str) -> str:
-    """``meta`` as strict JSON: a NaN or infinity (which no JSON reader takes) is an error, not a broken file."""
-    try:
-        return json.dumps(meta, allow_nan=False)
-    except ValueError:
-        raise SceneError(
-            f"Sample {key}: meta.json would hold NaN or infinity (from the scene's parameters or annotations), "
-            "which JSON cannot; check the [params] values."
-        ) from None
-
-
-def manifest_line(
-    spec: DatasetSpec, sample: Sample, files: dict[str, bytes], shard: int, where: str, render: dict[str, Any],
-    digests: dict[str, dict[str, Any]] | None = None,
-) -> dict[str, Any]:  # fmt: skip
-    """One manifest line: what the sample is (index, key, seed, sampled params) and where its files are."""
-    return {
-        "index": sample.index,
-        "key": sample.key,
-        "seed": sample.seed,
-        "params": sample.params,
-        "shard": shard,
-        "location": where,
-        "files": digests if digests is not None else file_digests(files),
-        **render,
-    }
-
-
-def encode_threads() -> int:
-    """Threads that encode samples' files beside the GL thread: one per usable core, at most 8.
-
-    PNG (FFmpeg's encoder through PyAV) and SHA-256 release the GIL, so these
-    threads encode in parallel with each other and with the next sample's draw.
-    """
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(8, cores))
-
-
-Encoded = tuple[dict[str, bytes], dict[str, dict[str, Any]]]
+#: Samples a shard worker draws per GL pass (scenes that draw batches): enough to amortise the
+#: pass and the fence, few enough that the chunk's host memory stays small beside the encode queue.
+SHARD_CHUNK = 32
 
 
 class ShardWorker:
@@ -191,6 +117,36 @@ class ShardWorker:
                 self._jpegs.update(self._batch.queue(renderer.gbuffer.colour_fbo, index))
         return sample, None, self._render_info(renderer.ctx)
 
+    def _drawn(self, indices: range, mark: Callable[[int], None]) -> Iterator[tuple[Sample, bytes | None, Any]]:
+        """Samples ``indices`` drawn in order (``mark(i)`` before sample i, or its chunk, is drawn): a chunk of up to
+        :data:`SHARD_CHUNK` per GL pass where the scene draws batches (``render_layers``) and colour is encoded on
+        the host, else one by one (a GPU JPEG encoder takes each sample's colour from the framebuffer)."""
+        renderer = None if self.spec.is_clip else self._image_renderer()
+        if renderer is not None and renderer.batch_ready and self._batch is None:  # GPU JPEG: per sample
+            assert self._gl is not None
+            for first in range(indices.start, indices.stop, SHARD_CHUNK):
+                chunk = range(first, min(indices.stop, first + SHARD_CHUNK))
+                mark(first)  # a worker that dies now names the chunk's first sample
+                try:
+                    with self._gl.active():
+                        samples = renderer.render_batch(chunk, lambda j, n: None)  # a new host array per chunk
+                except GlrecError as exc:  # drawn again one by one, so the error names its sample
+                    log.debug("glrec: samples %d..%d failed as a batch (%s); drawing them one by one", first,
+                              chunk[-1], exc)  # fmt: skip
+                    samples = []
+                    for i in chunk:
+                        mark(i)
+                        samples.append(self._draw(i)[0])
+                info = self._render_info(renderer.ctx)
+                for sample in samples:
+                    yield sample, None, info
+            return
+        if renderer is not None:
+            renderer.prepare(indices)  # the shard's parameters and layouts, drawn at once
+        for index in indices:
+            mark(index)
+            yield self._draw(index)
+
     def _encode(self, sample: Sample, video: bytes | None) -> Encoded:
         """The rest, on any thread: colour left to a host encoder, the pass files, their digests."""
         finish_colour(sample, self._colour)
@@ -263,14 +219,14 @@ class ShardWorker:
             if progress is not None:
                 progress(1)
 
+        def mark(index: int) -> None:
+            nonlocal current
+            current = index
+            if started is not None:
+                started(index)
+
         try:
-            if not spec.is_clip:  # the shard's parameters and layouts, drawn at once
-                self._image_renderer().prepare(spec.shard_range(shard))
-            for index in spec.shard_range(shard):
-                current = index
-                if started is not None:
-                    started(index)
-                sample, video, info = self._draw(index)
+            for sample, video, info in self._drawn(spec.shard_range(shard), mark):
                 pending.append((sample, info, self._submit(sample, video)))
                 while len(pending) > 2 * self.threads:
                     write_oldest()

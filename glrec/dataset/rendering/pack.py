@@ -71,6 +71,7 @@ class PassPacker:
         padded = (w * h + 3) // 4 * 4  # the shader writes whole groups of 4 pixels
         widths = {"rgb": 3, "depth": 4, "instance": 2, "semantic": 2, "normal": 3 if normal == "png" else 12}
         self._normal = normal
+        self.normal = normal
         self._sections: dict[str, tuple[int, int]] = {}  # pass -> (byte offset, bytes)
         at = 0
         for name in _UNITS:
@@ -145,6 +146,10 @@ class PassPacker:
         if self._ids:
             self._read_table(frame)
         return frame
+
+    def view(self, name: str, raw: np.ndarray) -> np.ndarray:
+        """Pass ``name``'s packed bytes ``raw`` as its array (its file's dtype and shape)."""
+        return self._view(name, raw)
 
     def _view(self, name: str, raw: np.ndarray) -> np.ndarray:
         w, h = self.size

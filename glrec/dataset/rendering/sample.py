@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -23,14 +23,15 @@ from ...scenes.capabilities import (
 )
 from ...scenes.passes import PASS_ROWS, GBuffer
 from ..spec.document import DatasetSpec
-from ..spec.params import params_batch, rng_for, sample_seeds
+from ..spec.params import rng_for, sample_seeds
 from .colour import ColourEncoder, ColourImage
 from .pack import PackTarget, PassPacker
+from .plans import TIME_PARAM, SamplePlan, plan_samples, sample_plan
 
 log = logging.getLogger("glrec")
 
-#: A parameter every scene takes: the time rendered for an image (a clip's start time).
-TIME_PARAM = "time"
+__all__ = ["TIME_PARAM", "Sample", "SamplePlan", "SampleRenderer", "check_scene", "finish_colour", "plan_samples",
+           "sample_plan"]  # fmt: skip
 
 
 @dataclass
@@ -109,60 +110,6 @@ def check_scene(scene: object, spec: DatasetSpec) -> None:
             ) from None
 
 
-@dataclass(frozen=True)
-class SamplePlan:
-    """What sample ``index`` is before it is drawn: its seed, its ``[params]`` and, for a
-    :class:`~glrec.scenes.capabilities.BatchRandomisable` scene, its layout."""
-
-    index: int
-    seed: int
-    params: dict[str, Any]
-    layout: Any = None
-
-
-def plan_samples(spec: DatasetSpec, indices: list[int] | range, scene: object = None) -> list[SamplePlan]:
-    """Plans of samples ``indices``, drawn for the batch at once (vectorised, counter-based).
-
-    With a ``scene`` that lays out batches, each plan also holds its layout. Plan ``j`` is
-    a pure function of (spec's seed, ``indices[j]``): the batch never changes a sample.
-    Raises SceneError naming the sample whose parameters the scene refuses.
-    """
-    for index in indices:
-        if not 0 <= index < spec.samples:
-            raise ConfigError(f"Sample index {index} is outside 0..{spec.samples - 1}.")
-    seeds = sample_seeds(spec.seed, list(indices))
-    params = params_batch(spec.distributions(), seeds)
-    if scene is None or not batch_randomisable(scene):
-        return [SamplePlan(i, int(s), p) for i, s, p in zip(indices, seeds, params, strict=True)]
-    assert isinstance(scene, BatchRandomisable)
-    scene_params = [{k: v for k, v in p.items() if k != TIME_PARAM} for p in params]
-    try:
-        layouts = list(scene.randomise_batch(scene_params, seeds))
-    except Exception:
-        if len(scene_params) == 1:
-            layouts = [_layout_one(spec, scene, scene_params[0], seeds[:1], indices[0])]
-        else:  # find the sample the scene refuses, one at a time (the error path only)
-            layouts = [_layout_one(spec, scene, p, seeds[j : j + 1], indices[j]) for j, p in enumerate(scene_params)]
-    return [SamplePlan(i, int(s), p, lay) for i, s, p, lay in zip(indices, seeds, params, layouts, strict=True)]
-
-
-def _layout_one(spec: DatasetSpec, scene: BatchRandomisable, params: dict[str, Any], seed: Any, index: int) -> Any:
-    try:
-        return next(iter(scene.randomise_batch([params], seed)))
-    except GlrecError:
-        raise
-    except Exception as exc:
-        raise SceneError(
-            f"Scene {spec.scene!r} failed to randomise sample {index} with {params}: {type(exc).__name__}: {exc}"
-        ) from exc
-
-
-def sample_plan(spec: DatasetSpec, index: int) -> tuple[int, dict[str, Any]]:
-    """The seed and the sampled ``[params]`` of sample ``index`` (no rendering)."""
-    plan = plan_samples(spec, [index])[0]
-    return plan.seed, plan.params
-
-
 class SampleRenderer:
     """Renders samples of ``spec`` on a moderngl context: the scene and a G-buffer, set up once.
 
@@ -195,6 +142,7 @@ class SampleRenderer:
         self.scene = load_scene(spec.scene_ref())
         check_scene(self.scene, spec)
         self._packer: PassPacker | None = None
+        self._layers: Any = None  # the batch path (render_layers.LayerRenderer), made on first use
         self._plans: dict[int, SamplePlan] = {}
         # The scene's capabilities, checked once (a runtime protocol check costs ~10 us a call).
         self._randomisable = isinstance(self.scene, Randomisable)
@@ -228,6 +176,33 @@ class SampleRenderer:
             self._plans = {p.index: p for p in plan_samples(self.spec, indices, self.scene)}
         except GlrecError:
             self._plans = {}  # each sample is planned alone, so the error comes with the sample it is about
+
+    @property
+    def batch_ready(self) -> bool:
+        """Whether :meth:`render_batch` draws many samples per GL pass here (else it renders one at a time)."""
+        from .render_layers import can_render_layers
+
+        return can_render_layers(self)
+
+    def render_batch(
+        self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None], *, max_layers: int | None = None
+    ) -> list[Sample]:
+        """Render samples ``indices`` (``packed``, images, a :class:`~glrec.scenes.capabilities.BatchDrawable`
+        scene: see :attr:`batch_ready`) N per GL pass, one fence per chunk
+        (:class:`~glrec.dataset.rendering.render_layers.LayerRenderer`). Chunk ``indices[j:j+n]`` is packed into
+        ``target(j, n)``: a host uint8 array of ``n`` sample strides (None: a new one) or a GL buffer and
+        byte offset.
+        """
+        from .render_layers import LayerRenderer
+
+        layers = self._layers
+        # Made for the first batch; made again only when a larger batch could use more layers.
+        if layers is None or layers.max_layers != max_layers or layers.layers == layers.batch < len(indices):
+            self._layers = None
+            if layers is not None:
+                layers.release()
+            layers = self._layers = LayerRenderer(self, len(indices), max_layers)
+        return layers.render(indices, target)
 
     @property
     def gbuffer(self) -> GBuffer:
@@ -276,20 +251,24 @@ class SampleRenderer:
         for f in range(spec.frames):
             t = start + f / spec.fps
             frames_meta.append(self._render_frame(sample, t, on_frame, None if into is None else into(f)))
-        full_params = {**params_in_effect(scene), **params}
+        self.finish_meta(sample, frames_meta)
+        return sample
+
+    def finish_meta(self, sample: Sample, frames_meta: list[dict[str, Any]]) -> None:
+        """Fill ``sample.meta`` (what ``meta.json`` holds) from its frames' metadata and the scene's params."""
+        spec = self.spec
         sample.meta = {
             "key": sample.key,
-            "index": index,
-            "seed": seed,
+            "index": sample.index,
+            "seed": sample.seed,
             "scene": spec.scene,
             "size": list(spec.size),
-            "params": full_params,
+            "params": {**params_in_effect(self.scene), **sample.params},
         }
         if spec.is_clip:
             sample.meta.update(fps=spec.fps, frames=frames_meta)
         else:
             sample.meta.update(frames_meta[0])
-        return sample
 
     def _render_frame(
         self, sample: Sample, t: float, on_frame: Callable[[GBuffer], None] | None, into: PackTarget | None = None
@@ -376,6 +355,9 @@ class SampleRenderer:
 
     def close(self) -> None:
         """Release the scene, the packer and the G-buffer. Safe to call twice."""
+        layers, self._layers = self._layers, None
+        if layers is not None:
+            layers.release()
         packer, self._packer = self._packer, None
         if packer is not None:
             packer.release()

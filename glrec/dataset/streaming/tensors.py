@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import queue
-import re
 import threading
 import time
 import weakref
@@ -27,7 +26,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ...errors import BuffersHeldError, ConfigError, GlrecError, SceneError
+from ...errors import BuffersHeldError, ConfigError, GlrecError
+from ..rendering.batch_meta import camera_arrays, indexed, object_arrays
 from ..rendering.batches import BatchRanges, check_stream_args, parse_device
 from ..rendering.memory import BatchLayout, HostSlots, Lease
 from ..rendering.pack import PackTarget
@@ -92,48 +92,6 @@ class _Stopped(Exception):
 class _Failure:
     def __init__(self, error: BaseException) -> None:
         self.error = error
-
-
-def _indexed(exc: BaseException, index: int) -> BaseException:
-    """``exc`` as one GlrecError that names the sample (the same class when it is glrec's)."""
-    if isinstance(exc, GlrecError):
-        if re.search(rf"\bsample 0*{index}\b", str(exc), re.IGNORECASE):
-            return exc
-        try:
-            new = type(exc)(f"Sample {index}: {exc}")
-        except TypeError:
-            return exc
-        new.__cause__ = exc.__cause__
-        return new
-    new = SceneError(f"Sample {index}: {type(exc).__name__}: {exc}")
-    new.__cause__ = exc
-    return new
-
-
-def _camera_arrays(metas: list[dict[str, Any]], clip: bool) -> dict[str, np.ndarray]:
-    def cams(m: dict[str, Any]) -> list[Any]:
-        return [f.get("camera") for f in m.get("frames", [])] if clip else [m.get("camera")]
-
-    per = [cams(m) for m in metas]
-    if not per or any(c is None or "K" not in c for p in per for c in p):
-        return {}
-    out = {}
-    for name in ("K", "world_to_camera"):
-        values = np.asarray([[c[name] for c in p] for p in per], np.float64)
-        out[name] = values if clip else values[:, 0]
-    return out
-
-
-def _object_arrays(metas: list[dict[str, Any]]) -> dict[str, list[np.ndarray]]:
-    if not metas or any(m.get("objects") is None for m in metas):
-        return {}
-    boxes, labels, instances = [], [], []
-    for m in metas:
-        seen = [o for o in m["objects"] if o.get("visible_bbox") is not None]
-        boxes.append(np.asarray([o["visible_bbox"] for o in seen], np.int64).reshape(-1, 4))
-        labels.append(np.asarray([o.get("class", 0) for o in seen], np.int64))
-        instances.append(np.asarray([o.get("instance", 0) for o in seen], np.int64))
-    return {"boxes": boxes, "labels": labels, "instances": instances}
 
 
 class _Producer:
@@ -205,16 +163,11 @@ class _Producer:
         slots = self.slots
         slot = slots.acquire(self.abort)
         lease = slots.lease(slot)
-        metas = []
-        renderer.prepare(indices)  # the batch's parameters and layouts, drawn at once
         try:
-            for j, index in enumerate(indices):
-                self.abort()
-
-                def into(f: int, j: int = j) -> PackTarget:
-                    return slots.target(slot, layout.frame_offset(j, f), layout.frame_stride)
-
-                metas.append(self._sample(renderer, index, into))
+            self.abort()
+            metas = self._layered(renderer, layout, slot, indices) if renderer.batch_ready else None
+            if metas is None:
+                metas = self._one_by_one(renderer, layout, slot, indices)
             arrays = slots.arrays(lease, layout, len(indices))
         except BaseException:
             lease.release()
@@ -222,14 +175,53 @@ class _Producer:
         del lease  # the arrays hold it now
         spec = self.spec
         batch: Batch = {"index": np.asarray(indices, np.int64), "key": [spec.key(i) for i in indices], **arrays}
-        batch.update(_camera_arrays(metas, spec.is_clip))
+        batch.update(camera_arrays(metas, spec.is_clip))
         if not spec.is_clip:
-            batch.update(_object_arrays(metas))
+            batch.update(object_arrays(metas))
         batch["meta"] = metas
         return batch
 
+    def _layered(
+        self, renderer: SampleRenderer, layout: BatchLayout, slot: int, indices: range
+    ) -> list[dict[str, Any]] | None:
+        """The batch N samples per GL pass (:meth:`SampleRenderer.render_batch`), or None after an error
+        (then the one-by-one path renders it again, and fails naming the sample)."""
+        from ..files.samples import meta_json
+
+        slots = self.slots
+        assert slots is not None
+
+        def target(j: int, n: int) -> PackTarget:
+            self.abort()
+            return slots.target(slot, layout.frame_offset(j), n * layout.sample_stride)
+
+        try:
+            samples = renderer.render_batch(indices, target)
+            return [dict(json.loads(meta_json(s.meta, s.key))) for s in samples]
+        except _Stopped:
+            raise
+        except Exception as exc:
+            log.debug("glrec: the batch of samples %d.. failed (%s); rendering it one by one", indices[0], exc)
+            return None
+
+    def _one_by_one(
+        self, renderer: SampleRenderer, layout: BatchLayout, slot: int, indices: range
+    ) -> list[dict[str, Any]]:
+        slots = self.slots
+        assert slots is not None
+        metas = []
+        renderer.prepare(indices)  # the batch's parameters and layouts, drawn at once
+        for j, index in enumerate(indices):
+            self.abort()
+
+            def into(f: int, j: int = j) -> PackTarget:
+                return slots.target(slot, layout.frame_offset(j, f), layout.frame_stride)
+
+            metas.append(self._sample(renderer, index, into))
+        return metas
+
     def _sample(self, renderer: SampleRenderer, index: int, into: Any) -> dict[str, Any]:
-        from ..files.runner import meta_json  # strict JSON, exactly what meta.json holds
+        from ..files.samples import meta_json  # strict JSON, exactly what meta.json holds
 
         try:
             sample = renderer.render(index, into=into)
@@ -237,7 +229,7 @@ class _Producer:
         except _Stopped:
             raise
         except Exception as exc:
-            raise _indexed(exc, index) from None
+            raise indexed(exc, index) from None
 
     def _teardown(self, gl: Any, renderer: SampleRenderer | None) -> None:
         slots = self.slots

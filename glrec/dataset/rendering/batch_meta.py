@@ -1,0 +1,54 @@
+"""A streamed batch's metadata arrays (cameras, visible boxes) from its samples' meta, and errors named by sample."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from ...errors import GlrecError, SceneError
+
+__all__ = ["camera_arrays", "indexed", "object_arrays"]
+
+
+def indexed(exc: BaseException, index: int) -> BaseException:
+    """``exc`` as one GlrecError that names the sample (the same class when it is glrec's)."""
+    if isinstance(exc, GlrecError):
+        if re.search(rf"\bsample 0*{index}\b", str(exc), re.IGNORECASE):
+            return exc
+        try:
+            new = type(exc)(f"Sample {index}: {exc}")
+        except TypeError:
+            return exc
+        new.__cause__ = exc.__cause__
+        return new
+    new = SceneError(f"Sample {index}: {type(exc).__name__}: {exc}")
+    new.__cause__ = exc
+    return new
+
+
+def camera_arrays(metas: list[dict[str, Any]], clip: bool) -> dict[str, np.ndarray]:
+    def cams(m: dict[str, Any]) -> list[Any]:
+        return [f.get("camera") for f in m.get("frames", [])] if clip else [m.get("camera")]
+
+    per = [cams(m) for m in metas]
+    if not per or any(c is None or "K" not in c for p in per for c in p):
+        return {}
+    out = {}
+    for name in ("K", "world_to_camera"):
+        values = np.asarray([[c[name] for c in p] for p in per], np.float64)
+        out[name] = values if clip else values[:, 0]
+    return out
+
+
+def object_arrays(metas: list[dict[str, Any]]) -> dict[str, list[np.ndarray]]:
+    if not metas or any(m.get("objects") is None for m in metas):
+        return {}
+    boxes, labels, instances = [], [], []
+    for m in metas:
+        seen = [o for o in m["objects"] if o.get("visible_bbox") is not None]
+        boxes.append(np.asarray([o["visible_bbox"] for o in seen], np.int64).reshape(-1, 4))
+        labels.append(np.asarray([o.get("class", 0) for o in seen], np.int64))
+        instances.append(np.asarray([o.get("instance", 0) for o in seen], np.int64))
+    return {"boxes": boxes, "labels": labels, "instances": instances}

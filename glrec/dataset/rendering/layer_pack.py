@@ -1,0 +1,180 @@
+"""A chunk of samples' passes packed on the GPU from the layers of a :class:`~glrec.scenes.layers.LayeredGBuffer`.
+
+The same bytes as :class:`~glrec.dataset.rendering.pack.PassPacker` makes for one
+sample (the same shader, ``LAYERED``), for every layer at once: sample j's
+packed frame lands ``j * stride`` bytes after the target's start, so a chunk is
+one dispatch per shader, one fence and, on the host, one read of the whole
+chunk. Boxes and pixel counts of every layer come from one more dispatch
+(``shaders/dataset_boxes_layers.comp``) into a table sized by the largest
+instance id the chunk's layouts can have, read in one call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+
+import moderngl
+import numpy as np
+
+from ...errors import EncoderError
+from ...gl import glsl
+from ...gl.fences import Fence, dispatch_compute, gl_function
+from ...scenes.camera import mask_boxes
+from ...scenes.layers import LayeredGBuffer
+from .pack import PackTarget, PassPacker
+
+__all__ = ["LayerPacker", "LayerResult"]
+
+_UNITS = {"rgb": 0, "depth": 1, "instance": 2, "semantic": 3, "normal": 4}
+_GL_R32UI, _GL_RED_INTEGER, _GL_UNSIGNED_INT = 0x8236, 0x8D94, 0x1405
+_READ_ONLY = 0x88B8
+Boxes = dict[int, tuple[list[int], int]]
+
+
+class LayerResult:
+    """What :meth:`LayerPacker.run` gives: per layer the boxes (or None) and the passes' arrays on the host."""
+
+    def __init__(self, boxes: list[Boxes | None], arrays: list[dict[str, np.ndarray]]) -> None:
+        self.boxes = boxes
+        self.arrays = arrays
+
+
+class LayerPacker:
+    """Packs the layers of ``gbuffer`` like ``packer`` (its passes, sections and formats) packs one sample."""
+
+    GROUP = PassPacker.GROUP
+
+    def __init__(self, ctx: moderngl.Context, gbuffer: LayeredGBuffer, packer: PassPacker) -> None:
+        self.ctx = ctx
+        self.gbuffer = gbuffer
+        self.packer = packer
+        self.wanted = packer.wanted
+        self.sections = packer.sections
+        self.nbytes = packer.nbytes
+        self._normal = packer.normal
+        self._ids = bool(self.wanted & {"instance", "semantic"}) or packer.want_boxes
+        defines: dict[str, object] = {"RGB": int("rgb" in self.wanted), "DEPTH": int("depth" in self.wanted),
+                   "INSTANCE": int("instance" in self.wanted), "SEMANTIC": int("semantic" in self.wanted),
+                   "NORMAL": 0 if "normal" not in self.wanted else 1 if self._normal == "png" else 2,
+                   "LAYERED": 1}  # fmt: skip
+        self._pack = glsl.compute(ctx, "dataset_pack.comp", defines) if self.nbytes else None
+        self._boxes: moderngl.ComputeShader | None = (
+            glsl.compute(ctx, "dataset_boxes_layers.comp") if self._ids else None
+        )
+        w, h = gbuffer.size
+        words = {name: off // 4 for name, (off, _) in self.sections.items()}
+        for shader in (self._pack, self._boxes):
+            if shader is not None:
+                for key, value in {"size": (w, h), **{f"at_{n}": words.get(n, 0) for n in _UNITS}}.items():
+                    uniform = shader.get(key, None)
+                    if uniform is not None:
+                        uniform.value = value  # type: ignore[union-attr]
+        #: The largest storage block this GL takes, in bytes: one chunk's packed bytes must fit.
+        self.max_block = int(ctx.info.get("GL_MAX_SHADER_STORAGE_BLOCK_SIZE", 2**27))
+        self._out: moderngl.Buffer | None = None
+        self._table: moderngl.Buffer | None = None
+
+    def run(
+        self, n: int, stride: int, ids: int, into: PackTarget | None, fallback: Callable[[int], np.ndarray]
+    ) -> LayerResult:
+        """Pack layers 0..n-1, sample j at ``j * stride`` bytes of ``into``; wait once; read boxes (and host bytes).
+
+        ``ids``: the table's entries per layer (1 + the largest instance id the layouts have);
+        a layer whose ids go beyond gets its boxes from ``fallback(layer)``, its instance mask.
+        ``into``: a host uint8 array of ``n * stride`` bytes (the arrays are views of it; None: a new
+        one), or ``(buffer, offset)`` to pack into a GL buffer and leave there (then no arrays).
+        """
+        w, h = self.gbuffer.size
+        if n * stride > self.max_block:
+            raise EncoderError(f"A chunk of {n} x {stride} bytes exceeds GL's storage block ({self.max_block} bytes).")
+        if isinstance(into, tuple):
+            out, offset, host = into[0], into[1], None
+        else:  # a new array unless given one: the samples' views keep it alive (files encoded on other threads)
+            out, offset, host = self._own(n * stride), 0, np.empty(n * stride, np.uint8) if into is None else into
+        bind_image = gl_function("glBindImageTexture", None, ctypes.c_uint, ctypes.c_uint, ctypes.c_int,
+                                 ctypes.c_ubyte, ctypes.c_int, ctypes.c_uint, ctypes.c_uint)  # fmt: skip
+        for name, tex in self.gbuffer.textures.items():
+            if name in ("instance", "semantic"):
+                bind_image(_UNITS[name], tex.glo, 0, 1, 0, _READ_ONLY, _GL_R32UI)  # layered: every layer
+            else:
+                tex.use(_UNITS[name])
+        if self._pack is not None:
+            self._pack["stride"].value = stride // 4
+            out.bind_to_storage_buffer(0, offset=offset, size=n * stride)
+            dispatch_compute(self._pack.glo, ((w * h + 3) // 4 + self.GROUP - 1) // self.GROUP, n)
+        table = None
+        if self._boxes is not None:
+            ids = max(1, ids)
+            table = self._clear_table(n, ids)
+            self._boxes["layers"].value = n
+            self._boxes["IDS"].value = ids
+            table.bind_to_storage_buffer(1, size=(2 * n + 5 * n * ids) * 4)
+            dispatch_compute(self._boxes.glo, (h + self.GROUP - 1) // self.GROUP, n)
+        self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT)
+        Fence().wait()  # one fence for the chunk, with the GIL released
+        arrays: list[dict[str, np.ndarray]] = [{} for _ in range(n)]
+        if host is not None and self.sections:
+            data = host[: n * stride]
+            out.read_into(data, size=n * stride)
+            for j in range(n):
+                base = j * stride
+                for name, (off, size) in self.sections.items():
+                    arrays[j][name] = self.packer.view(name, data[base + off : base + off + size])
+        boxes: list[Boxes | None] = [None] * n
+        if table is not None:
+            boxes = self._read_table(table, n, max(1, ids), fallback)
+        return LayerResult(boxes, arrays)
+
+    def _own(self, nbytes: int) -> moderngl.Buffer:
+        if self._out is None or self._out.size < nbytes:
+            if self._out is not None:
+                self._out.release()
+            self._out = self.ctx.buffer(reserve=max(16, nbytes))
+        return self._out
+
+    def _clear_table(self, n: int, ids: int) -> moderngl.Buffer:
+        nbytes = (2 * n + 5 * n * ids) * 4
+        if self._table is None or self._table.size < nbytes:
+            if self._table is not None:
+                self._table.release()
+            self._table = self.ctx.buffer(reserve=nbytes)
+        clear = gl_function("glClearNamedBufferSubData", None, ctypes.c_uint, ctypes.c_uint, ctypes.c_ssize_t,
+                            ctypes.c_ssize_t, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p)  # fmt: skip
+        zero, ones = ctypes.c_uint(0), ctypes.c_uint(0xFFFFFFFF)
+        split = (2 * n + 3 * n * ids) * 4
+        glo = self._table.glo
+        clear(glo, _GL_R32UI, 0, split, _GL_RED_INTEGER, _GL_UNSIGNED_INT, ctypes.byref(zero))
+        clear(glo, _GL_R32UI, split, nbytes - split, _GL_RED_INTEGER, _GL_UNSIGNED_INT, ctypes.byref(ones))
+        return self._table
+
+    def _read_table(
+        self, table: moderngl.Buffer, n: int, ids: int, fallback: Callable[[int], np.ndarray]
+    ) -> list[Boxes | None]:
+        words = np.frombuffer(table.read((2 * n + 5 * n * ids) * 4), np.uint32)
+        tops = words[: 2 * n].reshape(n, 2)
+        for k, name in enumerate(("instance", "semantic")):
+            if name in self.wanted and int(tops[:, k].max(initial=0)) > 65535:
+                raise EncoderError(f"{name} id {int(tops[:, k].max())} exceeds the 16 bits of {name}.png (65535).")
+        if not self.packer.want_boxes:
+            return [None] * n
+        count, x1, y1, x0, y0 = words[2 * n :].reshape(5, n, ids)
+        out: list[Boxes | None] = []
+        for j in range(n):
+            top = int(tops[j, 0])
+            if top >= ids:  # beyond the table: the mask itself, as the one-sample path does
+                out.append(mask_boxes(fallback(j)))
+                continue
+            seen = np.flatnonzero(count[j, 1 : top + 1]) + 1
+            out.append({
+                int(i): ([int(x0[j, i]), int(y0[j, i]), int(x1[j, i]), int(y1[j, i])], int(count[j, i])) for i in seen
+            })  # fmt: skip
+        return out
+
+    def release(self) -> None:
+        """Free the buffers and shaders; safe twice."""
+        for name in ("_out", "_table", "_pack", "_boxes"):
+            obj = getattr(self, name)
+            setattr(self, name, None)
+            if obj is not None:
+                obj.release()

@@ -1,0 +1,70 @@
+"""What each sample of a batch is before it is drawn: seeds, ``[params]`` and the scene's layouts, drawn at once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import ConfigError, GlrecError, SceneError
+from ...scenes.capabilities import BatchRandomisable, batch_randomisable
+from ..spec.document import DatasetSpec
+from ..spec.params import params_batch, sample_seeds
+
+__all__ = ["TIME_PARAM", "SamplePlan", "plan_samples", "sample_plan"]
+
+#: A parameter every scene takes: the time rendered for an image (a clip's start time).
+TIME_PARAM = "time"
+
+
+@dataclass(frozen=True)
+class SamplePlan:
+    """What sample ``index`` is before it is drawn: its seed, its ``[params]`` and, for a
+    :class:`~glrec.scenes.capabilities.BatchRandomisable` scene, its layout."""
+
+    index: int
+    seed: int
+    params: dict[str, Any]
+    layout: Any = None
+
+
+def plan_samples(spec: DatasetSpec, indices: list[int] | range, scene: object = None) -> list[SamplePlan]:
+    """Plans of samples ``indices``, drawn for the batch at once (vectorised, counter-based).
+
+    With a ``scene`` that lays out batches, each plan also holds its layout. Plan ``j`` is
+    a pure function of (spec's seed, ``indices[j]``): the batch never changes a sample.
+    Raises SceneError naming the sample whose parameters the scene refuses.
+    """
+    for index in indices:
+        if not 0 <= index < spec.samples:
+            raise ConfigError(f"Sample index {index} is outside 0..{spec.samples - 1}.")
+    seeds = sample_seeds(spec.seed, list(indices))
+    params = params_batch(spec.distributions(), seeds)
+    if scene is None or not batch_randomisable(scene):
+        return [SamplePlan(i, int(s), p) for i, s, p in zip(indices, seeds, params, strict=True)]
+    assert isinstance(scene, BatchRandomisable)
+    scene_params = [{k: v for k, v in p.items() if k != TIME_PARAM} for p in params]
+    try:
+        layouts = list(scene.randomise_batch(scene_params, seeds))
+    except Exception:
+        if len(scene_params) == 1:
+            layouts = [_layout_one(spec, scene, scene_params[0], seeds[:1], indices[0])]
+        else:  # find the sample the scene refuses, one at a time (the error path only)
+            layouts = [_layout_one(spec, scene, p, seeds[j : j + 1], indices[j]) for j, p in enumerate(scene_params)]
+    return [SamplePlan(i, int(s), p, lay) for i, s, p, lay in zip(indices, seeds, params, layouts, strict=True)]
+
+
+def _layout_one(spec: DatasetSpec, scene: BatchRandomisable, params: dict[str, Any], seed: Any, index: int) -> Any:
+    try:
+        return next(iter(scene.randomise_batch([params], seed)))
+    except GlrecError:
+        raise
+    except Exception as exc:
+        raise SceneError(
+            f"Scene {spec.scene!r} failed to randomise sample {index} with {params}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def sample_plan(spec: DatasetSpec, index: int) -> tuple[int, dict[str, Any]]:
+    """The seed and the sampled ``[params]`` of sample ``index`` (no rendering)."""
+    plan = plan_samples(spec, [index])[0]
+    return plan.seed, plan.params

@@ -1,0 +1,188 @@
+"""Render a batch of samples N per GL pass: the scene draws a chunk into the layers of array targets, one fence.
+
+For a scene that is :class:`~glrec.scenes.capabilities.BatchDrawable` (the
+built-in ``table``), :meth:`LayerRenderer.render` plans a batch at once
+(:func:`~glrec.dataset.rendering.sample.plan_samples`), then per chunk of up to
+:attr:`LayerRenderer.layers` samples: one clear and one instanced draw per mesh
+kind into a :class:`~glrec.scenes.layers.LayeredGBuffer`, one packing dispatch
+and one box dispatch over every layer (:class:`~glrec.dataset.rendering.layer_pack.LayerPacker`),
+one fence, and on the host one read of the chunk. Sample j of every pass is
+the bytes the one-sample path makes (the same viewport, shaders and packing):
+``tests/dataset/test_dataset_layers.py`` checks it for batch sizes 1, 3 and 8 and
+across chunks. A chunk is capped by GL's largest texture array, GL's largest
+storage block and a memory budget for the targets (:func:`budget_of`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+import moderngl
+import numpy as np
+
+from ...errors import GlrecError, SceneError
+from ...gl.fences import gl_function
+from ...scenes.capabilities import Annotated, BatchDrawable, BatchRandomisable, batch_drawable
+from ...scenes.layers import LayeredGBuffer, can_layer, layers_for
+from .colour import ColourImage
+from .layer_pack import LayerPacker
+from .pack import PackTarget
+
+if TYPE_CHECKING:
+    from .sample import Sample, SampleRenderer
+
+log = logging.getLogger("glrec")
+
+__all__ = ["LayerRenderer", "budget_of", "can_render_layers"]
+
+#: GPU memory for one chunk's render targets: about 1 GiB on a GPU, 64 MiB on software GL
+#: (llvmpipe rasterises a layer at a time; bigger chunks only cost memory there).
+GPU_BUDGET, SOFTWARE_BUDGET = 1 << 30, 64 << 20
+_RED_INTEGER, _UNSIGNED_INT = 0x8D94, 0x1405
+
+
+def budget_of(ctx: moderngl.Context) -> int:
+    """Bytes of render targets a chunk may take on ``ctx``'s device."""
+    renderer = str(ctx.info.get("GL_RENDERER", "")).lower()
+    return SOFTWARE_BUDGET if "llvmpipe" in renderer or "softpipe" in renderer else GPU_BUDGET
+
+
+def can_render_layers(renderer: SampleRenderer) -> bool:
+    """Whether ``renderer``'s samples can go through the layered batch path: a batch-drawing scene,
+    still images (clips keep the one-sample path), the GPU packer, no colour encoder or a host-only
+    one (the GPU JPEG encoders read the one-sample colour target), and a driver that layers."""
+    enc = renderer.colour_encoder
+    return (
+        renderer.packer is not None
+        and (enc is None or bool(getattr(enc, "host_only", False)))  # GPU encoders read the one-sample target
+        and not renderer.spec.is_clip
+        and batch_drawable(renderer.scene)
+        and can_layer(renderer.ctx)
+    )
+
+
+class LayerRenderer:
+    """The batch path of one :class:`~glrec.dataset.rendering.sample.SampleRenderer` (made by it; released with it).
+
+    ``max_layers`` caps a chunk below what GL and the budget allow (tests force chunking with it).
+    """
+
+    def __init__(self, renderer: SampleRenderer, batch: int, max_layers: int | None = None) -> None:
+        packer = renderer.packer
+        assert packer is not None and can_render_layers(renderer)
+        ctx = renderer.ctx
+        size = renderer.spec.size
+        self.renderer = renderer
+        self.batch, self.max_layers = batch, max_layers
+        self.stride = _round_up(max(packer.nbytes, 1), 256)
+        block = int(ctx.info.get("GL_MAX_SHADER_STORAGE_BLOCK_SIZE", 2**27))
+        # Targets for the passes packed, plus instance and semantic where boxes or ids are counted.
+        ids = packer.want_boxes or bool(packer.wanted & {"instance", "semantic"})  # the box pass reads both
+        read = set(packer.wanted) | ({"instance", "semantic"} if ids else set())
+        layers = min(layers_for(ctx, size, batch, budget_of(ctx), read), max(1, block // self.stride))
+        self.layers = max(1, min(layers, max_layers or layers))
+        self.gbuffer: LayeredGBuffer | None = LayeredGBuffer(ctx, size, self.layers, read)
+        try:
+            self.packer: LayerPacker | None = LayerPacker(ctx, self.gbuffer, packer)
+        except BaseException:
+            self.gbuffer.release()
+            raise
+        self._annotated = isinstance(renderer.scene, Annotated)
+        log.debug("glrec: dataset batches drawn %d samples per GL pass (%d bytes each)", self.layers, self.stride)
+
+    def render(self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None]) -> list[Sample]:
+        """Render samples ``indices``; chunk ``indices[j:j+n]`` is packed into ``target(j, n)`` (a host
+        array of ``n * stride`` bytes, or a GL buffer and offset), sample ``j + k`` at ``k * stride``.
+        Returns the samples (meta filled; ``frames`` holds the host arrays, or empty dicts)."""
+        from .sample import TIME_PARAM, Sample, plan_samples
+
+        r = self.renderer
+        spec = r.spec
+        plans = plan_samples(spec, list(indices), r.scene)
+        samples: list[Sample] = []
+        for j in range(0, len(plans), self.layers):
+            chunk = plans[j : j + self.layers]
+            times = [float(p.params.get(TIME_PARAM, 0.0)) for p in chunk]
+            result = self._chunk([p.layout for p in chunk], times, target(j, len(chunk)))
+            for k, plan in enumerate(chunk):
+                deferred: list[ColourImage] = []
+                sample = Sample(index=plan.index, key=spec.key(plan.index), seed=plan.seed, params=plan.params,
+                                packed=True, frames=[self._frame(deferred, result.arrays[k])],
+                                deferred_colour=deferred)  # fmt: skip
+                meta: dict[str, Any] = {"t": times[k]}
+                if self._annotated:
+                    cast(BatchRandomisable, r.scene).use_layout(plan.layout)  # annotate the layout drawn
+                    meta.update(_annotate(r, plan.index, times[k]))
+                boxes = result.boxes[k]
+                if boxes is not None and meta.get("objects") is not None:
+                    from .sample import _add_visible
+
+                    _add_visible(meta, boxes)
+                r.finish_meta(sample, [meta])
+                samples.append(sample)
+        return samples
+
+    def _frame(self, deferred: list[ColourImage], packed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """A sample's frame arrays as the one-sample packed path gives them; its colour left to the encoder."""
+        r = self.renderer
+        arrays = {name: packed[name] for name in r.spec.output.passes if name in packed and name != "rgb"}
+        rgb = packed.get("rgb")
+        if r.colour_encoder is not None and rgb is not None:  # a host-only encoder (can_render_layers)
+            deferred.append(ColourImage(None, lambda rgb=rgb: rgb))  # type: ignore[misc]
+        if r.keep_rgb and rgb is not None:
+            arrays["rgb"] = rgb
+        return arrays
+
+    def _chunk(self, layouts: list[Any], times: list[float], into: PackTarget | None) -> Any:
+        assert self.gbuffer is not None and self.packer is not None
+        gb, scene = self.gbuffer, self.renderer.scene
+        with gb.bound():
+            try:
+                cast(BatchDrawable, scene).render_batch(gb, layouts, times)
+            except GlrecError:
+                raise
+            except Exception as exc:
+                raise SceneError(
+                    f"Scene {self.renderer.spec.scene!r} raised drawing a batch of {len(layouts)} samples: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+        ids = 1 + max((len(getattr(lay, "objects", ())) for lay in layouts), default=0)
+        return self.packer.run(len(layouts), self.stride, ids, into, self._instance_layer)
+
+    def _instance_layer(self, layer: int) -> np.ndarray:
+        """Layer ``layer``'s instance mask, top-down (the box fallback for ids beyond the table)."""
+        assert self.gbuffer is not None
+        w, h = self.gbuffer.size
+        out = np.empty((h, w), np.uint32)
+        fn = gl_function("glGetTextureSubImage", None, ctypes.c_uint, *(ctypes.c_int,) * 7, ctypes.c_uint,
+                         ctypes.c_uint, ctypes.c_int, ctypes.c_void_p)  # fmt: skip
+        fn(self.gbuffer.textures["instance"].glo, 0, 0, 0, layer, w, h, 1, _RED_INTEGER, _UNSIGNED_INT,
+           out.nbytes, out.ctypes.data)  # fmt: skip
+        return np.ascontiguousarray(out[::-1])
+
+    def release(self) -> None:
+        """Free the targets and the packer; safe twice."""
+        packer, self.packer = self.packer, None
+        if packer is not None:
+            packer.release()
+        gb, self.gbuffer = self.gbuffer, None
+        if gb is not None:
+            gb.release()
+
+
+def _annotate(r: SampleRenderer, index: int, t: float) -> dict[str, Any]:
+    try:
+        return dict(cast(Annotated, r.scene).annotations(t))
+    except GlrecError:
+        raise
+    except Exception as exc:
+        raise SceneError(
+            f"Scene {r.spec.scene!r} failed to annotate sample {index} at t={t:g}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _round_up(n: int, to: int) -> int:
+    return (n + to - 1) // to * to
