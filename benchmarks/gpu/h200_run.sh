@@ -69,25 +69,31 @@ for part in "$@"; do
         2>&1 | quiet | tail -14
       ;;
     final)
-      echo "== GPU tests touched this session (batch routes, dataset stream and colour, per-env NVENC copies, SIGKILL)"
-      GLREC_FAKE_DRIVERS_DIR=$PWD/.fake timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu --tb=short \
+      echo "== GPU tests touched this session (batch routes, dataset stream/colour/layers, per-env NVENC copies, SIGKILL)"
+      GLREC_FAKE_DRIVERS_DIR=$PWD/.fake timeout 140 python3 -m pytest -q -p no:cacheprovider -m "gpu or gl" --tb=short \
         tests/gpu/test_batch_gpu.py tests/gpu/test_dataset_stream_gpu.py tests/gpu/test_dataset_colour_gpu.py \
-        tests/encoders/test_nvenc_batch_contract.py 2>&1 | tee "$OUT/gpu-final.txt" | tail -12
-      timeout 60 python3 -m pytest -q -p no:cacheprovider --tb=short tests/batch/test_batch_recorder.py -k sigkill \
+        tests/dataset/test_dataset_layers.py tests/encoders/test_nvenc_batch_contract.py \
+        2>&1 | tee "$OUT/gpu-final.txt" | tail -12
+      timeout 40 python3 -m pytest -q -p no:cacheprovider --tb=short tests/batch/test_batch_recorder.py -k sigkill \
         2>&1 | tail -3
-      echo "== dataset stream (640x480 five passes; 128x128 rgb+depth), CUDA consumer"
-      timeout 100 python3 benchmarks/dataset_stream.py ${STREAM_640:-} 2>&1 | quiet | tail -14
-      timeout 60 python3 benchmarks/dataset_stream.py ${STREAM_128:-} 2>&1 | quiet | tail -10
+      echo "== dataset stream, CUDA consumer: 640x480 five passes; 128x128 rgb+depth"
+      timeout 90 python3 benchmarks/dataset_stream.py --samples 1024 --size 640x480 --batch-size 64 \
+        --batch-sizes 1,256,1024 --before --gl-bound --device cuda --workers "" --rounds 1 --tag nvidia-h200 \
+        --name dataset-stream-640x480-cuda 2>&1 | quiet | tail -12
+      timeout 60 python3 benchmarks/dataset_stream.py --samples 16384 --size 128x128 --passes rgb,depth \
+        --batch-size 1024 --batch-sizes 4096 --gl-bound --device cuda --workers "" --rounds 1 --tag nvidia-h200 \
+        --name dataset-stream-128x128-rgb-depth-cuda 2>&1 | quiet | tail -8
+      cp benchmarks/results/*nvidia-h200_dataset-stream* "$OUT/" 2>/dev/null
       echo "== dataset workers (PNG before/after, GPU JPEG)"
-      timeout 150 python3 benchmarks/dataset_workers.py --workers 1,16 --samples 800 --shard-size 25 --rounds 1 \
+      timeout 140 python3 benchmarks/dataset_workers.py --workers 1,16 --samples 800 --shard-size 25 --rounds 1 \
         --png-before --nvjpeg --gl-jpeg --startup --machine "NVIDIA H200, 16 cores" \
         --json "$OUT/dataset-workers.json" 2>&1 | quiet | tail -14
       echo "== gpu_ceiling core rows (1920x1080 plasma)"
-      timeout 80 python3 benchmarks/gpu_ceiling.py --frames 600 --json "$OUT/gpu_ceiling.json" --only \
+      timeout 70 python3 benchmarks/gpu_ceiling.py --frames 600 --json "$OUT/gpu_ceiling.json" --only \
         gl:shared,nvjpeg:b1,nvjpeg:gl-turns32,pipe:recorder,pipe:recorder-gl,procs:4x-recorder,procs:4x-recorder-gl \
         2>&1 | quiet | tail -12
       echo "== vectorised environments (64 x 256x256 torch CUDA)"
-      timeout 60 python3 benchmarks/vector_record.py --preset h200 --steps 800 \
+      timeout 50 python3 benchmarks/vector_record.py --preset h200 --steps 600 \
         --rows gl-jpeg-files,nvjpeg-files,grid-nvjpeg --json "$OUT/vector_record.json" 2>&1 | quiet | tail -8
       ;;
     vector-long)
