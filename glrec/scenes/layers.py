@@ -29,7 +29,7 @@ __all__ = ["LAYER_EXTENSION", "LayeredGBuffer", "can_layer", "layers_for", "stat
 LAYER_EXTENSION = "GL_ARB_shader_viewport_layer_array"
 _FRAMEBUFFER, _DRAW_BINDING, _READ_BINDING = 0x8D40, 0x8CA6, 0x8CAA
 _COLOR0, _DEPTH_ATT, _TEX_2D_ARRAY, _DEPTH24, _COMPLETE = 0x8CE0, 0x8D00, 0x8C1A, 0x81A6, 0x8CD5
-_VIEWPORT, _COLOR, _DEPTH, _RGBA, _FLOAT = 0x0BA2, 0x1800, 0x1801, 0x1908, 0x1406
+_VIEWPORT, _COLOR, _DEPTH = 0x0BA2, 0x1800, 0x1801
 #: Bytes per pixel of the depth-test buffer (GL_DEPTH_COMPONENT24, stored in 32 bits).
 _DEPTH_BYTES = 4
 
@@ -101,6 +101,7 @@ class LayeredGBuffer:
         storage(self._depth, 1, _DEPTH24, w, h, layers)
         _gl("glCreateFramebuffers", ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(1, ids)
         self._fbo = int(ids[0])
+        self._scratch = 0  # a framebuffer for clearing one layer (made when first needed)
         attach = _gl("glNamedFramebufferTexture", ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_int)
         self._slots = {name: locations.index(name) for name in self.textures}  # pass -> fragment output location
         for name, tex in self.textures.items():
@@ -154,16 +155,27 @@ class LayeredGBuffer:
         fv(_DEPTH, 0, (ctypes.c_float * 4)(1.0))
         rest = [(j, b) for j, b in enumerate(backgrounds) if tuple(float(c) for c in b) != first]
         if rest and "rgb" in self.textures:
-            ints = (ctypes.c_int,) * 7
-            sub = _gl("glClearTexSubImage", ctypes.c_uint, *ints, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p)
-            w, h = self.size
+            # Each such layer cleared through a framebuffer holding that layer alone, by the same framebuffer
+            # clear as the one-sample G-buffer's: a texture clear (glClearTexSubImage) converts floats to 8 bits
+            # by another rule on NVIDIA (off by one), and a sample must not depend on its batch.
+            if not self._scratch:
+                ids = (ctypes.c_uint * 1)()
+                _gl("glCreateFramebuffers", ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(1, ids)
+                self._scratch = int(ids[0])
+            layer = _gl("glNamedFramebufferTextureLayer", ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_int,
+                        ctypes.c_int)  # fmt: skip
+            clear = _gl("glClearNamedFramebufferfv", ctypes.c_uint, ctypes.c_uint, ctypes.c_int,
+                        ctypes.POINTER(ctypes.c_float))  # fmt: skip
             glo = self.textures["rgb"].glo
             for j, b in rest:
-                value = (ctypes.c_float * 4)(*(float(c) for c in b), 1.0)
-                sub(glo, 0, 0, 0, j, w, h, 1, _RGBA, _FLOAT, ctypes.cast(value, ctypes.c_void_p))
+                layer(self._scratch, _COLOR0, glo, 0, j)
+                clear(self._scratch, _COLOR, 0, (ctypes.c_float * 4)(*(float(c) for c in b), 1.0))
 
     def release(self) -> None:
         """Free the GL objects. Safe to call twice."""
+        scratch, self._scratch = getattr(self, "_scratch", 0), 0
+        if scratch:
+            _gl("glDeleteFramebuffers", ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(1, (ctypes.c_uint * 1)(scratch))
         fbo, self._fbo = getattr(self, "_fbo", 0), 0
         if fbo:
             _gl("glDeleteFramebuffers", ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(1, (ctypes.c_uint * 1)(fbo))

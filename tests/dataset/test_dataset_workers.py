@@ -206,3 +206,17 @@ def test_the_cli_summary_says_how_many_workers_rendered(tmp_path, capsys):
     assert main(["dataset", str(path), "-o", str(tmp_path / "out"), "--workers", "2"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and "4 samples in 2 shards" in out[0] and "on 2 workers" in out[0], out
+
+
+def test_workers_import_this_glrec_from_the_folder_holding_it():
+    """Workers get the folder that holds glrec/ first on PYTHONPATH, never glrec/ itself (where glrec/cuda would
+    shadow cuda-python's ``cuda``: the H200 run of 2026-12-02 failed so after the dataset modules moved)."""
+    import os
+    from pathlib import Path
+
+    import glrec
+    from glrec.dataset.files.local import _child_env
+
+    first = Path(_child_env(1)["PYTHONPATH"].split(os.pathsep)[0])
+    assert first == Path(glrec.__file__).resolve().parents[1]
+    assert (first / "glrec" / "__init__.py").exists() and not (first / "cuda").exists()

@@ -127,7 +127,9 @@ class _Worker:
 def _child_env(cores_each: int) -> dict[str, str]:
     env = dict(os.environ)
     # The worker imports this very glrec (a checkout on sys.path, not another installed copy).
-    root = str(Path(__file__).resolve().parents[2])
+    import glrec
+
+    root = str(Path(glrec.__file__).resolve().parents[1])  # the folder holding glrec/, wherever this module sits
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     # llvmpipe starts a rasteriser thread per core in every context, and OpenMP/BLAS libraries a pool per
     # core in every process; the workers share the cores, so each gets its share (a value set by the user stays).
