@@ -51,6 +51,16 @@ EXPECTED = {
     "bars_jpg": "ae9392d07d8073680d061049083da21b480ccc3b5bce8d45a6cf548f3a4f8b37",
     "written.mp4": "dae9c00b07735cb81db4d410794e476e5cbdc7ed7bc46443c6deea09aef16047",
 }
+#: The same code and PyAV wheel on another 2-core AMD EPYC machine (2026-12-02, checked at a144a00 and on today's
+#: main): libx264's bytes differ there, every run the same (the MJPEG and JPEG outputs do not). Not glibc's libm
+#: dispatch (GLIBC_TUNABLES without FMA/AVX2 gave the same bytes); the cause was not found, so both observed sets
+#: are accepted: a change of glrec's output changes both.
+EXPECTED_X264_ELSEWHERE = {
+    **EXPECTED,
+    "bars.mp4": "e6a7a29a1431c1e39d3b33ef33a6745ac69650c17bf0c0bd368d2f5a28e022ba",
+    "bars.h264": "8438e5b183299f63d9ebb55c41dd38416b13ac2b8e4f15021366637c09e977a4",
+    "written.mp4": "79abdc15039367fe35928170ac08a7e18b6d275299e20b46e96b38d9a2eea5bb",
+}
 
 SIZE = (160, 96)
 FPS = 30
@@ -136,7 +146,7 @@ def test_cpu_path_outputs_are_byte_identical_to_before(tmp_path):
     got = json.loads(done.stdout)
     if got["environment"] != RECORDED_WITH:
         pytest.skip(f"the expected bytes were recorded with {RECORDED_WITH}; this machine has {got['environment']}")
-    assert got["sha256"] == EXPECTED
+    assert got["sha256"] in (EXPECTED, EXPECTED_X264_ELSEWHERE)
 
 
 if __name__ == "__main__":  # pragma: no cover
