@@ -31,8 +31,14 @@ for a in sorted((tmp / "w1").glob("shard-*.tar")):
             if diffs <= 12:
                 if name.endswith(".png"):
                     pa, pb = np.asarray(Image.open(io.BytesIO(ma[name]))), np.asarray(Image.open(io.BytesIO(mb[name])))
-                    print(a.name, name, "png bytes differ; pixels differ:", int((pa != pb).sum()), len(ma[name]),
-                          len(mb[name]))
+                    print(
+                        a.name,
+                        name,
+                        "png bytes differ; pixels differ:",
+                        int((pa != pb).sum()),
+                        len(ma[name]),
+                        len(mb[name]),
+                    )
                 else:
                     print(a.name, name, "differs", ma[name][:120], mb.get(name, b"")[:120])
 print("differing members:", diffs)
