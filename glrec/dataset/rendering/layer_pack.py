@@ -22,12 +22,11 @@ from ...gl import glsl
 from ...gl.fences import Fence, dispatch_compute, gl_function
 from ...scenes.camera import mask_boxes
 from ...scenes.layers import LayeredGBuffer
-from .pack import PackTarget, PassPacker
+from .pack import _UNITS, PackTarget, PassPacker, clear_table, pack_defines, release_attributes, set_sections
 
 __all__ = ["LayerPacker", "LayerResult"]
 
-_UNITS = {"rgb": 0, "depth": 1, "instance": 2, "semantic": 3, "normal": 4}
-_GL_R32UI, _GL_RED_INTEGER, _GL_UNSIGNED_INT = 0x8236, 0x8D94, 0x1405
+_GL_R32UI = 0x8236
 _READ_ONLY = 0x88B8
 Boxes = dict[int, tuple[list[int], int]]
 
@@ -54,22 +53,12 @@ class LayerPacker:
         self.nbytes = packer.nbytes
         self._normal = packer.normal
         self._ids = bool(self.wanted & {"instance", "semantic"}) or packer.want_boxes
-        defines: dict[str, object] = {"RGB": int("rgb" in self.wanted), "DEPTH": int("depth" in self.wanted),
-                   "INSTANCE": int("instance" in self.wanted), "SEMANTIC": int("semantic" in self.wanted),
-                   "NORMAL": 0 if "normal" not in self.wanted else 1 if self._normal == "png" else 2,
-                   "LAYERED": 1}  # fmt: skip
+        defines = pack_defines(self.wanted, self._normal, LAYERED=1)
         self._pack = glsl.compute(ctx, "dataset_pack.comp", defines) if self.nbytes else None
         self._boxes: moderngl.ComputeShader | None = (
             glsl.compute(ctx, "dataset_boxes_layers.comp") if self._ids else None
         )
-        w, h = gbuffer.size
-        words = {name: off // 4 for name, (off, _) in self.sections.items()}
-        for shader in (self._pack, self._boxes):
-            if shader is not None:
-                for key, value in {"size": (w, h), **{f"at_{n}": words.get(n, 0) for n in _UNITS}}.items():
-                    uniform = shader.get(key, None)
-                    if uniform is not None:
-                        uniform.value = value  # type: ignore[union-attr]
+        set_sections((self._pack, self._boxes), gbuffer.size, self.sections)
         #: The largest storage block this GL takes, in bytes: one chunk's packed bytes must fit.
         self.max_block = int(ctx.info.get("GL_MAX_SHADER_STORAGE_BLOCK_SIZE", 2**27))
         self._out: moderngl.Buffer | None = None
@@ -139,13 +128,7 @@ class LayerPacker:
             if self._table is not None:
                 self._table.release()
             self._table = self.ctx.buffer(reserve=nbytes)
-        clear = gl_function("glClearNamedBufferSubData", None, ctypes.c_uint, ctypes.c_uint, ctypes.c_ssize_t,
-                            ctypes.c_ssize_t, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p)  # fmt: skip
-        zero, ones = ctypes.c_uint(0), ctypes.c_uint(0xFFFFFFFF)
-        split = (2 * n + 3 * n * ids) * 4
-        glo = self._table.glo
-        clear(glo, _GL_R32UI, 0, split, _GL_RED_INTEGER, _GL_UNSIGNED_INT, ctypes.byref(zero))
-        clear(glo, _GL_R32UI, split, nbytes - split, _GL_RED_INTEGER, _GL_UNSIGNED_INT, ctypes.byref(ones))
+        clear_table(self._table, (2 * n + 3 * n * ids) * 4, nbytes)  # tops, count, x1, y1 | x0, y0
         return self._table
 
     def _read_table(
@@ -173,8 +156,4 @@ class LayerPacker:
 
     def release(self) -> None:
         """Free the buffers and shaders; safe twice."""
-        for name in ("_out", "_table", "_pack", "_boxes"):
-            obj = getattr(self, name)
-            setattr(self, name, None)
-            if obj is not None:
-                obj.release()
+        release_attributes(self, ("_out", "_table", "_pack", "_boxes"))

@@ -36,6 +36,43 @@ PackTarget: TypeAlias = "np.ndarray | tuple[moderngl.Buffer, int]"
 _GL_R32UI, _GL_RED_INTEGER, _GL_UNSIGNED_INT = 0x8236, 0x8D94, 0x1405
 
 
+def pack_defines(wanted: set[str], normal: str, **extra: object) -> dict[str, object]:
+    """The ``dataset_pack.comp`` switches for the passes ``wanted`` (``normal``: its file format) and ``extra``."""
+    normal_switch = 0 if "normal" not in wanted else 1 if normal == "png" else 2
+    return {"RGB": int("rgb" in wanted), "DEPTH": int("depth" in wanted), "INSTANCE": int("instance" in wanted),
+            "SEMANTIC": int("semantic" in wanted), "NORMAL": normal_switch, **extra}  # fmt: skip
+
+
+def set_sections(shaders: tuple[moderngl.ComputeShader | None, ...], size: tuple[int, int],
+                 sections: dict[str, tuple[int, int]]) -> None:  # fmt: skip
+    """Give the pack and box shaders the frame size and each pass's section (in 32-bit words)."""
+    words = {name: off // 4 for name, (off, _) in sections.items()}
+    values = {"size": size, **{f"at_{n}": words.get(n, 0) for n in _UNITS}}
+    for shader in (s for s in shaders if s is not None):
+        for key, value in values.items():
+            uniform = shader.get(key, None)  # unused sections are compiled out
+            if uniform is not None:
+                uniform.value = value  # type: ignore[union-attr]
+
+
+def clear_table(table: moderngl.Buffer, split: int, nbytes: int) -> None:
+    """A box table's first ``split`` bytes (header, counts, x1, y1) to 0, the rest up to ``nbytes`` (x0, y0) to ~0."""
+    clear = gl_function("glClearNamedBufferSubData", None, ctypes.c_uint, ctypes.c_uint, ctypes.c_ssize_t,
+                        ctypes.c_ssize_t, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p)  # fmt: skip
+    zero, ones = ctypes.c_uint(0), ctypes.c_uint(0xFFFFFFFF)
+    clear(table.glo, _GL_R32UI, 0, split, _GL_RED_INTEGER, _GL_UNSIGNED_INT, ctypes.byref(zero))
+    clear(table.glo, _GL_R32UI, split, nbytes - split, _GL_RED_INTEGER, _GL_UNSIGNED_INT, ctypes.byref(ones))
+
+
+def release_attributes(obj: object, names: tuple[str, ...]) -> None:
+    """Release the GL objects ``obj`` holds under ``names`` and set them to None; safe twice."""
+    for name in names:
+        held = getattr(obj, name)
+        setattr(obj, name, None)
+        if held is not None:
+            held.release()
+
+
 @dataclass
 class PackedFrame:
     """One frame's passes as their files' arrays (views into one host buffer) and its boxes.
@@ -83,22 +120,12 @@ class PassPacker:
         self._table_bytes = 16 + 5 * MAX_IDS * 4
         self._table: moderngl.Buffer | None = ctx.buffer(reserve=self._table_bytes)
         self._ids = bool(self.wanted & {"instance", "semantic"}) or boxes
-        defines: dict[str, object] = {"RGB": int("rgb" in self.wanted), "DEPTH": int("depth" in self.wanted),
-                   "INSTANCE": int("instance" in self.wanted), "SEMANTIC": int("semantic" in self.wanted),
-                   "NORMAL": 0 if "normal" not in self.wanted else 1 if normal == "png" else 2}  # fmt: skip
+        defines = pack_defines(self.wanted, normal)
         self._pack: moderngl.ComputeShader | None = glsl.compute(ctx, "dataset_pack.comp", defines) if at else None
         self._boxes: moderngl.ComputeShader | None = (
             glsl.compute(ctx, "dataset_boxes.comp", {"MAX_IDS": MAX_IDS}) if self._ids else None
         )
-        words = {name: off // 4 for name, (off, _) in self._sections.items()}
-        for shader in (self._pack, self._boxes):
-            if shader is None:
-                continue
-            values = {"size": (w, h), **{f"at_{n}": words.get(n, 0) for n in _UNITS}}
-            for key, value in values.items():
-                uniform = shader.get(key, None)  # unused sections are compiled out
-                if uniform is not None:
-                    uniform.value = value  # type: ignore[union-attr]
+        set_sections((self._pack, self._boxes), (w, h), self._sections)
 
     @property
     def sections(self) -> dict[str, tuple[int, int]]:
@@ -158,13 +185,7 @@ class PassPacker:
 
     def _clear_table(self) -> None:
         assert self._table is not None
-        clear = gl_function("glClearNamedBufferSubData", None, ctypes.c_uint, ctypes.c_uint, ctypes.c_ssize_t,
-                            ctypes.c_ssize_t, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p)  # fmt: skip
-        zero, ones = ctypes.c_uint(0), ctypes.c_uint(0xFFFFFFFF)
-        split = 16 + 3 * MAX_IDS * 4  # header, count, x1, y1 start at 0; x0, y0 at the largest value
-        clear(self._table.glo, _GL_R32UI, 0, split, _GL_RED_INTEGER, _GL_UNSIGNED_INT, ctypes.byref(zero))
-        clear(self._table.glo, _GL_R32UI, split, self._table_bytes - split, _GL_RED_INTEGER, _GL_UNSIGNED_INT,
-              ctypes.byref(ones))  # fmt: skip
+        clear_table(self._table, 16 + 3 * MAX_IDS * 4, self._table_bytes)  # header, count, x1, y1 | x0, y0
 
     def _read_table(self, frame: PackedFrame) -> None:
         assert self._table is not None
@@ -188,8 +209,4 @@ class PassPacker:
 
     def release(self) -> None:
         """Free the buffers and shaders; safe twice."""
-        for name in ("_out", "_table", "_pack", "_boxes"):
-            obj = getattr(self, name)
-            setattr(self, name, None)
-            if obj is not None:
-                obj.release()
+        release_attributes(self, ("_out", "_table", "_pack", "_boxes"))
