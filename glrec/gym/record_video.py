@@ -56,6 +56,23 @@ def _looks_like_frame(frame: object) -> bool:
     )
 
 
+def episode_trigger_for(
+    env: Any, wrapper: str, episode_trigger: Callable[[int], bool] | None, step_trigger: Callable[[int], bool] | None
+) -> Callable[[int], bool] | None:
+    """Refuse a render mode that makes no image, in Gymnasium's words; the episode trigger, Gymnasium's
+    default schedule (``capped_cubic_video_schedule``) when neither trigger is given."""
+    if env.render_mode in {None, "human", "ansi"}:
+        raise ValueError(
+            f"Render mode is {env.render_mode}, which is incompatible with {wrapper}. "
+            "Initialize your environment with a render_mode that returns an image, such as rgb_array."
+        )
+    if episode_trigger is None and step_trigger is None:
+        from gymnasium.utils.save_video import capped_cubic_video_schedule
+
+        return capped_cubic_video_schedule
+    return episode_trigger
+
+
 class RecordVideo(gym.Wrapper[ObsType, ActType, ObsType, ActType], Generic[ObsType, ActType],
                   gym.utils.RecordConstructorArgs):  # fmt: skip
     """Record episodes (or stretches of steps) of ``env`` to video files, frame by frame.
@@ -94,16 +111,7 @@ class RecordVideo(gym.Wrapper[ObsType, ActType, ObsType, ActType], Generic[ObsTy
             gc_trigger=gc_trigger, overwrite=overwrite, fast_path=fast_path, **options,
         )  # fmt: skip
         gym.Wrapper.__init__(self, env)
-        if env.render_mode in {None, "human", "ansi"}:
-            raise ValueError(
-                f"Render mode is {env.render_mode}, which is incompatible with RecordVideo. "
-                "Initialize your environment with a render_mode that returns an image, such as rgb_array."
-            )
-        if episode_trigger is None and step_trigger is None:
-            from gymnasium.utils.save_video import capped_cubic_video_schedule
-
-            episode_trigger = capped_cubic_video_schedule
-        self.episode_trigger = episode_trigger
+        self.episode_trigger = episode_trigger_for(env, "RecordVideo", episode_trigger, step_trigger)
         self.step_trigger = step_trigger
         self.disable_logger = disable_logger
         self.gc_trigger = gc_trigger

@@ -43,6 +43,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 import numpy as np
 
 from ..batch import BatchRecorder, BatchResult
+from .record_video import episode_trigger_for
 
 log = logging.getLogger("glrec")
 
@@ -74,16 +75,7 @@ class RecordVectorVideo(VectorWrapper):
         **options: Any,
     ) -> None:
         super().__init__(env)
-        if env.render_mode in {None, "human", "ansi"}:
-            raise ValueError(
-                f"Render mode is {env.render_mode}, which is incompatible with RecordVectorVideo. "
-                "Initialize your environment with a render_mode that returns an image, such as rgb_array."
-            )
-        if episode_trigger is None and step_trigger is None:
-            from gymnasium.utils.save_video import capped_cubic_video_schedule
-
-            episode_trigger = capped_cubic_video_schedule
-        self.episode_trigger = episode_trigger
+        self.episode_trigger = episode_trigger_for(env, "RecordVectorVideo", episode_trigger, step_trigger)
         self.step_trigger = step_trigger
         self.video_length: float = video_length if video_length else float("inf")
         self.name_prefix = name_prefix
