@@ -104,59 +104,55 @@ class NvencRoute:
                               f"{device.ordinal}. Pass cuda_device={batch.device}.")  # fmt: skip
         device.bind()
         stream = device.stream_handle
+        if isinstance(batch, CudaBatch) and batch.strides[3] != 1:
+            raise ConfigError(
+                f"The batch's channels are not adjacent in memory (strides {batch.strides}); pass "
+                "frames.contiguous() for NVENC."
+            )
         if isinstance(batch, CudaBatch) and batch.stream is not None:
             call("cuStreamSynchronize", batch.stream)  # the producer's work on the frames is done
         out: list[tuple[int, Frame]] = []
+        kept = []  # host frames copied for the copy engine, alive until the step's copies are done
         for env in active:
             slot = pool.acquire()
-            self._copy(batch, env, pool.address(slot), stream)
+            kept.append(self._copy(batch, env, pool.address(slot), stream))
             call("cuEventRecord", pool.events[slot], stream)
             out.append((env, DeviceFrame(step, self._layout, pool, slot, pending=True)))
         call("cuStreamSynchronize", stream)  # the caller may reuse its batch when write() returns
         return out
 
-    def _copy(self, batch: Batch, env: int, dst: int, stream: Any) -> None:
+    def _copy(self, batch: Batch, env: int, dst: int, stream: Any) -> np.ndarray | None:
+        """Queue env ``env``'s frame into the slot at ``dst``; returns the host array the copy reads, if any."""
         cu = driver()
         _, h, w, c = batch.shape
         copy = cu.CUDA_MEMCPY2D()
+        array = None
         if isinstance(batch, HostBatch):
-            array = np.ascontiguousarray(batch.frames[env])  # synchronised below, before it can go away
+            array = np.ascontiguousarray(batch.frames[env])
             copy.srcMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_HOST
-            src = int(array.ctypes.data)
-            copy.srcHost = src
-            row_stride, pixel_stride = w * c, c
+            src, row_stride, pixel_stride = int(array.ctypes.data), w * c, c
         else:
-            if batch.strides[3] != 1:
-                raise ConfigError(
-                    f"The batch's channels are not adjacent in memory (strides {batch.strides}); pass "
-                    "frames.contiguous() for NVENC."
-                )
             copy.srcMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
             src = batch.ptr + env * batch.strides[0]
-            copy.srcDevice = src
             row_stride, pixel_stride = batch.strides[1], batch.strides[2]
+        source = "srcHost" if array is not None else "srcDevice"
         copy.dstMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
         ew = self._layout.width
         if c == 4 and pixel_stride == 4:  # rows as they are
+            setattr(copy, source, src)
             copy.dstDevice, copy.dstPitch = dst, ew * 4
             copy.srcPitch, copy.WidthInBytes, copy.Height = row_stride, w * 4, h
             call("cuMemcpy2DAsync", copy, stream)
-            if isinstance(batch, HostBatch):
-                call("cuStreamSynchronize", stream)
-            return
+            return array
         # Pixels: 3 bytes of each source pixel into the first 3 of each 4-byte destination pixel, row by row
         # where the rows are padded, else the whole frame as one run of H * W pixels.
         rows = [(0, h * w)] if row_stride == w * pixel_stride and ew == w else [(y, w) for y in range(h)]
         for y, count in rows:
-            if isinstance(batch, HostBatch):
-                copy.srcHost = src + y * row_stride
-            else:
-                copy.srcDevice = src + y * row_stride
+            setattr(copy, source, src + y * row_stride)
             copy.dstDevice, copy.dstPitch = dst + y * ew * 4, 4
             copy.srcPitch, copy.WidthInBytes, copy.Height = pixel_stride, 3, count
             call("cuMemcpy2DAsync", copy, stream)
-        if isinstance(batch, HostBatch):
-            call("cuStreamSynchronize", stream)
+        return array
 
     def drain(self) -> list[tuple[int, Frame]]:
         return []
