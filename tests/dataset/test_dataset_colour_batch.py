@@ -142,3 +142,16 @@ def test_auto_takes_the_first_jpeg_row_that_runs_here(monkeypatch, caplog):
     assert isinstance(colour_encoder(output), GlJpegColour)
     png = output.__class__(**{**output.__dict__, "rgb": "png"})
     assert type(colour_encoder(png)).__name__ == "_CpuColour"  # png is the CPU's whatever auto finds
+
+
+def test_a_named_jpeg_encoder_that_cannot_run_here_is_refused_before_the_folder_is_made(tmp_path):
+    from glrec.encoders.nvjpeg.row import nvjpeg_problem
+    from glrec.errors import EncoderUnavailableError
+
+    why = nvjpeg_problem()
+    if why is None:
+        pytest.skip("nvJPEG runs here; the refusal needs a machine without it")
+    out = tmp_path / "out"
+    with pytest.raises(EncoderUnavailableError, match=r"rgb_encoder 'nvjpeg' cannot run here: .*Use rgb_encoder"):
+        generate(jpeg_spec(encoder="nvjpeg"), out)
+    assert not out.exists()

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, cast
 import av
 import numpy as np
 
-from ...errors import ConfigError, EncoderError
+from ...errors import ConfigError, EncoderError, EncoderUnavailableError
 from ...scenes.passes import PASS_ROWS, PassRow
 from ..rendering.colour import BatchColour, ColourEncoder, ColourImage
 from ..spec.document import OutputSpec
@@ -163,17 +163,12 @@ def auto_colour(output: OutputSpec) -> str:
     ``AUTO_ORDER`` that runs here and that auto does not pass over (GL JPEG on hardware GL, then nvJPEG,
     then the CPU); the choice and the reasons are logged. JPEG bytes then depend on the machine."""
     from ...encoders.registry import AUTO_ORDER, ENCODERS
-    from ...options import VideoOptions
 
     passed: list[str] = []
     for name in AUTO_ORDER:
-        row = ENCODERS[name]
-        if "mjpeg" not in row.codecs:
+        if "mjpeg" not in ENCODERS[name].codecs:
             continue
-        # The rows' checks look at the codec and the machine, not the size.
-        asked = VideoOptions.create((64, 64), 30, codec="mjpeg", encoder=name, quality=output.jpeg_quality)
-        request = asked.request()
-        why = row.problem(request) or row.auto_problem(request)
+        why = _machine_problem(name, output, auto=True)
         if why is None:
             log.info("dataset colour: rgb_encoder auto -> %s%s", name, "".join(f"; not {p}" for p in passed))
             return name
@@ -181,9 +176,28 @@ def auto_colour(output: OutputSpec) -> str:
     return "cpu"
 
 
+def _machine_problem(name: str, output: OutputSpec, *, auto: bool = False) -> str | None:
+    """Why JPEG row ``name`` cannot run on this machine (with ``auto``: or why auto passes it over), or None."""
+    from ...encoders.registry import ENCODERS
+    from ...options import VideoOptions
+
+    row = ENCODERS[name]
+    # The rows' checks look at the codec and the machine, not the size.
+    request = VideoOptions.create((64, 64), 30, codec="mjpeg", encoder=name, quality=output.jpeg_quality).request()
+    return row.problem(request) or (row.auto_problem(request) if auto else None)
+
+
 def check_colour_encoder(output: OutputSpec) -> None:
-    """Raise ConfigError unless ``output``'s colour has an encoder (before any folder is touched)."""
+    """Raise ConfigError unless ``output``'s colour has an encoder, EncoderUnavailableError unless the one named runs
+    here (both before any folder is touched)."""
     colour_factory_of(output)
+    if output.rgb == "jpg" and (output.rgb, output.rgb_encoder) not in COLOUR_ENCODERS:
+        name = output.rgb_encoder
+        why = None if name == "auto" else _machine_problem(name, output)
+        if why is not None:
+            raise EncoderUnavailableError(
+                f'[output] rgb_encoder {name!r} cannot run here: {why}. Use rgb_encoder = "cpu" or "auto".'
+            )
 
 
 def colour_factory_of(output: OutputSpec) -> Callable[[OutputSpec], ColourEncoder]:
