@@ -53,10 +53,13 @@ def budget_of(ctx: moderngl.Context) -> int:
 def can_render_layers(renderer: SampleRenderer) -> bool:
     """Whether ``renderer``'s samples can go through the layered batch path: a batch-drawing scene,
     still images (clips keep the one-sample path), the GPU packer, no colour encoder or a host-only
-    one (the GPU JPEG encoders read the one-sample colour target), and a driver that layers."""
+    one (the GPU JPEG encoders read the one-sample colour target), every pass one the packer packs (a pass a
+    row adds is read back as rendered, one sample at a time), and a driver that layers."""
     enc = renderer.colour_encoder
+    packer = renderer.packer
     return (
-        renderer.packer is not None
+        packer is not None
+        and set(renderer.spec.output.passes) - {"rgb"} <= set(packer.sections)
         and (enc is None or bool(getattr(enc, "host_only", False)))  # GPU encoders read the one-sample target
         and not renderer.spec.is_clip
         and batch_drawable(renderer.scene)
