@@ -35,9 +35,9 @@ from ..cuda.pool import DeviceFrame, DevicePool
 from ..encoders import Encoder
 from ..encoders.registry import EncodeRequest, encoder_row
 from ..errors import ConfigError, EncoderUnavailableError
-from ..frame import Frame
 from ..layout import PlaneLayout
 from .frames import Batch, CudaBatch, HostBatch
+from .routes import Handed
 
 log = logging.getLogger("glrec")
 
@@ -95,7 +95,7 @@ class NvencRoute:
             return self._stock.pop()
         return encoder_row("nvenc").open(self._request)
 
-    def frames(self, batch: Batch, active: Sequence[int], step: int) -> list[tuple[int, Frame]]:
+    def frames(self, batch: Batch, active: Sequence[int], step: int) -> Handed:
         pool = self._pool
         assert pool is not None, "released"
         device = self._device
@@ -111,13 +111,13 @@ class NvencRoute:
             )
         if isinstance(batch, CudaBatch) and batch.stream is not None:
             call("cuStreamSynchronize", batch.stream)  # the producer's work on the frames is done
-        out: list[tuple[int, Frame]] = []
+        out: Handed = []
         kept = []  # host frames copied for the copy engine, alive until the step's copies are done
         for env in active:
             slot = pool.acquire()
             kept.append(self._copy(batch, env, pool.address(slot), stream))
             call("cuEventRecord", pool.events[slot], stream)
-            out.append((env, DeviceFrame(step, self._layout, pool, slot, pending=True)))
+            out.append((step, env, DeviceFrame(step, self._layout, pool, slot, pending=True)))
         call("cuStreamSynchronize", stream)  # the caller may reuse its batch when write() returns
         return out
 
@@ -154,7 +154,7 @@ class NvencRoute:
             call("cuMemcpy2DAsync", copy, stream)
         return array
 
-    def drain(self) -> list[tuple[int, Frame]]:
+    def drain(self) -> Handed:
         return []
 
     def release(self) -> None:

@@ -1,13 +1,14 @@
 """The encode pool: worker threads that own the env streams, fed through bounded queues, with a backpressure policy.
 
 Env ``i`` belongs to worker ``i % workers`` for the whole recording (an encoder
-is used by one thread, frames in order). Threads, not processes: PyAV releases
+is used by one thread, frames in order). A step's frames go to each worker as
+one item: one queue operation per worker per step, not per frame. Threads, not processes: PyAV releases
 the GIL while libavcodec encodes and swscale converts (two threads encode 1.4x
 the frames of one on 2 busy cores, ``benchmarks/vector_record.py``), and a thread
 takes a frame without a copy between processes.
 
-Backpressure, when a worker's queue is full because encoding is slower than the
-simulator (one of :data:`POLICIES`):
+Backpressure, when a worker's queue (``queue_steps`` steps of its envs' frames) is
+full because encoding is slower than the simulator (one of :data:`POLICIES`):
 
 - ``block`` (default): ``write()`` waits for room; every frame is encoded, memory is flat.
 - ``drop``: the frame is not queued; its time slot stays empty in the file (players
@@ -15,21 +16,29 @@ simulator (one of :data:`POLICIES`):
 - ``repeat``: as ``drop``, but the worker encodes the previous picture in the slot,
   so the file keeps one frame per step (constant frame rate); ``repeated`` counts it.
 
+Routes may hand a step's frames on steps after it was written (the GL JPEG
+route's turns): :meth:`EncodePool.hand_on` queues them step by step, and a
+marker for step s (an episode's end after it, ``save_last``) is queued after
+the frames of steps <= s and before those of later steps.
+
 ``abort_after`` consecutive frames of one env dropped or repeated stop the
 recording with :class:`~glrec.errors.EncoderError` (files finished first). Markers
-(an episode's end, ``save_last``, the end) are never dropped: they wait for room.
+(an episode's end, ``save_last``, the end) are never dropped and take no room: the
+bound is on frames, which markers are not.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
-import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from ..cuda.pool import DeviceFrame
 from ..errors import EncoderError
 from ..frame import Frame
+from .routes import Handed
 from .stream import EnvStream
 
 log = logging.getLogger("glrec")
@@ -37,6 +46,39 @@ log = logging.getLogger("glrec")
 Backpressure = Literal["block", "drop", "repeat"]
 POLICIES: tuple[str, ...] = ("block", "drop", "repeat")
 _STOP = ("stop",)
+
+
+class _Lane:
+    """A worker's queue: bounded in steps of frames; markers (episode ends, the end) always find room."""
+
+    def __init__(self, steps: int) -> None:
+        self._items: collections.deque[tuple[Any, ...]] = collections.deque()
+        self._steps = 0  # frame items queued
+        self._limit = max(1, steps)
+        self._lock = threading.Condition()
+
+    def put(self, item: tuple[Any, ...], *, frames: bool, timeout: float | None) -> bool:
+        """Queue ``item``; a frames item waits up to ``timeout`` (None: not at all) for room. False: no room."""
+        with self._lock:
+            room = not frames or self._steps < self._limit
+            if not room and (timeout is None or not self._lock.wait_for(lambda: self._steps < self._limit, timeout)):
+                return False
+            self._items.append(item)
+            self._steps += frames
+            self._lock.notify_all()
+            return True
+
+    def get(self) -> tuple[Any, ...]:
+        with self._lock:
+            self._lock.wait_for(lambda: bool(self._items))
+            item = self._items.popleft()
+            if item[0] == "frames":
+                self._steps -= 1
+                self._lock.notify_all()
+            return item
+
+    def full(self) -> bool:
+        return self._steps >= self._limit
 
 
 class EncodePool:
@@ -55,10 +97,8 @@ class EncodePool:
         self.streams: list[EnvStream | None] = [None] * envs
         self.error: BaseException | None = None
         self._raised = False
-        per_worker = -(-envs // self.workers)
-        self._queues: list[queue.Queue[tuple[Any, ...]]] = [
-            queue.Queue(maxsize=max(1, queue_steps) * per_worker) for _ in range(self.workers)
-        ]
+        self._lanes = [_Lane(queue_steps) for _ in range(self.workers)]
+        self._held: collections.deque[tuple[int, str, int, tuple[Any, ...]]] = collections.deque()  # markers
         self._make_stream = make_stream
         self._threads = [
             threading.Thread(target=self._run, args=(w,), name=f"glrec-batch-encode-{w}", daemon=True)
@@ -70,23 +110,54 @@ class EncodePool:
 
     # -- the recorder's side
 
-    def put_frame(self, env: int, frame: Frame, *, wait: bool = False) -> bool:
-        """Queue env ``env``'s next frame under the policy (``wait``: whatever the policy); False when it was
-        dropped or repeated."""
+    def put_frames(self, frames: Sequence[tuple[int, Frame]], *, wait: bool = False) -> list[int]:
+        """Queue a step's ``(env, frame)`` pairs under the policy (``wait``: whatever the policy), one item per
+        worker; returns the envs whose frame was dropped or repeated."""
         self.raise_error()
-        item = ("frame", env, frame, self._skipped[env], self.policy == "repeat")
-        target = self._queues[env % self.workers]
-        if self.policy == "block" or wait:
-            self._put(target, item)
-        else:
-            try:
-                target.put_nowait(item)
-            except queue.Full:
-                self._behind(env)
-                return False
-        self._skipped[env] = 0
-        self._run_behind[env] = 0
-        return True
+        repeat, workers, skipped = self.policy == "repeat", self.workers, self._skipped
+        per_worker: dict[int, list[tuple[int, Frame, int, bool]]] = {}
+        for env, frame in frames:
+            per_worker.setdefault(env % workers, []).append((env, frame, skipped[env], repeat))
+        behind: list[int] = []
+        for worker, items in per_worker.items():
+            envs = [item[0] for item in items]
+            if self.policy == "block" or wait:
+                self._put(worker, ("frames", items), frames=True)
+            elif not self._lanes[worker].put(("frames", items), frames=True, timeout=None):
+                for env in envs:
+                    self._behind(env)
+                behind += envs
+                continue
+            for env in envs:
+                skipped[env] = 0
+                self._run_behind[env] = 0
+        return behind
+
+    def hand_on(self, handed: Handed, *, wait: bool = False) -> None:
+        """Queue a route's ``(step, env, frame)`` step by step, each step's markers after its frames."""
+        i = 0
+        while i < len(handed):
+            step = handed[i][0]
+            j = i
+            while j < len(handed) and handed[j][0] == step:
+                j += 1
+            self.release_markers(before=step)
+            frames = [(env, frame) for _, env, frame in handed[i:j]]
+            behind = set(self.put_frames(frames, wait=wait))
+            for env, frame in frames:
+                if env in behind and isinstance(frame, DeviceFrame):
+                    frame.release()  # dropped: its device slot goes back for the next step
+            i = j
+
+    def marker(self, step: int, kind: str, env: int, *args: Any) -> None:
+        """Queue ``kind`` for env ``env`` after the frames of steps <= ``step`` (see the module docstring)."""
+        self._held.append((step, kind, env, args))
+
+    def release_markers(self, before: float) -> None:
+        """Queue the markers held for steps before ``before``."""
+        while self._held and self._held[0][0] < before:
+            _, kind, env, args = self._held.popleft()
+            self.put_marker(kind, env, *args)
 
     def _behind(self, env: int) -> None:
         self._skipped[env] += 1
@@ -100,18 +171,14 @@ class EncodePool:
             )
 
     def put_marker(self, kind: str, env: int, *args: Any) -> None:
-        """Queue ``kind`` (end_episode, save_last) for env ``env``, after its frames; waits for room."""
+        """Queue ``kind`` (end_episode, save_last) for env ``env``, after its frames."""
         self.raise_error()
-        self._put(self._queues[env % self.workers], (kind, env, args, self._skipped[env], self.policy == "repeat"))
+        self._put(env % self.workers, (kind, env, args, self._skipped[env], self.policy == "repeat"), frames=False)
         self._skipped[env] = 0
 
-    def _put(self, target: queue.Queue[tuple[Any, ...]], item: tuple[Any, ...]) -> None:
-        while True:
-            try:
-                target.put(item, timeout=0.1)
-                return
-            except queue.Full:
-                self.raise_error()
+    def _put(self, worker: int, item: tuple[Any, ...], *, frames: bool) -> None:
+        while not self._lanes[worker].put(item, frames=frames, timeout=0.1):
+            self.raise_error()
 
     def raise_error(self) -> None:
         """Raise a worker's error on the calling thread, once, as itself."""
@@ -120,7 +187,7 @@ class EncodePool:
             raise self.error
 
     def backlogged(self) -> bool:
-        return any(q.full() for q in self._queues)
+        return any(lane.full() for lane in self._lanes)
 
     def finish(self) -> None:
         """Finish every stream (flush, trailers, clips), join the workers; raise a worker's error. Safe twice."""
@@ -129,45 +196,41 @@ class EncodePool:
         self._finished = True
         for env in range(self.envs):  # frames skipped at the very end still count (repeat fills them)
             if self._skipped[env]:
-                self._put(self._queues[env % self.workers], ("tail", env, (), self._skipped[env],
-                                                             self.policy == "repeat"))  # fmt: skip
+                self._lanes[env % self.workers].put(("tail", env, (), self._skipped[env], self.policy == "repeat"),
+                                                    frames=False, timeout=None)  # fmt: skip
                 self._skipped[env] = 0
-        for q in self._queues:
-            while True:
-                try:
-                    q.put(_STOP, timeout=0.1)
-                    break
-                except queue.Full:
-                    continue  # the worker always drains its queue, also after an error
+        for lane in self._lanes:
+            lane.put(_STOP, frames=False, timeout=None)
         for thread in self._threads:
             thread.join()
         self.raise_error()
 
     # -- the workers' side
 
-    def _stream(self, env: int) -> EnvStream:
+    def _stream(self, env: int, mine: list[int]) -> EnvStream:
         stream = self.streams[env]
         if stream is None:
             stream = self.streams[env] = self._make_stream(env)
+            mine.append(env)
         return stream
 
     def _run(self, worker: int) -> None:
-        q = self._queues[worker]
+        lane = self._lanes[worker]
         mine: list[int] = []
         while True:
-            item = q.get()
+            item = lane.get()
             if item is _STOP:
                 break
             if self.error is not None:
                 continue  # keep draining so a producer waiting for room wakes up and sees the error
-            kind, env, payload, skipped, repeat = item
             try:
-                stream = self._stream(env)
-                if env not in mine:
-                    mine.append(env)
-                if kind == "frame":
-                    stream.frame(payload, skipped, repeat)
-                elif kind == "end_episode":
+                if item[0] == "frames":
+                    for env, frame, skipped, repeat in item[1]:
+                        self._stream(env, mine).frame(frame, skipped, repeat)
+                    continue
+                kind, env, payload, skipped, repeat = item
+                stream = self._stream(env, mine)
+                if kind == "end_episode":
                     stream.end_episode(skipped, repeat, *payload)
                 elif kind == "save_last":
                     stream.save_last(payload[0], payload[1], skipped, repeat)

@@ -10,6 +10,7 @@ the step (:mod:`.grid`) into one :class:`glrec.Recorder`.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -17,7 +18,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._lifecycle import deferred_signals, track, untrack
-from ..cuda.pool import DeviceFrame
 from ..encoders.options import RateOptions
 from ..errors import ConfigError, GlrecError, RecorderClosedError
 from ..options import split_options
@@ -57,7 +57,8 @@ class BatchRecorder:
     is true, and :meth:`save_last` writes an env's last seconds. ``backpressure`` is ``block``
     (default), ``drop`` or ``repeat`` (see :mod:`glrec.batch.pool`), with ``abort_after`` frames
     of one env behind in a row raising EncoderError. ``workers``: encode threads (default: the
-    cores). ``labels=True`` draws each grid tile's env index (and :meth:`write`'s ``labels``).
+    cores for the CPU encoders and NVENC; one where the GPU made the JPEGs and the threads only
+    mux). ``labels=True`` draws each grid tile's env index (and :meth:`write`'s ``labels``).
 
     >>> with glrec.BatchRecorder("videos/env{env}.mp4", fps=30) as rec:  # doctest: +SKIP
     ...     for _ in range(300):
@@ -107,7 +108,7 @@ class BatchRecorder:
         self._ring = (ring_seconds if ring_seconds is not None else 60.0, int(ring_bytes)) if clips else None
         self._backpressure: Backpressure = backpressure
         self._abort_after = abort_after
-        self._workers = workers or os.cpu_count() or 1
+        self._workers = workers
         self._queue_steps = queue_steps
         self._labels = labels
         self._overwrite = overwrite
@@ -256,7 +257,10 @@ class BatchRecorder:
             return EnvStream(env, facts, route.stream_encoder, self._namer, overwrite=self._overwrite,
                              split_episodes=has_field(self.path, "episode"), ring=ring)  # fmt: skip
 
-        self._pool = EncodePool(shape.envs, make_stream, workers=self._workers, queue_steps=self._queue_steps,
+        # Muxing alone holds the GIL: more threads only take it from each other and from the GPU's calls
+        # (the GL JPEG route, 64 x 256x256 on the H200: 1 thread 17,345 env-frames/s, 2 15,521, 16 9,753).
+        workers = self._workers or (1 if getattr(route, "muxes_only", False) else os.cpu_count() or 1)
+        self._pool = EncodePool(shape.envs, make_stream, workers=workers, queue_steps=self._queue_steps,
                                 backpressure=self._backpressure, abort_after=self._abort_after)  # fmt: skip
         # Still nothing written after a failure here: the pool and the route go with the recorder.
         log.info("batch: %d envs %dx%d, %d recorded into files via %s, %d workers", shape.envs, *shape.size,
@@ -264,9 +268,7 @@ class BatchRecorder:
 
     def _write_files(self, batch: Batch, active: list[int]) -> None:
         assert self._route is not None and self._pool is not None
-        for env, frame in self._route.frames(batch, active, self.steps):
-            if not self._pool.put_frame(env, frame) and isinstance(frame, DeviceFrame):
-                frame.release()  # dropped: its device slot goes back for the next step
+        self._pool.hand_on(self._route.frames(batch, active, self.steps))
 
     # -- episodes and clips
 
@@ -282,7 +284,7 @@ class BatchRecorder:
         if self._pool is None:
             return
         keep = bool(self._keep(info)) if self._keep is not None else False
-        self._pool.put_marker("end_episode", env, keep, None)
+        self._pool.marker(self.steps - 1, "end_episode", env, keep, None)
 
     def save_last(self, seconds: float, env: int, path: PathLike | None = None) -> Path:
         """Write env ``env``'s last ``seconds`` (from the keyframe at or before them) to ``path``.
@@ -302,7 +304,7 @@ class BatchRecorder:
                 f"{Path(os.fspath(self._namer(env, episode))).stem}-last{self.steps}"
             )
         )
-        self._pool.put_marker("save_last", env, max(1, round(seconds * self.fps)), os.fspath(target))
+        self._pool.marker(self.steps - 1, "save_last", env, max(1, round(seconds * self.fps)), os.fspath(target))
         return target
 
     # -- life
@@ -334,8 +336,9 @@ class BatchRecorder:
         error: BaseException | None = None
         try:
             if self._route is not None and self._pool is not None and self._pool.error is None:
-                for env, frame in self._route.drain():  # encoded steps still on the GPU: kept, whatever the policy
-                    self._pool.put_frame(env, frame, wait=True)
+                # Encoded steps still on the GPU: kept, whatever the policy; then the markers after them.
+                self._pool.hand_on(self._route.drain(), wait=True)
+                self._pool.release_markers(before=math.inf)
         except BaseException as exc:
             error = exc
         finally:

@@ -11,8 +11,10 @@
 - The GL JPEG route (:mod:`glrec.batch.gl_route`): one upload of the whole step
   into an array texture, one dispatch encodes all N.
 
-A route hands back ``(env, frame)`` pairs for the streams, and tells the streams
-how to open their encoder (:attr:`Route.stream_encoder`).
+A route hands back ``(step, env, frame)`` for the streams, in step order (the
+GL JPEG route hands a step's frames back some steps later: its GPU work runs
+behind the writes), and tells the streams how to open their encoder
+(:attr:`Route.stream_encoder`).
 """
 
 from __future__ import annotations
@@ -36,12 +38,16 @@ log = logging.getLogger("glrec")
 HOST_COPIES = [0]
 
 
+#: What a route hands on: ``(step, env, frame)``, in step order.
+Handed = list[tuple[int, int, Frame]]
+
+
 class Route(Protocol):
     name: str  # the encoder as the summary names it
 
-    def frames(self, batch: Batch, active: Sequence[int], step: int) -> list[tuple[int, Frame]]: ...
+    def frames(self, batch: Batch, active: Sequence[int], step: int) -> Handed: ...
 
-    def drain(self) -> list[tuple[int, Frame]]: ...
+    def drain(self) -> Handed: ...
 
     def stream_encoder(self) -> Encoder: ...
 
@@ -82,10 +88,10 @@ class CpuRoute:
     def stream_encoder(self) -> Encoder:
         return self._open()
 
-    def frames(self, batch: Batch, active: Sequence[int], step: int) -> list[tuple[int, Frame]]:
+    def frames(self, batch: Batch, active: Sequence[int], step: int) -> Handed:
         arrays = self._host(batch, active)
         ew, eh = self.facts.encoded_size
-        out: list[tuple[int, Frame]] = []
+        out: Handed = []
         for env in active:
             array = arrays[env]
             h, w, c = array.shape
@@ -95,7 +101,7 @@ class CpuRoute:
                 data[h:, :w] = data[h - 1 : h, :w]
             if ew > w:
                 data[:, w:] = data[:, w - 1 : w]
-            out.append((env, HostFrame(0, "rgb24" if c == 3 else "rgba", ew, eh, data)))
+            out.append((step, env, HostFrame(0, "rgb24" if c == 3 else "rgba", ew, eh, data)))
         return out
 
     def _host(self, batch: Batch, active: Sequence[int]) -> Sequence[np.ndarray]:
@@ -104,7 +110,7 @@ class CpuRoute:
         HOST_COPIES[0] += len(active)
         return list(cuda_to_host(batch))  # views of one new host array
 
-    def drain(self) -> list[tuple[int, Frame]]:
+    def drain(self) -> Handed:
         return []
 
     def release(self) -> None:
@@ -166,6 +172,7 @@ class NvjpegRoute:
     """All N env frames of a CUDA batch to nvImageCodec in one call per step (see the module docstring)."""
 
     name = "nvjpeg (batch)"
+    muxes_only = True  # the streams only mux what the GPU encoded (one worker by default)
 
     def __init__(self, asked: EncodeRequest[Any], cuda_device: int, channels: int) -> None:
         if channels != 3:
@@ -184,7 +191,7 @@ class NvjpegRoute:
     def stream_encoder(self) -> Encoder:
         return Passthrough()
 
-    def frames(self, batch: Batch, active: Sequence[int], step: int) -> list[tuple[int, Frame]]:
+    def frames(self, batch: Batch, active: Sequence[int], step: int) -> Handed:
         from ..cuda.driver import call
 
         if not isinstance(batch, CudaBatch):
@@ -199,9 +206,9 @@ class NvjpegRoute:
         assert self._encoder is not None, "released"
         packets = self._encoder.encode_batch(views)  # the views are CUDA device frames
         w, h = self.facts.size
-        return [(p.pts, EncodedFrame(0, "mjpeg", w, h, p.data)) for p in packets]
+        return [(step, p.pts, EncodedFrame(0, "mjpeg", w, h, p.data)) for p in packets]
 
-    def drain(self) -> list[tuple[int, Frame]]:
+    def drain(self) -> Handed:
         return []
 
     def release(self) -> None:

@@ -169,6 +169,28 @@ def test_gl_jpeg_route_gives_the_bytes_of_the_one_frame_stage(tmp_path, gl) -> N
         stage.release()
 
 
+def test_episodes_and_clips_split_where_written_on_the_gl_route(tmp_path, gl) -> None:
+    """The GL JPEG route hands a step's JPEGs on steps later; an episode's end still falls after its own frames."""
+    with glrec.BatchRecorder(str(tmp_path / "g{env}-{episode}.mkv"), encoder="gl", codec="mjpeg",
+                             quality=95) as rec:  # fmt: skip
+        for s in range(9):
+            rec.write(step_batch(s))
+            if s in (2, 3):
+                rec.end_episode(1 if s == 2 else 3)
+    assert_env_frames(tmp_path / "g1-0.mkv", 1, [0, 1, 2], min_psnr=24)
+    assert_env_frames(tmp_path / "g1-1.mkv", 1, list(range(3, 9)), min_psnr=24)
+    assert_env_frames(tmp_path / "g3-0.mkv", 3, [0, 1, 2, 3], min_psnr=24)
+    assert_env_frames(tmp_path / "g3-1.mkv", 3, list(range(4, 9)), min_psnr=24)
+    with glrec.BatchRecorder(str(tmp_path / "k{env}-{episode}.mkv"), encoder="gl", codec="mjpeg", quality=95,
+                             keep=lambda info: info) as rec:  # fmt: skip
+        for s in range(8):
+            rec.write(step_batch(s))
+            if s == 4:
+                rec.end_episode(2, True)
+    assert sorted(p.name for p in tmp_path.glob("k*.mkv")) == ["k2-0.mkv"]
+    assert_env_frames(tmp_path / "k2-0.mkv", 2, list(range(5)), min_psnr=24)
+
+
 def test_clips_kept_by_outcome_start_on_a_keyframe(tmp_path) -> None:
     kept = []
     with glrec.BatchRecorder(str(tmp_path / "c{env}-{episode}.mp4"), keep=lambda info: info["fail"],
