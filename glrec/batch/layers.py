@@ -4,10 +4,18 @@ An ``(N, H, W, C)`` C-contiguous batch is exactly the bytes of N layers of H
 rows, top row first, so it goes in with one ``glTexSubImage3D``:
 
 - host batches straight from their memory (the driver's one copy);
-- CUDA batches through a GL buffer registered with CUDA: one device-to-device
-  copy of the whole step into it (map, copy, unmap: mapping orders the copy
-  after GL's last read of the buffer), then the texture is filled from the
-  buffer on the GPU. The pixels never touch host memory.
+- CUDA batches through GL buffers whose storage is CUDA memory
+  (:class:`~glrec.cuda.vmm.SharedBuffer`, ``GL_EXT_memory_object_fd``): one
+  device-to-device copy of the whole step into a slot of a ring of such
+  buffers (:meth:`LayerUpload.stage`, no GL call), then the texture is filled
+  from the slot on the GPU (:meth:`LayerUpload.fill`). No map or unmap per
+  step. With ``ahead=K`` the ring holds 2K slots, so a caller can stage K
+  steps on the CUDA side and then fill and encode all K in one turn of GL:
+  the GPU switches between the CUDA and GL contexts twice per K steps, not
+  per step (DESIGN: the two take turns; per frame they do not reach the
+  serial bound). Where the driver lacks the extension, one buffer registered
+  with CUDA is mapped per step (``shared`` is False; K is then 1). The pixels
+  never touch host memory.
 
 Rows stay top row first: the passes that read the layers know it (the GL JPEG
 stage's ``top_down``, the grid's tile shader).
@@ -22,16 +30,20 @@ import moderngl
 import numpy as np
 
 from ..errors import ConfigError
+from ..gl.fences import Fence
 from .frames import Batch, CudaBatch, HostBatch
 
 log = logging.getLogger("glrec")
 
 
 class LayerUpload:
-    """Fills an array texture of ``envs`` layers of ``size`` with ``channels`` each, from batches (see above)."""
+    """Fills an array texture of ``envs`` layers of ``size`` with ``channels`` each, from batches (see above).
+
+    GPU memory for CUDA batches: ``2 * ahead`` slots of one step (``envs * W * H * channels`` bytes) each.
+    """
 
     def __init__(self, ctx: moderngl.Context, envs: int, size: tuple[int, int], channels: int,
-                 device: Any = None) -> None:  # fmt: skip
+                 device: Any = None, *, ahead: int = 1) -> None:  # fmt: skip
         self.ctx = ctx
         w, h = size
         most = int(ctx.info.get("GL_MAX_ARRAY_TEXTURE_LAYERS", 256))
@@ -44,38 +56,118 @@ class LayerUpload:
         self.texture.filter = (moderngl.NEAREST, moderngl.NEAREST)
         self.device = device  # a CudaDevice for CUDA batches (None: host batches only)
         self._nbytes = envs * w * h * channels
-        self._buffer: moderngl.Buffer | None = None
+        self._buffer: moderngl.Buffer | None = None  # the registered buffer (drivers without shared memory)
         self._resource: Any = None
-        self._event: Any = None
+        self._events: tuple[Any, Any] | None = None  # (the producer's frames ready, glrec's copy done)
+        self._slots: list[Any] = []  # SharedBuffers, staged in turn
+        self._read: list[Fence | None] = []  # after GL's fill from each slot
+        self._next = 0
+        self.shared = False
+        if device is not None:
+            try:
+                self._set_up(device, max(1, ahead))
+            except BaseException:
+                self.release()
+                raise
+        self.ahead = max(1, ahead) if self.shared else 1
+
+    def _set_up(self, device: Any, ahead: int) -> None:
+        """The slots where GL can import CUDA memory, else one buffer registered with CUDA (needs ``ctx`` current)."""
+        from ..cuda.driver import call, driver
+        from ..cuda.vmm import EXTENSION, SharedBuffer
+
+        device.bind()
+        self._events = (device.event(), device.event())
+        if EXTENSION in self.ctx.extensions:
+            for _ in range(2 * ahead):
+                self._slots.append(SharedBuffer(self.ctx, device, self._nbytes))
+                self._read.append(None)
+            self.shared = True
+            return
+        log.debug("batch upload: the GL driver lacks %s; mapping a registered buffer per step", EXTENSION)
+        self._buffer = self.ctx.buffer(reserve=self._nbytes)
+        flags = driver().CUgraphicsRegisterFlags.CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD
+        self._resource = call("cuGraphicsGLRegisterBuffer", self._buffer.glo, flags)
 
     def put(self, batch: Batch) -> None:
-        """Fill every layer with ``batch`` (the GPU reads it in order with the passes after it)."""
+        """Fill every layer with ``batch`` now (GL current; the GPU reads it in order with the passes after it)."""
         if isinstance(batch, HostBatch):
             frames = batch.frames
             data = np.ascontiguousarray(np.stack(frames) if not isinstance(frames, np.ndarray) else frames)
             self.texture.write(data, alignment=1)
             return
-        self._put_cuda(batch)
+        if not self.shared:
+            self._put_mapped(batch)
+            return
+        self.settle(len(self._slots) - 1)  # the slot about to be staged again was filled two puts ago
+        self.fill(self.stage(batch))
 
-    def _put_cuda(self, batch: CudaBatch) -> None:
+    def stage(self, batch: Batch) -> int:
+        """Queue the CUDA copy of ``batch`` into the next slot (no GL call); returns the slot for :meth:`fill`.
+
+        The caller may reuse the batch when this returns: the producer's stream waits for the copy
+        (or, where the batch names no stream, the copy is waited for here). The slot's previous fill
+        must be known complete: :meth:`fill` and :meth:`settle` see to it within ``2 * ahead`` stages.
+        """
         from ..cuda.driver import call, driver
 
+        device = self._cuda_device(batch)
+        assert isinstance(batch, CudaBatch) and self._events is not None and self.shared
+        slot, self._next = self._next, (self._next + 1) % len(self._slots)
+        ready, copied = self._events
+        stream = device.stream
+        if batch.stream is not None:  # glrec's copy waits until the producer has finished the frames
+            producer = driver().CUstream(batch.stream)
+            call("cuEventRecord", ready, producer)
+            call("cuStreamWaitEvent", stream, ready, 0)
+        _copy_batch(batch, self._slots[slot].address, stream)
+        if batch.stream is not None:  # and the producer's next work (a new frame in the same memory) waits for it
+            call("cuEventRecord", copied, stream)
+            call("cuStreamWaitEvent", producer, copied, 0)
+        else:
+            call("cuStreamSynchronize", stream)
+        return slot
+
+    def fill(self, slot: int) -> None:
+        """Fill the texture from ``slot`` (GL current): waits for the staged copies first."""
+        from ..cuda.driver import call
+
+        assert self.device is not None
+        if self._read[slot] is not None:
+            raise AssertionError(f"slot {slot} filled twice without settle()")
+        self.device.bind()
+        call("cuStreamSynchronize", self.device.stream)  # every staged copy done (once per turn in practice)
+        self.texture.write(self._slots[slot].buffer, alignment=1)
+        self._read[slot] = Fence()
+
+    def settle(self, keep: int) -> None:
+        """Wait for GL's fills from every slot but the ``keep`` newest (GL current), so they can be staged again."""
+        n = len(self._slots)
+        for back in range(keep + 1, n + 1):
+            slot = (self._next - back) % n
+            fence, self._read[slot] = self._read[slot], None
+            if fence is not None:
+                fence.wait()
+
+    def _cuda_device(self, batch: Batch) -> Any:
         device = self.device
-        if device is None:
+        if device is None or not isinstance(batch, CudaBatch):
             raise ConfigError("This recording was set up for host batches; pass every step the same way.")
         if batch.device != device.ordinal:
             raise ConfigError(f"The batch is on CUDA device {batch.device}; this recording runs on device "
                               f"{device.ordinal}. Pass cuda_device={batch.device}.")  # fmt: skip
         device.bind()
-        if self._buffer is None:
-            self._buffer = self.ctx.buffer(reserve=self._nbytes)
-            flags = driver().CUgraphicsRegisterFlags.CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD
-            self._resource = call("cuGraphicsGLRegisterBuffer", self._buffer.glo, flags)
-            self._event = device.event()
+        return device
+
+    def _put_mapped(self, batch: Batch) -> None:
+        from ..cuda.driver import call, driver
+
+        device = self._cuda_device(batch)
+        assert isinstance(batch, CudaBatch) and self._events is not None and self._buffer is not None
         stream = device.stream
-        if batch.stream is not None:  # glrec's copy waits until the producer has finished the frames
-            call("cuEventRecord", self._event, driver().CUstream(batch.stream))
-            call("cuStreamWaitEvent", stream, self._event, 0)
+        if batch.stream is not None:
+            call("cuEventRecord", self._events[0], driver().CUstream(batch.stream))
+            call("cuStreamWaitEvent", stream, self._events[0], 0)
         call("cuGraphicsMapResources", 1, self._resource, stream)
         try:
             address, _ = call("cuGraphicsResourceGetMappedPointer", self._resource)
@@ -86,16 +178,26 @@ class LayerUpload:
         self.texture.write(self._buffer, alignment=1)
 
     def release(self) -> None:
-        """Unregister and free the buffer and the texture. Safe twice."""
-        resource, self._resource = self._resource, None
-        if resource is not None and self.device is not None:
-            from ..cuda.driver import call
+        """Free the slots (or unregister the buffer), the events and the texture (GL current). Safe twice."""
+        from ..cuda.driver import call
 
+        fences, self._read = self._read, []
+        for fence in fences:
+            if fence is not None:
+                fence.release()
+        if self.device is not None:
             self.device.bind()
+            if self._slots:
+                call("cuStreamSynchronize", self.device.stream)  # no copy still writing into a slot
+        slots, self._slots = self._slots, []
+        for buffer in slots:
+            buffer.release()
+        resource, self._resource = self._resource, None
+        if resource is not None:
             call("cuGraphicsUnregisterResource", resource)
-            if self._event is not None:
-                call("cuEventDestroy", self._event)
-                self._event = None
+        events, self._events = self._events, None
+        for event in events or ():
+            call("cuEventDestroy", event)
         for name in ("_buffer", "texture"):
             obj = getattr(self, name)
             setattr(self, name, None)

@@ -19,7 +19,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..encoders import Encoder
@@ -52,7 +52,7 @@ def _retimed(frame: Frame, index: int) -> Frame:
     if isinstance(frame, HostFrame):
         return HostFrame(index, frame.pix_fmt, frame.width, frame.height, frame.data, frame.av_frame)
     if isinstance(frame, EncodedFrame):
-        return replace(frame, index=index)
+        return EncodedFrame(index, frame.codec, frame.width, frame.height, frame.data)
     frame.index = index  # a DeviceFrame: the protocol's index is writable
     return frame
 

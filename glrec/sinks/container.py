@@ -16,7 +16,14 @@ limit) cuts the file back to its last complete fragment and raises
 
 FFmpeg does not report every failed write (the last buffer, flushed as the
 file closes, can fail silently), so the muxer writes through
-:class:`CheckedWriter`, which sees every error itself. The file is made with
+:class:`CheckedWriter`, which sees every error itself.
+
+All-intra video in Matroska (MJPEG: every packet a keyframe) makes FFmpeg
+close a cluster, and write to the OS, at nearly every packet. There the sink
+holds the muxer's bytes and writes them every half second of video
+(:data:`HOLD_SECONDS`), inside the one-second bound: many MJPEG files at once
+(``glrec.BatchRecorder``) spent about a third of their muxing time in those
+writes. The file is made with
 the first packet and replaces an existing one only once complete
 (:mod:`glrec.sinks.paths`).
 
@@ -50,6 +57,8 @@ from .trim import trim_to_complete_fragments
 log = logging.getLogger("glrec")
 
 _FRAGMENT_US = 1_000_000
+#: Video held in memory between writes where the muxer writes every packet (all-intra Matroska).
+HOLD_SECONDS = 0.5
 
 
 # B-frames the CPU encoders use at glrec's default presets (x264 veryfast 3, x265 veryfast 4).
@@ -99,6 +108,9 @@ class CheckedWriter(io.RawIOBase):
         self._file: BinaryIO | None = None
         self.error: OSError | None = None
         self.written = 0  # bytes taken (the file's size where the muxer never seeks back)
+        self.holding = False  # keep what is written until release_held() (see the module docstring)
+        self._held: list[bytes] = []
+        self._held_bytes = 0
 
     def writable(self) -> bool:
         return True
@@ -116,6 +128,22 @@ class CheckedWriter(io.RawIOBase):
             raise self.error
         view = memoryview(data).cast("B")
         total = len(view)
+        if self.holding:  # PyAV hands each write over as a new bytes object: kept as it is
+            self._held.append(data if type(data) is bytes else view.tobytes())
+            self._held_bytes += total
+            self.written += total
+            return total
+        self._write(view)
+        self.written += total
+        return total
+
+    def release_held(self) -> None:
+        """Write what is held to the file (raises the OS's error, kept for later calls)."""
+        if self._held:
+            held, self._held, self._held_bytes = self._held, [], 0
+            self._write(memoryview(b"".join(held)))
+
+    def _write(self, view: memoryview) -> None:
         try:
             f = self._target()
             while view:  # an unbuffered write may stop short at the last free block; the next call says why
@@ -124,16 +152,20 @@ class CheckedWriter(io.RawIOBase):
         except OSError as exc:
             self.error = exc
             raise
-        self.written += total
-        return total
 
     def seek(self, offset: int, whence: int = 0) -> int:
+        self.release_held()
         return self._target().seek(offset, whence)
 
     def tell(self) -> int:
-        return self._file.tell() if self._file is not None else 0
+        return (self._file.tell() if self._file is not None else 0) + self._held_bytes
 
     def close(self) -> None:
+        try:
+            if self.error is None:
+                self.release_held()
+        except OSError:
+            pass  # kept in self.error for the sink to report
         f, self._file = self._file, None
         try:
             if f is not None:
@@ -161,6 +193,10 @@ class ContainerSink:
         self._finalize = finalize and kind.fragmented
         reorder = options.bframes if options.bframes is not None else _DEFAULT_REORDER.get(options.codec, 4)
         self._container_options = container_options(kind, options.fps, reorder)
+        # Packets held between writes (0: none): all-intra Matroska, see the module docstring.
+        intra = options.codec == "mjpeg" and kind.muxer == "matroska"
+        self._hold = max(1, int(options.fps * HOLD_SECONDS)) if intra else 0
+        self._held_packets = 0
         self._out = OutputFile(path, overwrite)
         self._writer: CheckedWriter | None = None
         self._container: av.container.OutputContainer | None = None
@@ -174,6 +210,7 @@ class ContainerSink:
 
     def _open(self) -> Muxer:
         self._writer = CheckedWriter(self._out.open, seekable=self._out.regular)
+        self._writer.holding = self._hold > 1
         try:
             self._container = av.open(self._writer, "w", format=self._kind.muxer, options=self._container_options)
         except (OSError, av.FFmpegError) as exc:
@@ -196,6 +233,12 @@ class ContainerSink:
                 self._mux.mux(p)
                 if self._audio is not None:  # keep the file interleaved: audio up to this frame's time
                     self._audio.mux_until(self._container, (p.dts + 1) / self.options.fps)
+                if self._hold > 1:
+                    self._held_packets += 1
+                    if self._held_packets >= self._hold:
+                        self._held_packets = 0
+                        assert self._writer is not None
+                        self._writer.release_held()
             except (OSError, av.FFmpegError) as exc:
                 raise self._fail(self._write_error() or exc) from exc
             self.packets += 1

@@ -42,7 +42,7 @@ def host_batches(steps: int = 4) -> list[np.ndarray]:
         b = rng.integers(0, 256, (N, H, W, 3), dtype=np.uint8) // 3 + 50
         for env in range(N):
             b[env, 4 * env : 4 * env + 4] = 250
-            b[env, :, :, 1] = (b[env, :, :, 1] // 2 + 25 * s).astype(np.uint8)
+            b[env, :, :, 1] = (b[env, :, :, 1] // 2 + 25 * s % 200).astype(np.uint8)
         out.append(b)
     return out
 
@@ -92,6 +92,30 @@ def test_gl_jpeg_from_a_torch_cuda_batch_equals_the_host_path_without_a_host_cop
     assert result.encoder == "gl (GL-compute JPEG, batch)" and len(result.videos) == N
     for env in range(N):
         assert packets(tmp_path / f"c{env}.mkv") == packets(tmp_path / f"h{env}.mkv")
+
+
+def test_gl_jpeg_turns_over_one_reused_tensor_keep_every_step_and_episode(tmp_path) -> None:
+    """CUDA steps go to GL in turns of K (staged copies, slots reused): one tensor overwritten in place each
+    step still gives each step's own JPEGs, and an episode's end still falls after its own frames."""
+    from glrec.batch.gl_route import turn_steps
+
+    steps = 4 * turn_steps(N * H * W * 3) + 3  # several turns through every slot, and a part turn at the end
+    batches = host_batches(steps)
+    with glrec.BatchRecorder(str(tmp_path / "h{env}-{episode}.mkv"), encoder="gl", codec="mjpeg") as rec:
+        for s, b in enumerate(batches):
+            rec.write(b)
+            if s == 10:
+                rec.end_episode(5)
+    frames = torch.empty((N, H, W, 3), dtype=torch.uint8, device="cuda")
+    with glrec.BatchRecorder(str(tmp_path / "c{env}-{episode}.mkv"), encoder="gl", codec="mjpeg") as rec:
+        for s, b in enumerate(batches):
+            frames.copy_(torch.from_numpy(b).cuda(), non_blocking=True)  # the same memory every step
+            rec.write(frames)
+            if s == 10:
+                rec.end_episode(5)
+    for name in [f"{env}-0.mkv" for env in range(N)] + ["5-1.mkv"]:
+        assert packets(tmp_path / f"c{name}") == packets(tmp_path / f"h{name}"), name
+    assert len(packets(tmp_path / "c5-0.mkv")) == 11 and len(packets(tmp_path / "c5-1.mkv")) == steps - 11
 
 
 def test_a_strided_cuda_batch_is_copied_env_by_env(tmp_path) -> None:

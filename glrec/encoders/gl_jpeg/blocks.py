@@ -8,6 +8,7 @@ itself is :class:`glrec.encoders.gl_jpeg.stage.GlJpegStage`.
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 from dataclasses import dataclass
 
@@ -38,61 +39,61 @@ class JpegGeometry:
     subsampling: str  # "420" or "444"
     restart: int
 
-    @property
+    @functools.cached_property
     def sub(self) -> int:
         return 2 if self.subsampling == "420" else 1
 
-    @property
+    @functools.cached_property
     def blocks_per_mcu(self) -> int:
         return self.sub * self.sub + 2
 
-    @property
+    @functools.cached_property
     def mcus_x(self) -> int:
         return -(-self.width // (8 * self.sub))
 
-    @property
+    @functools.cached_property
     def mcus_y(self) -> int:
         return -(-self.height // (8 * self.sub))
 
-    @property
+    @functools.cached_property
     def mcus(self) -> int:
         return self.mcus_x * self.mcus_y
 
-    @property
+    @functools.cached_property
     def segments(self) -> int:
         return -(-self.mcus // self.restart)
 
-    @property
+    @functools.cached_property
     def tiles(self) -> int:
         return -(-self.segments // TILE)
 
-    @property
+    @functools.cached_property
     def segment_blocks(self) -> int:
         return self.restart * self.blocks_per_mcu
 
-    @property
+    @functools.cached_property
     def segment_words(self) -> int:
         """Words of one segment's slot: its worst case (``BLOCK_BYTES_MAX`` a block) and the marker."""
         worst = self.segment_blocks * tables.BLOCK_BYTES_MAX + tables.SEGMENT_EXTRA_BYTES
         return -(-worst // 4)
 
-    @property
+    @functools.cached_property
     def bits_words(self) -> int:
         """Words of shared memory for one segment's unstuffed bits, padding included."""
         return -(-(self.segment_blocks * tables.BLOCK_BITS_MAX + 7) // 32)
 
-    @property
+    @functools.cached_property
     def shared_bytes(self) -> int:
         """Shared memory of the segment pass's work group (see ``shaders/jpeg_segment.comp``)."""
         nb = self.segment_blocks
         return 4 * (nb * 64 + self.bits_words + 2 * nb + LANES * nb + 2 * nb)
 
-    @property
+    @functools.cached_property
     def max_bytes(self) -> int:
         """The bound on the entropy-coded bytes of a frame (what the output buffers hold)."""
         return self.segments * self.segment_words * 4
 
-    @property
+    @functools.cached_property
     def blocks(self) -> int:
         return self.mcus * self.blocks_per_mcu
 

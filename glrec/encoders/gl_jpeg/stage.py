@@ -361,14 +361,14 @@ class GlJpegStage:
     def _collect(self) -> list[tuple[int, bytes]]:
         indices, slot, fence = self._pending.popleft()
         fence.wait()
-        out, geo = self._outputs[slot], self.geometry
+        out, most = self._outputs[slot], self.geometry.max_bytes
         totals = np.frombuffer(out.read(4 * len(indices)), dtype=np.uint32)
         done = []
+        header, eoi, start = self.header, tables.EOI, 4 * self.batch
         for f, (index, total) in enumerate(zip(indices, totals.tolist(), strict=True)):
-            if not 0 < total <= geo.max_bytes:  # cannot happen within the bound; never hand on garbage
-                raise AssertionError(f"GL JPEG frame {index}: {total} bytes is outside 1..{geo.max_bytes}.")
-            data = out.read(total, offset=4 * self.batch + f * geo.max_bytes)
-            done.append((index, self.header + data + tables.EOI))
+            if not 0 < total <= most:  # cannot happen within the bound; never hand on garbage
+                raise AssertionError(f"GL JPEG frame {index}: {total} bytes is outside 1..{most}.")
+            done.append((index, b"".join((header, out.read(total, offset=start + f * most), eoi))))
         return done
 
     def encode_now(self, texture: moderngl.Texture) -> bytes:
