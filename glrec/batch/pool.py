@@ -38,6 +38,7 @@ from typing import Any, Literal
 from ..cuda.pool import DeviceFrame
 from ..errors import EncoderError
 from ..frame import Frame
+from .result import BatchVideo
 from .routes import Handed
 from .stream import EnvStream
 
@@ -97,16 +98,40 @@ class EncodePool:
         self.streams: list[EnvStream | None] = [None] * envs
         self.error: BaseException | None = None
         self._raised = False
-        self._lanes = [_Lane(queue_steps) for _ in range(self.workers)]
         self._held: collections.deque[tuple[int, str, int, tuple[Any, ...]]] = collections.deque()  # markers
         self._make_stream = make_stream
+        self._finished = False
+        self._start_workers(queue_steps)
+
+    # -- the transport to the workers (threads here; processes in mux_procs)
+
+    def _start_workers(self, queue_steps: int) -> None:
+        self._lanes = [_Lane(queue_steps) for _ in range(self.workers)]
         self._threads = [
             threading.Thread(target=self._run, args=(w,), name=f"glrec-batch-encode-{w}", daemon=True)
             for w in range(self.workers)
         ]
         for thread in self._threads:
             thread.start()
-        self._finished = False
+
+    def _offer(self, worker: int, item: tuple[Any, ...], *, frames: bool, timeout: float | None) -> bool:
+        """Queue ``item`` for ``worker``; a frames item waits up to ``timeout`` (None: not at all) for room."""
+        return self._lanes[worker].put(item, frames=frames, timeout=timeout)
+
+    def _full(self, worker: int) -> bool:
+        return self._lanes[worker].full()
+
+    def _stop_workers(self) -> None:
+        for lane in self._lanes:
+            lane.put(_STOP, frames=False, timeout=None)
+        for thread in self._threads:
+            thread.join()
+
+    def outcome(self) -> tuple[list[BatchVideo], int]:
+        """The files written (once finished) and the most one env's ring held."""
+        streams = [s for s in self.streams if s is not None]
+        peak = max((s.ring.peak_bytes for s in streams if s.ring is not None), default=0)
+        return [v for s in streams for v in s.videos], peak
 
     # -- the recorder's side
 
@@ -123,7 +148,7 @@ class EncodePool:
             envs = [item[0] for item in items]
             if self.policy == "block" or wait:
                 self._put(worker, ("frames", items), frames=True)
-            elif not self._lanes[worker].put(("frames", items), frames=True, timeout=None):
+            elif not self._offer(worker, ("frames", items), frames=True, timeout=None):
                 for env in envs:
                     self._behind(env)
                 behind += envs
@@ -177,7 +202,7 @@ class EncodePool:
         self._skipped[env] = 0
 
     def _put(self, worker: int, item: tuple[Any, ...], *, frames: bool) -> None:
-        while not self._lanes[worker].put(item, frames=frames, timeout=0.1):
+        while not self._offer(worker, item, frames=frames, timeout=0.1):
             self.raise_error()
 
     def raise_error(self) -> None:
@@ -187,7 +212,7 @@ class EncodePool:
             raise self.error
 
     def backlogged(self) -> bool:
-        return any(lane.full() for lane in self._lanes)
+        return any(self._full(w) for w in range(self.workers))
 
     def finish(self) -> None:
         """Finish every stream (flush, trailers, clips), join the workers; raise a worker's error. Safe twice."""
@@ -196,13 +221,10 @@ class EncodePool:
         self._finished = True
         for env in range(self.envs):  # frames skipped at the very end still count (repeat fills them)
             if self._skipped[env]:
-                self._lanes[env % self.workers].put(("tail", env, (), self._skipped[env], self.policy == "repeat"),
-                                                    frames=False, timeout=None)  # fmt: skip
+                self._offer(env % self.workers, ("tail", env, (), self._skipped[env], self.policy == "repeat"),
+                            frames=False, timeout=None)  # fmt: skip
                 self._skipped[env] = 0
-        for lane in self._lanes:
-            lane.put(_STOP, frames=False, timeout=None)
-        for thread in self._threads:
-            thread.join()
+        self._stop_workers()
         self.raise_error()
 
     # -- the workers' side

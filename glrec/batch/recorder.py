@@ -26,6 +26,7 @@ from ..sinks.registry import output_kind
 from ..timebase import frame_rate
 from .frames import Batch, BatchShape, CudaBatch, inspect_batch
 from .grid_stream import GridStream
+from .mux_procs import ProcessPool, choose_pool
 from .names import PathLike, has_field, namer
 from .plan import FILES_PIPELINE, plan_files, video_options
 from .pool import POLICIES, Backpressure, EncodePool
@@ -57,8 +58,9 @@ class BatchRecorder:
     is true, and :meth:`save_last` writes an env's last seconds. ``backpressure`` is ``block``
     (default), ``drop`` or ``repeat`` (see :mod:`glrec.batch.pool`), with ``abort_after`` frames
     of one env behind in a row raising EncoderError. ``workers``: encode threads (default: the
-    cores for the CPU encoders and NVENC; one where the GPU made the JPEGs and the threads only
-    mux). ``labels=True`` draws each grid tile's env index (and :meth:`write`'s ``labels``).
+    cores for the CPU encoders and NVENC; where the GPU made the JPEGs and the workers only mux,
+    one thread, and from 16 envs on 2 processes: :mod:`glrec.batch.mux_procs`). ``labels=True``
+    draws each grid tile's env index (and :meth:`write`'s ``labels``).
 
     >>> with glrec.BatchRecorder("videos/env{env}.mp4", fps=30) as rec:  # doctest: +SKIP
     ...     for _ in range(300):
@@ -257,14 +259,18 @@ class BatchRecorder:
             return EnvStream(env, facts, route.stream_encoder, self._namer, overwrite=self._overwrite,
                              split_episodes=has_field(self.path, "episode"), ring=ring)  # fmt: skip
 
-        # Muxing alone holds the GIL: more threads only take it from each other and from the GPU's calls
-        # (the GL JPEG route, 64 x 256x256 on the H200: 1 thread 17,345 env-frames/s, 2 15,521, 16 9,753).
-        workers = self._workers or (1 if getattr(route, "muxes_only", False) else os.cpu_count() or 1)
-        self._pool = EncodePool(shape.envs, make_stream, workers=workers, queue_steps=self._queue_steps,
-                                backpressure=self._backpressure, abort_after=self._abort_after)  # fmt: skip
+        self._pool = self._make_pool(route, facts, make_stream)
         # Still nothing written after a failure here: the pool and the route go with the recorder.
-        log.info("batch: %d envs %dx%d, %d recorded into files via %s, %d workers", shape.envs, *shape.size,
-                 len(self._selection), route.name, self._pool.workers)  # fmt: skip
+        log.info("batch: %d envs %dx%d, %d recorded into files via %s, %d %s", shape.envs, *shape.size,
+                 len(self._selection), route.name, self._pool.workers,
+                 "mux processes" if isinstance(self._pool, ProcessPool) else "workers")  # fmt: skip
+
+    def _make_pool(self, route: Route, facts: Any, make_stream: Callable[[int], EnvStream]) -> EncodePool:
+        assert self._shape is not None
+        ring = None if self._ring is None else (max(1, round(self._ring[0] * self.fps)), self._ring[1])
+        return choose_pool(route, self._shape.envs, len(self._selection), self.path, facts, make_stream,
+                           workers=self._workers, ring=ring, overwrite=self._overwrite, queue_steps=self._queue_steps,
+                           backpressure=self._backpressure, abort_after=self._abort_after)  # fmt: skip
 
     def _write_files(self, batch: Batch, active: list[int]) -> None:
         assert self._route is not None and self._pool is not None
@@ -373,10 +379,8 @@ class BatchRecorder:
         dropped, repeated = [0] * n, [0] * n
         peak = 0
         if self._pool is not None:
-            for stream in self._pool.streams:
-                if stream is not None:
-                    videos += stream.videos
-                    peak = max(peak, stream.ring.peak_bytes if stream.ring is not None else 0)
+            found, peak = self._pool.outcome()
+            videos += found
             dropped, repeated = self._pool.dropped, self._pool.repeated
         if self._grid is not None:
             video = self._grid.close()

@@ -36,7 +36,7 @@ def step_batch(step: int, n: int = N, size: tuple[int, int] = (W, H), channels: 
     for env in range(n):
         rng = np.random.default_rng(1000 * env + step)
         out[env] = rng.integers(0, 256, (h, w, channels), dtype=np.uint8) // 4 + 40
-        out[env, :, :, 0] = (out[env, :, :, 0] // 2 + 60 * env).astype(np.uint8)
+        out[env, :, :, 0] = (out[env, :, :, 0] // 2 + 60 * env % 256).astype(np.uint8)
         out[env, 4 * env : 4 * env + 4, :, :3] = 250
     return out
 
@@ -464,3 +464,86 @@ def test_the_grid_drops_steps_while_its_encoder_is_behind(tmp_path, monkeypatch)
     assert sorted(steps) == [0, 3, 4, 6, 7]  # the dropped steps' slots stay empty: time is the simulator's
     frames = decode(tmp_path / "g.mkv")
     assert psnr(frames[1][:H, :W], step_batch(3)[0]) > 40
+
+
+def test_many_envs_of_gpu_made_jpegs_mux_in_processes_as_threads_would(tmp_path, gl) -> None:
+    """16 envs or more of GL JPEGs are muxed in child processes: the same packets as one mux thread, episodes
+    split where written, clips kept by outcome."""
+    from glrec.batch.mux_procs import PROCESS_ENVS, ProcessPool
+    from glrec.batch.pool import EncodePool
+
+    n = PROCESS_ENVS
+    runs = {"t": {"workers": 1}, "p": {}}
+    for tag, kw in runs.items():
+        with glrec.BatchRecorder(str(tmp_path / f"{tag}{{env}}-{{episode}}.mkv"), encoder="gl", codec="mjpeg",
+                                 **kw) as rec:  # fmt: skip
+            for s in range(7):
+                rec.write(step_batch(s, n=n))
+                if s == 3:
+                    rec.end_episode(5)
+        assert type(rec._pool) is (EncodePool if tag == "t" else ProcessPool)
+        result = rec.close()
+        assert len(result.videos) == n + 1 and result.frames == 7 * n
+    for env in range(n):
+        for episode in (0, 1) if env == 5 else (0,):
+            name = f"{env}-{episode}.mkv"
+            got, want = (packets(tmp_path / f"{tag}{name}") for tag in ("p", "t"))
+            assert [bytes(p) for p in got] == [bytes(p) for p in want], name
+    assert len(packets(tmp_path / "p5-0.mkv")) == 4 and len(packets(tmp_path / "p5-1.mkv")) == 3
+    with glrec.BatchRecorder(str(tmp_path / "k{env}-{episode}.mkv"), encoder="gl", codec="mjpeg",
+                             keep=lambda info: info) as rec:  # fmt: skip
+        for s in range(6):
+            rec.write(step_batch(s, n=n))
+            if s == 2:
+                rec.end_episode(7, True)
+                rec.end_episode(8, False)
+    assert [p.name for p in tmp_path.glob("k*.mkv")] == ["k7-0.mkv"]
+    assert rec.close().ring_bytes_peak > 0
+    frames = decode(tmp_path / "k7-0.mkv")
+    assert len(frames) == 3 and all(psnr(f, step_batch(s, n=n)[7]) > 24 for s, f in enumerate(frames))
+
+
+_MUX_CHILD = """
+import time, numpy as np, glrec
+from test_batch_recorder import step_batch
+rec = glrec.BatchRecorder({pattern!r}, encoder="gl", codec="mjpeg", fps=30)
+for s in range(40):
+    rec.write(step_batch(s, n=16))
+print("written", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_recorder_leaves_its_mux_processes_to_finish_every_file(tmp_path, gl) -> None:
+    pattern = str(tmp_path / "m{env}.mkv")
+    child = subprocess.Popen(
+        [sys.executable, "-c", _MUX_CHILD.format(pattern=pattern)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=child_env(Path(__file__).parent, Path(__file__).parent.parent),
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "written"
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.wait(30)
+
+    def finished(path: Path) -> bool:  # the trailer is written (Matroska's duration): not a cut file
+        try:
+            with av.open(str(path)) as c:
+                return c.duration is not None
+        except (OSError, av.error.FFmpegError):
+            return False
+
+    deadline = time.monotonic() + 60  # the mux processes see their input end and write the trailers
+    while time.monotonic() < deadline and not all(finished(tmp_path / f"m{env}.mkv") for env in range(16)):
+        time.sleep(0.2)
+    batches = [step_batch(t, n=16) for t in range(40)]
+    for env in range(16):
+        path = tmp_path / f"m{env}.mkv"
+        frames = decode(path)
+        assert 30 <= len(frames) <= 40 and ffprobe_count(path) == len(frames), (env, len(frames))
+        for s, f in enumerate(frames):  # each frame is its own step's picture (4:2:0 noise: judged by the best match)
+            scores = [psnr(f, b[env]) for b in batches]
+            assert scores.index(max(scores)) == s, (env, s)
+        assert finished(path)

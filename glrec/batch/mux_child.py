@@ -1,0 +1,104 @@
+"""A mux process of :mod:`glrec.batch.mux_procs`: env streams of JPEGs the GPU made, muxed off the recorder's GIL.
+
+Started as ``python -m glrec.batch.mux_child`` (a plain subprocess: a user's
+script is not imported again, as ``multiprocessing``'s spawn would). Reads
+length-prefixed pickled messages on stdin, writes one byte on stdout per frames
+message done (the parent's bound on steps in flight), and at the end one
+pickled ``("done", videos, ring_peak, error)``. Stdin closing without a stop
+(the recorder's process died) finishes every file the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import struct
+import sys
+from typing import Any, BinaryIO
+
+HEADER = struct.Struct("<Q")
+
+
+def read_message(stream: BinaryIO) -> Any:
+    """The next message, or None at the end of the stream."""
+    head = stream.read(HEADER.size)
+    if len(head) < HEADER.size:
+        return None
+    (size,) = HEADER.unpack(head)
+    body = stream.read(size)
+    if len(body) < size:
+        return None
+    return pickle.loads(body)
+
+
+def run(stdin: BinaryIO, stdout: BinaryIO) -> None:
+    from ..frame import EncodedFrame
+    from .names import namer
+    from .ring import GopRing
+    from .routes import Passthrough
+    from .stream import EnvStream
+
+    config = read_message(stdin)
+    if config is None:
+        return
+    facts, pattern, overwrite, split, ring = config
+    name = namer(pattern)
+    w, h = facts.encoded_size
+    streams: dict[int, EnvStream] = {}
+    error: BaseException | None = None
+
+    def stream(env: int) -> EnvStream:
+        if env not in streams:
+            gops = GopRing(*ring) if ring is not None else None
+            streams[env] = EnvStream(env, facts, Passthrough, name, overwrite=overwrite, split_episodes=split,
+                                     ring=gops)  # fmt: skip
+        return streams[env]
+
+    while True:
+        item = read_message(stdin)
+        if item is None or item[0] == "stop":
+            break
+        if error is None:
+            try:
+                if item[0] == "frames":
+                    for env, data, skipped, repeat in item[1]:
+                        stream(env).frame(EncodedFrame(0, "mjpeg", w, h, data), skipped, repeat)
+                else:
+                    kind, env, payload, skipped, repeat = item
+                    if kind == "end_episode":
+                        stream(env).end_episode(skipped, repeat, *payload)
+                    elif kind == "save_last":
+                        stream(env).save_last(payload[0], payload[1], skipped, repeat)
+                    elif kind == "tail":
+                        stream(env).tail(skipped, repeat)
+            except BaseException as exc:
+                error = exc
+        if item[0] == "frames":
+            stdout.write(b".")
+            stdout.flush()
+    for owned in streams.values():  # every file finished, also after an error (the first one is reported)
+        if error is not None:
+            owned.abandon()
+            continue
+        try:
+            owned.finish(0, False)
+        except BaseException as exc:
+            error = error or exc
+    videos = [v for s in streams.values() for v in s.videos]
+    peak = max((s.ring.peak_bytes for s in streams.values() if s.ring is not None), default=0)
+    try:
+        body = pickle.dumps(("done", videos, peak, error))
+    except Exception:
+        body = pickle.dumps(("done", videos, peak, RuntimeError(repr(error))))
+    stdout.write(b"!" + HEADER.pack(len(body)) + body)
+    stdout.flush()
+
+
+if __name__ == "__main__":
+    for sig in (signal.SIGINT, signal.SIGTERM):  # the recorder's to handle: it finishes the files through us
+        signal.signal(sig, signal.SIG_IGN)
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # whatever a library prints goes to stderr, never into the replies
+    run(sys.stdin.buffer, replies)
+    replies.close()

@@ -1,0 +1,200 @@
+"""Muxing in processes: where the GPU made every JPEG, the env streams run in child processes.
+
+With the JPEGs made on the GPU (the GL JPEG and nvJPEG routes) the encode
+workers only mux, and muxing holds the GIL: one thread bounded 64 files at
+17,610 env-frames/s on the H200 while the same route into rings, muxing
+nothing, did 33,284, and more threads only took the GIL from each other and
+from the recorder's GPU calls (``docs/guides/performance.md``). So from
+:data:`PROCESS_ENVS` envs on, :class:`ProcessPool` runs the streams in
+:data:`PROCESSES` children (``python -m glrec.batch.mux_child``), env ``i`` in
+child ``i % P``, each with its own GIL; the recorder sends each child one
+message per step (its envs' JPEG bytes) through a pipe.
+
+Everything else is the thread pool's (:class:`~glrec.batch.pool.EncodePool`):
+backpressure counted in steps (a child acknowledges each step it has muxed),
+markers after their step's frames. A child's error (a file it cannot write)
+is raised by ``close()``, after every file was finished; a child that dies is
+reported at the next step. A child whose recorder dies sees its input end and
+finishes every file; Ctrl-C and SIGTERM are left to the recorder, which
+finishes through the children.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import select
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import EncoderError
+from ..frame import EncodedFrame
+from ..video_facts import VideoFacts
+from .mux_child import HEADER
+from .names import has_field
+from .pool import EncodePool
+from .result import BatchVideo
+from .stream import EnvStream
+
+log = logging.getLogger("glrec")
+
+#: Envs from which streams of GPU-made JPEGs are muxed in processes, and how many.
+PROCESS_ENVS = 16
+PROCESSES = 2
+
+
+class _Child:
+    """One mux process: its pipe in, its acknowledgements and result out."""
+
+    def __init__(self, config: tuple[Any, ...]) -> None:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        self.proc = subprocess.Popen([sys.executable, "-m", "glrec.batch.mux_child"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env=env, bufsize=0)  # fmt: skip
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
+        self.in_flight = 0  # frames messages sent and not yet acknowledged
+        self.result: tuple[Any, ...] | None = None
+        self.send(config)
+
+    def send(self, message: Any) -> None:
+        body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            self.stdin.write(HEADER.pack(len(body)))
+            self.stdin.write(body)
+        except (BrokenPipeError, OSError) as exc:
+            raise self.died() from exc
+
+    def died(self) -> EncoderError:
+        code = self.proc.poll()
+        return EncoderError(f"A glrec mux process exited (code {code}); its envs' files end where it stopped. "
+                            "Its error is on stderr above.")  # fmt: skip
+
+    def read_acks(self, timeout: float | None) -> None:
+        """Take the acknowledgements waiting (after up to ``timeout`` seconds for the first)."""
+        ready, _, _ = select.select([self.stdout], [], [], timeout)
+        if not ready:
+            return
+        data = os.read(self.stdout.fileno(), 65536)
+        if not data:
+            raise self.died()
+        acks = data.count(b".")
+        self.in_flight -= acks
+        if b"!" in data:  # the result began (only after a stop)
+            self._result_from(data[data.index(b"!") + 1 :])
+
+    def _result_from(self, start: bytes) -> None:
+        need = HEADER.size
+        data = start
+        while len(data) < need:
+            more = os.read(self.stdout.fileno(), 1 << 20)
+            if not more:
+                raise self.died()
+            data += more
+            if len(data) >= HEADER.size:
+                need = HEADER.size + HEADER.unpack(data[: HEADER.size])[0]
+        (size,) = HEADER.unpack(data[: HEADER.size])
+        while len(data) < HEADER.size + size:
+            more = os.read(self.stdout.fileno(), 1 << 20)
+            if not more:
+                raise self.died()
+            data += more
+        try:
+            self.result = pickle.loads(data[HEADER.size : HEADER.size + size])
+        except Exception as exc:  # an error of a type this process cannot rebuild
+            self.result = ("done", [], 0, EncoderError(f"A glrec mux process's result could not be read: {exc!r}."))
+
+    def finish(self) -> None:
+        """Stop, wait for the result and the exit."""
+        self.send(("stop",))
+        self.stdin.close()
+        while self.result is None:
+            self.read_acks(None)
+        self.proc.wait()
+
+
+class ProcessPool(EncodePool):
+    """The streams of GPU-made JPEGs in child processes (see the module docstring)."""
+
+    def __init__(self, envs: int, facts: VideoFacts, pattern: str, *, overwrite: bool, split: bool,
+                 ring: tuple[int, int] | None, queue_steps: int, backpressure: Any,
+                 abort_after: int | None) -> None:  # fmt: skip
+        self._config = (facts, pattern, overwrite, split, ring)
+        self._queue_steps = max(1, queue_steps)
+        super().__init__(envs, lambda env: None, workers=PROCESSES,  # type: ignore[arg-type,return-value]
+                         queue_steps=queue_steps, backpressure=backpressure, abort_after=abort_after)  # fmt: skip
+
+    def _start_workers(self, queue_steps: int) -> None:
+        self._children: list[_Child] = []
+        try:
+            for _ in range(self.workers):
+                self._children.append(_Child(self._config))
+        except BaseException:
+            self._stop_workers()
+            raise
+        log.debug("batch: muxing in %d processes", self.workers)
+
+    def _offer(self, worker: int, item: tuple[Any, ...], *, frames: bool, timeout: float | None) -> bool:
+        child = self._children[worker]
+        if frames:
+            child.read_acks(0)
+            if child.in_flight >= self._queue_steps:
+                if timeout is None:
+                    return False
+                child.read_acks(timeout)
+                if child.in_flight >= self._queue_steps:
+                    return False
+            item = ("frames", [(env, _data(frame), skipped, repeat) for env, frame, skipped, repeat in item[1]])
+            child.in_flight += 1
+        child.send(item)
+        return True
+
+    def _full(self, worker: int) -> bool:
+        child = self._children[worker]
+        child.read_acks(0)
+        return child.in_flight >= self._queue_steps
+
+    def _stop_workers(self) -> None:
+        for child in getattr(self, "_children", []):
+            try:
+                if child.proc.poll() is None and child.result is None:
+                    child.finish()
+            except EncoderError as exc:
+                self.error = self.error or exc
+                child.proc.kill()
+                child.proc.wait()
+            if child.result is not None and child.result[3] is not None:
+                self.error = self.error or child.result[3]
+
+    def outcome(self) -> tuple[list[BatchVideo], int]:
+        videos: list[BatchVideo] = []
+        peak = 0
+        for child in getattr(self, "_children", []):
+            if child.result is not None:
+                videos += child.result[1]
+                peak = max(peak, child.result[2])
+        return sorted(videos, key=lambda v: (v.env or 0, v.episode or 0)), peak
+
+
+def choose_pool(route: Any, envs: int, selected: int, path: Any, facts: VideoFacts,
+                make_stream: Callable[[int], EnvStream], *, workers: int | None, ring: tuple[int, int] | None,
+                overwrite: bool, queue_steps: int, backpressure: Any,
+                abort_after: int | None) -> EncodePool:  # fmt: skip
+    """Threads, or processes where GPU-made JPEGs of :data:`PROCESS_ENVS` envs or more are only muxed."""
+    muxes_only = getattr(route, "muxes_only", False)
+    if muxes_only and workers is None and selected >= PROCESS_ENVS and isinstance(path, (str, os.PathLike)):
+        return ProcessPool(envs, facts, os.fspath(path), overwrite=overwrite, split=has_field(path, "episode"),
+                           ring=ring, queue_steps=queue_steps, backpressure=backpressure,
+                           abort_after=abort_after)  # fmt: skip
+    # Muxing alone holds the GIL: more threads only take it from each other and from the GPU's calls
+    # (the GL JPEG route, 64 x 256x256 on the H200: 1 thread 17,345 env-frames/s, 2 15,521, 16 9,753).
+    count = workers or (1 if muxes_only else os.cpu_count() or 1)
+    return EncodePool(envs, make_stream, workers=count, queue_steps=queue_steps, backpressure=backpressure,
+                      abort_after=abort_after)  # fmt: skip
+
+
+def _data(frame: Any) -> bytes:
+    assert isinstance(frame, EncodedFrame), "the process pool takes GPU-made JPEGs only"
+    return frame.data
