@@ -29,7 +29,7 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ContextError
 from ..gl.fences import Fence
 from .frames import Batch, CudaBatch, HostBatch
 
@@ -79,12 +79,19 @@ class LayerUpload:
         device.bind()
         self._events = (device.event(), device.event())
         if EXTENSION in self.ctx.extensions:
-            for _ in range(2 * ahead):
-                self._slots.append(SharedBuffer(self.ctx, device, self._nbytes))
-                self._read.append(None)
-            self.shared = True
-            return
-        log.debug("batch upload: the GL driver lacks %s; mapping a registered buffer per step", EXTENSION)
+            try:
+                for _ in range(2 * ahead):
+                    self._slots.append(SharedBuffer(self.ctx, device, self._nbytes))
+                    self._read.append(None)
+                self.shared = True
+                return
+            except ContextError as exc:  # the import refused (another GPU's GL): the registered buffer works
+                for buffer in self._slots:
+                    buffer.release()
+                self._slots, self._read = [], []
+                log.debug("batch upload: sharing CUDA memory with GL failed (%s); mapping a registered buffer", exc)
+        else:
+            log.debug("batch upload: the GL driver lacks %s; mapping a registered buffer per step", EXTENSION)
         self._buffer = self.ctx.buffer(reserve=self._nbytes)
         flags = driver().CUgraphicsRegisterFlags.CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD
         self._resource = call("cuGraphicsGLRegisterBuffer", self._buffer.glo, flags)
