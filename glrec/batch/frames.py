@@ -209,3 +209,17 @@ class BatchShape:
                 f"Step {step} is {other.size[0]}x{other.size[1]}x{other.channels}; this recording is "
                 f"{self.size[0]}x{self.size[1]}x{self.channels}. Every frame of a video has one size."
             )
+
+
+def active_envs(active: Sequence[int] | Sequence[bool] | None, n: int, selected: Sequence[int]) -> list[int]:
+    """The envs recorded this step: ``active`` as indices or a mask of N (None: all selected), within ``selected``."""
+    if active is None:
+        return list(selected)
+    values = list(active)
+    if values and all(isinstance(v, (bool,)) or type(v).__name__ == "bool_" for v in values):
+        mask = [i for i, v in enumerate(values) if v]
+    else:
+        mask = [int(v) for v in values]
+    if any(not 0 <= i < n for i in mask):
+        raise ConfigError(f"active names envs outside 0..{n - 1}: {active!r}.")
+    return [i for i in mask if i in selected]

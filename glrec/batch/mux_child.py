@@ -42,7 +42,7 @@ def run(stdin: BinaryIO, stdout: BinaryIO) -> None:
     config = read_message(stdin)
     if config is None:
         return
-    facts, pattern, overwrite, split, ring = config
+    facts, pattern, overwrite, split, ring, segment = config
     name = namer(pattern)
     w, h = facts.encoded_size
     streams: dict[int, EnvStream] = {}
@@ -52,7 +52,7 @@ def run(stdin: BinaryIO, stdout: BinaryIO) -> None:
         if env not in streams:
             gops = GopRing(*ring) if ring is not None else None
             streams[env] = EnvStream(env, facts, Passthrough, name, overwrite=overwrite, split_episodes=split,
-                                     ring=gops)  # fmt: skip
+                                     ring=gops, segment=segment)  # fmt: skip
         return streams[env]
 
     while True:

@@ -119,9 +119,9 @@ class ProcessPool(EncodePool):
     """The streams of GPU-made JPEGs in child processes (see the module docstring)."""
 
     def __init__(self, envs: int, facts: VideoFacts, pattern: str, *, overwrite: bool, split: bool,
-                 ring: tuple[int, int] | None, queue_steps: int, backpressure: Any,
+                 ring: tuple[int, int] | None, segment: int | None, queue_steps: int, backpressure: Any,
                  abort_after: int | None) -> None:  # fmt: skip
-        self._config = (facts, pattern, overwrite, split, ring)
+        self._config = (facts, pattern, overwrite, split, ring, segment)
         self._queue_steps = max(1, queue_steps)
         super().__init__(envs, lambda env: None, workers=PROCESSES,  # type: ignore[arg-type,return-value]
                          queue_steps=queue_steps, backpressure=backpressure, abort_after=abort_after)  # fmt: skip
@@ -175,18 +175,18 @@ class ProcessPool(EncodePool):
             if child.result is not None:
                 videos += child.result[1]
                 peak = max(peak, child.result[2])
-        return sorted(videos, key=lambda v: (v.env or 0, v.episode or 0)), peak
+        return sorted(videos, key=lambda v: (v.env or 0, v.episode or 0, v.part)), peak
 
 
 def choose_pool(route: Any, envs: int, selected: int, path: Any, facts: VideoFacts,
                 make_stream: Callable[[int], EnvStream], *, workers: int | None, ring: tuple[int, int] | None,
-                overwrite: bool, queue_steps: int, backpressure: Any,
+                segment: int | None, overwrite: bool, queue_steps: int, backpressure: Any,
                 abort_after: int | None) -> EncodePool:  # fmt: skip
     """Threads, or processes where GPU-made JPEGs of :data:`PROCESS_ENVS` envs or more are only muxed."""
     muxes_only = getattr(route, "muxes_only", False)
     if muxes_only and workers is None and selected >= PROCESS_ENVS and isinstance(path, (str, os.PathLike)):
         return ProcessPool(envs, facts, os.fspath(path), overwrite=overwrite, split=has_field(path, "episode"),
-                           ring=ring, queue_steps=queue_steps, backpressure=backpressure,
+                           ring=ring, segment=segment, queue_steps=queue_steps, backpressure=backpressure,
                            abort_after=abort_after)  # fmt: skip
     # Muxing alone holds the GIL: more threads only take it from each other and from the GPU's calls
     # (the GL JPEG route, 64 x 256x256 on the H200: 1 thread 17,345 env-frames/s, 2 15,521, 16 9,753).

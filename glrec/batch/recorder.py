@@ -24,10 +24,10 @@ from ..options import split_options
 from ..sinks.paths import check_output_path
 from ..sinks.registry import output_kind
 from ..timebase import frame_rate
-from .frames import Batch, BatchShape, CudaBatch, inspect_batch
+from .frames import Batch, BatchShape, CudaBatch, active_envs, inspect_batch
 from .grid_stream import GridStream
 from .mux_procs import ProcessPool, choose_pool
-from .names import PathLike, has_field, namer
+from .names import PathLike, has_field, namer, segment_frames
 from .plan import FILES_PIPELINE, plan_files, video_options
 from .pool import POLICIES, Backpressure, EncodePool
 from .result import BatchResult, BatchVideo
@@ -60,7 +60,9 @@ class BatchRecorder:
     of one env behind in a row raising EncoderError. ``workers``: encode threads (default: the
     cores for the CPU encoders and NVENC; where the GPU made the JPEGs and the workers only mux,
     one thread, and from 16 envs on 2 processes: :mod:`glrec.batch.mux_procs`). ``labels=True``
-    draws each grid tile's env index (and :meth:`write`'s ``labels``).
+    draws each grid tile's env index (and :meth:`write`'s ``labels``). ``segment_seconds``: each
+    env's file is cut every that many seconds of video, ``{part}`` in the name numbering them (as
+    FFmpeg's segment muxer): normal files, and the muxers' indexes stay bounded however long.
 
     >>> with glrec.BatchRecorder("videos/env{env}.mp4", fps=30) as rec:  # doctest: +SKIP
     ...     for _ in range(300):
@@ -81,6 +83,7 @@ class BatchRecorder:
         abort_after: int | None = None,
         workers: int | None = None,
         queue_steps: int = 4,
+        segment_seconds: float | None = None,
         labels: bool = False,
         device: DeviceKind = "auto",
         overwrite: bool = True,
@@ -108,6 +111,7 @@ class BatchRecorder:
         self._select = envs
         self._keep = keep
         self._ring = (ring_seconds if ring_seconds is not None else 60.0, int(ring_bytes)) if clips else None
+        self._segment = segment_frames(path, segment_seconds, self.fps, layout=layout, clips=clips)
         self._backpressure: Backpressure = backpressure
         self._abort_after = abort_after
         self._workers = workers
@@ -205,17 +209,7 @@ class BatchRecorder:
 
     def _active(self, active: Sequence[int] | Sequence[bool] | None) -> list[int]:
         assert self._shape is not None
-        n, selected = self._shape.envs, self._selection
-        if active is None:
-            return list(selected)
-        values = list(active)
-        if values and all(isinstance(v, (bool,)) or type(v).__name__ == "bool_" for v in values):
-            mask = [i for i, v in enumerate(values) if v]
-        else:
-            mask = [int(v) for v in values]
-        if any(not 0 <= i < n for i in mask):
-            raise ConfigError(f"active names envs outside 0..{n - 1}: {active!r}.")
-        return [i for i in mask if i in selected]
+        return active_envs(active, self._shape.envs, self._selection)
 
     def _start(self, batch: Batch) -> None:
         """The first batch: N, size and device are known; plan the route, open the pool (nothing written yet)."""
@@ -242,7 +236,7 @@ class BatchRecorder:
                                   "encoder_options": extra}, shape, self.fps)  # fmt: skip
         patterned = isinstance(self.path, (str, os.PathLike))  # a callable names files as they come
         for env in self._selection if patterned else ():  # an output that cannot be written: refused now
-            first = Path(self._namer(env, 0))
+            first = Path(self._namer(env, 0, 0))
             first.parent.mkdir(parents=True, exist_ok=True)
             check_output_path(first, self._overwrite)
         if opts.encoder == "nvenc" and self._backpressure == "repeat":
@@ -257,7 +251,8 @@ class BatchRecorder:
             if self._ring is not None:
                 ring = GopRing(max(1, round(self._ring[0] * self.fps)), self._ring[1])
             return EnvStream(env, facts, route.stream_encoder, self._namer, overwrite=self._overwrite,
-                             split_episodes=has_field(self.path, "episode"), ring=ring)  # fmt: skip
+                             split_episodes=has_field(self.path, "episode"), ring=ring,
+                             segment=self._segment)  # fmt: skip
 
         self._pool = self._make_pool(route, facts, make_stream)
         # Still nothing written after a failure here: the pool and the route go with the recorder.
@@ -269,7 +264,8 @@ class BatchRecorder:
         assert self._shape is not None
         ring = None if self._ring is None else (max(1, round(self._ring[0] * self.fps)), self._ring[1])
         return choose_pool(route, self._shape.envs, len(self._selection), self.path, facts, make_stream,
-                           workers=self._workers, ring=ring, overwrite=self._overwrite, queue_steps=self._queue_steps,
+                           workers=self._workers, ring=ring, segment=self._segment, overwrite=self._overwrite,
+                           queue_steps=self._queue_steps,
                            backpressure=self._backpressure, abort_after=self._abort_after)  # fmt: skip
 
     def _write_files(self, batch: Batch, active: list[int]) -> None:
@@ -306,8 +302,8 @@ class BatchRecorder:
         target = (
             Path(path)
             if path is not None
-            else Path(os.fspath(self._namer(env, episode))).with_stem(
-                f"{Path(os.fspath(self._namer(env, episode))).stem}-last{self.steps}"
+            else Path(self._namer(env, episode, 0)).with_stem(
+                f"{Path(self._namer(env, episode, 0)).stem}-last{self.steps}"
             )
         )
         self._pool.marker(self.steps - 1, "save_last", env, max(1, round(seconds * self.fps)), os.fspath(target))

@@ -8,13 +8,15 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class BatchVideo:
-    """One file a batch recording wrote: env ``env``'s episode (or clip), or the grid (``env`` None)."""
+    """One file a batch recording wrote: env ``env``'s episode (or clip), or the grid (``env`` None);
+    ``part`` numbers an episode's files cut by ``segment_seconds``."""
 
     env: int | None
     episode: int | None
     path: Path
     frames: int
     bytes: int
+    part: int = 0
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,10 @@ steps were written; the recorder only queues work (:mod:`glrec.batch.pool`).
 - **Files**: packets go to the env's sink as they come. With ``{episode}`` in
   the name, an episode's end finishes its file (encoder flushed, trailer
   written) and the next frame opens the next one, starting again at t = 0.
+  With ``segment`` frames, a file is finished the same way every ``segment``
+  frames (``{part}`` numbers them within the episode): each file is a normal
+  one starting on a keyframe, and the muxer's index (kept in memory until the
+  trailer) stays bounded however long the recording.
 - **Clips** (``keep=`` or ``ring_seconds=``): packets go to a :class:`~glrec.batch.ring.GopRing`.
   Each episode starts on a keyframe (requested at its first frame), so a kept
   episode is the ring's GOPs from there. A clip is written once every packet of
@@ -27,13 +31,11 @@ from ..frame import EncodedFrame, Frame, HostFrame, Packet
 from ..sinks import Sink, open_sink
 from ..sinks.paths import check_output_path
 from ..video_facts import VideoFacts
+from .names import Namer
 from .result import BatchVideo
 from .ring import GopRing
 
 log = logging.getLogger("glrec")
-
-#: Where env ``env``'s file of episode ``episode`` (or clip) goes.
-Namer = Callable[[int, int], str]
 
 
 @dataclass
@@ -61,7 +63,8 @@ class EnvStream:
     """Env ``env``'s encoder and output (see the module docstring); made and used on its worker thread only."""
 
     def __init__(self, env: int, facts: VideoFacts, open_encoder: Callable[[], Encoder], namer: Namer, *,
-                 overwrite: bool, split_episodes: bool, ring: GopRing | None) -> None:  # fmt: skip
+                 overwrite: bool, split_episodes: bool, ring: GopRing | None,
+                 segment: int | None = None) -> None:  # fmt: skip
         self.env = env
         self.facts = facts
         self._open_encoder = open_encoder
@@ -70,6 +73,8 @@ class EnvStream:
         self._split = split_episodes
         self.ring = ring
         self.episode = 0
+        self.part = 0  # the file's number within the episode (segments)
+        self._segment = segment if ring is None else None
         self.videos: list[BatchVideo] = []
         self.frames = 0  # frames encoded (repeats included)
         self._encoder: Encoder | None = None
@@ -86,6 +91,9 @@ class EnvStream:
     def frame(self, frame: Frame, skipped: int, repeat: bool) -> None:
         """Encode ``frame`` after ``skipped`` frames the recorder could not queue (dropped, or repeated)."""
         self._catch_up(skipped, repeat)
+        if self._segment is not None and self._next >= self._segment:  # the file is a whole segment: the next
+            self._finish_file()
+            self.part += 1
         self._encode(frame, self._next)
         self._next += 1
 
@@ -118,7 +126,7 @@ class EnvStream:
     def _open_output(self) -> None:
         if self.ring is not None:
             return
-        name = Path(self._namer(self.env, self.episode))
+        name = Path(self._namer(self.env, self.episode, self.part))
         name.parent.mkdir(parents=True, exist_ok=True)  # folders the pattern names (per env, per run)
         self._path = check_output_path(name, self._overwrite)
         self._sink = open_sink(self._path, self.facts, overwrite=self._overwrite)
@@ -140,12 +148,13 @@ class EnvStream:
         self._catch_up(skipped, repeat)
         if self.ring is not None:
             if keep and self._next > self._episode_start:
-                path = Path(last_path or self._namer(self.env, self.episode))
+                path = Path(last_path or self._namer(self.env, self.episode, 0))
                 self._clips.append(_Clip(path, self._episode_start, self._next - 1, self.episode, True))
             self._episode_start = self._next
         elif self._split:
             self._finish_file()
         self.episode += 1
+        self.part = 0
 
     def save_last(self, frames: int, path: str, skipped: int, repeat: bool) -> None:
         """Write the last ``frames`` frames (from the keyframe at or before them) to ``path`` once they are out."""
@@ -221,7 +230,7 @@ class EnvStream:
         if frames == 0:
             return
         size = os.path.getsize(path) if path.exists() else 0
-        self.videos.append(BatchVideo(self.env, episode, path, frames, size))
+        self.videos.append(BatchVideo(self.env, episode, path, frames, size, self.part if self.ring is None else 0))
 
     def abandon(self) -> None:
         """After a failure elsewhere: finish what is open, as :meth:`finish`, logging a second failure."""

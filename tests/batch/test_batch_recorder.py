@@ -126,6 +126,33 @@ def test_a_file_per_episode_starts_again_at_time_zero(tmp_path) -> None:
     assert packets(tmp_path / "e1-ep1.mp4")[0].pts == 0
 
 
+def test_segments_cut_each_env_file_every_so_many_seconds_and_start_again_per_episode(tmp_path) -> None:
+    """segment_seconds as FFmpeg's segment muxer: {part} numbers an episode's files, each a normal file from a
+    keyframe at t = 0, every frame in exactly one of them."""
+    with glrec.BatchRecorder(str(tmp_path / "s{env}-{episode}-{part}.mp4"), segment_seconds=0.1, fps=30,
+                             **LOSSLESS) as rec:  # fmt: skip
+        for s in range(8):
+            rec.write(step_batch(s))
+            if s == 4:
+                rec.end_episode(1)
+    result = rec.close()
+    assert_env_frames(tmp_path / "s0-0-0.mp4", 0, [0, 1, 2])
+    assert_env_frames(tmp_path / "s0-0-1.mp4", 0, [3, 4, 5])
+    assert_env_frames(tmp_path / "s0-0-2.mp4", 0, [6, 7])
+    assert_env_frames(tmp_path / "s1-0-1.mp4", 1, [3, 4])
+    assert_env_frames(tmp_path / "s1-1-0.mp4", 1, [5, 6, 7])
+    for path in tmp_path.glob("s*.mp4"):
+        first = packets(path)[0]
+        assert first.is_keyframe and first.pts == 0, path.name
+    assert sum(v.frames for v in result.videos) == 8 * N
+    assert {(v.env, v.episode, v.part) for v in result.videos if v.env == 1} == {(1, 0, 0), (1, 0, 1), (1, 1, 0)}
+    for bad, words in [({"segment_seconds": 1}, r"needs \{part\} in the path pattern"),
+                       ({"segment_seconds": 1, "keep": bool}, "clips are bounded by their ring"),
+                       ({"segment_seconds": -1}, "must be above 0")]:  # fmt: skip
+        with pytest.raises(ConfigError, match=words):
+            glrec.BatchRecorder(str(tmp_path / "x{env}.mp4"), **bad)
+
+
 def test_the_grid_tiles_every_env_with_labels(tmp_path) -> None:
     path = tmp_path / "grid.mp4"
     with glrec.BatchRecorder(str(path), layout="grid", labels=True, **LOSSLESS) as rec:
@@ -490,6 +517,14 @@ def test_many_envs_of_gpu_made_jpegs_mux_in_processes_as_threads_would(tmp_path,
             got, want = (packets(tmp_path / f"{tag}{name}") for tag in ("p", "t"))
             assert [bytes(p) for p in got] == [bytes(p) for p in want], name
     assert len(packets(tmp_path / "p5-0.mkv")) == 4 and len(packets(tmp_path / "p5-1.mkv")) == 3
+    with glrec.BatchRecorder(str(tmp_path / "g{env}-{part}.mkv"), encoder="gl", codec="mjpeg", fps=30,
+                             segment_seconds=2 / 30) as rec:  # fmt: skip
+        for s in range(5):
+            rec.write(step_batch(s, n=n))
+    assert type(rec._pool) is ProcessPool
+    cut = [bytes(p) for part in range(3) for p in packets(tmp_path / f"g0-{part}.mkv")]
+    assert cut == [bytes(p) for p in packets(tmp_path / "t0-0.mkv")][:5]
+    assert [len(packets(tmp_path / f"g3-{part}.mkv")) for part in range(3)] == [2, 2, 1]
     with glrec.BatchRecorder(str(tmp_path / "k{env}-{episode}.mkv"), encoder="gl", codec="mjpeg",
                              keep=lambda info: info) as rec:  # fmt: skip
         for s in range(6):
