@@ -65,6 +65,11 @@ EXPECTED_X264_ELSEWHERE = {
 SIZE = (160, 96)
 FPS = 30
 FRAMES = 12
+#: Runs of the recording child, at most: libx264 itself does not always give the same bytes for the same
+#: frames here (PyAV alone, one thread, the same YUV frames 20 times: 3 to 6 different bitstreams, 2026-12-02,
+#: with glrec's code before and after that session alike), so each output must match a recorded value in one
+#: of the runs. A change of glrec's output matches in none.
+RUNS = 6
 #: The settings that make the bytes the same on every machine with the same FFmpeg (see the module docstring).
 FIXED = {"encoder": "cpu", "handoff": "host", "threads": 1}
 
@@ -140,13 +145,22 @@ def test_cpu_path_outputs_are_byte_identical_to_before(tmp_path):
     while not (root / "glrec").is_dir():  # the checkout whose glrec this test imports
         root = root.parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, __file__], capture_output=True, text=True, cwd=tmp_path, env=env,
-                          timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    got = json.loads(done.stdout)
-    if got["environment"] != RECORDED_WITH:
-        pytest.skip(f"the expected bytes were recorded with {RECORDED_WITH}; this machine has {got['environment']}")
-    assert got["sha256"] in (EXPECTED, EXPECTED_X264_ELSEWHERE)
+    accepted = {name: {EXPECTED[name], EXPECTED_X264_ELSEWHERE[name]} for name in EXPECTED}
+    seen: dict[str, set[str]] = {name: set() for name in EXPECTED}
+    for _ in range(RUNS):
+        done = subprocess.run([sys.executable, __file__], capture_output=True, text=True, cwd=tmp_path, env=env,
+                              timeout=600)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        got = json.loads(done.stdout)
+        if got["environment"] != RECORDED_WITH:
+            pytest.skip(f"the expected bytes were recorded with {RECORDED_WITH}; this machine has "
+                        f"{got['environment']}")  # fmt: skip
+        for name, digest in got["sha256"].items():
+            seen[name].add(digest)
+        if all(seen[name] & accepted[name] for name in EXPECTED):
+            return
+    missed = {name: sorted(seen[name]) for name in EXPECTED if not seen[name] & accepted[name]}
+    raise AssertionError(f"outputs whose bytes matched no recorded value in {RUNS} runs: {missed}")
 
 
 if __name__ == "__main__":  # pragma: no cover
