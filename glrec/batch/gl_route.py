@@ -77,7 +77,8 @@ class GlJpegRoute:
                 ctx = self.gl.mgl
                 self.layers = LayerUpload(ctx, envs, facts.size, channels, device, ahead=ahead)
                 self._stack.callback(self._release_in_gl, self.layers.release)
-                self.turn = self.layers.ahead if cuda else 0  # 0: host batches, one activation per step
+                # Steps per GL turn; 0: one activation per step (host batches, or no CUDA memory shared with GL).
+                self.turn = self.layers.ahead if self.layers.shared else 0
                 # A turn's K steps find their outputs free: the ring holds a turn and the reads behind it.
                 self.stage = GlJpegStage(ctx, facts.encoded_size, quality=quality, pix_fmt=facts.pix_fmt,
                                          depth=max(depth, self.turn + 1), source_size=facts.size, batch=envs,
@@ -99,7 +100,7 @@ class GlJpegRoute:
         for env in active:
             wanted[env] = True
         self._active[step] = wanted
-        if self.turn == 0 or not self.layers.shared:
+        if self.turn == 0:
             with self.gl.active():
                 self.layers.put(batch)
                 return self._frames(self._encode(step))

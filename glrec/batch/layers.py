@@ -116,19 +116,16 @@ class LayerUpload:
         (or, where the batch names no stream, the copy is waited for here). The slot's previous fill
         must be known complete: :meth:`fill` and :meth:`settle` see to it within ``2 * ahead`` stages.
         """
-        from ..cuda.driver import call, driver
+        from ..cuda.driver import call
 
         device = self._cuda_device(batch)
         assert isinstance(batch, CudaBatch) and self._events is not None and self.shared
         slot, self._next = self._next, (self._next + 1) % len(self._slots)
-        ready, copied = self._events
+        copied = self._events[1]
         stream = device.stream
-        if batch.stream is not None:  # glrec's copy waits until the producer has finished the frames
-            producer = driver().CUstream(batch.stream)
-            call("cuEventRecord", ready, producer)
-            call("cuStreamWaitEvent", stream, ready, 0)
+        producer = self._after_producer(batch, stream)
         _copy_batch(batch, self._slots[slot].address, stream)
-        if batch.stream is not None:  # and the producer's next work (a new frame in the same memory) waits for it
+        if producer is not None:  # and the producer's next work (a new frame in the same memory) waits for it
             call("cuEventRecord", copied, stream)
             call("cuStreamWaitEvent", producer, copied, 0)
         else:
@@ -156,6 +153,18 @@ class LayerUpload:
             if fence is not None:
                 fence.wait()
 
+    def _after_producer(self, batch: CudaBatch, stream: Any) -> Any:
+        """Make glrec's ``stream`` wait until the producer has finished the frames; the producer's stream, or None."""
+        from ..cuda.driver import call, driver
+
+        if batch.stream is None:
+            return None
+        assert self._events is not None
+        producer = driver().CUstream(batch.stream)
+        call("cuEventRecord", self._events[0], producer)
+        call("cuStreamWaitEvent", stream, self._events[0], 0)
+        return producer
+
     def _cuda_device(self, batch: Batch) -> Any:
         device = self.device
         if device is None or not isinstance(batch, CudaBatch):
@@ -167,14 +176,12 @@ class LayerUpload:
         return device
 
     def _put_mapped(self, batch: Batch) -> None:
-        from ..cuda.driver import call, driver
+        from ..cuda.driver import call
 
         device = self._cuda_device(batch)
         assert isinstance(batch, CudaBatch) and self._events is not None and self._buffer is not None
         stream = device.stream
-        if batch.stream is not None:
-            call("cuEventRecord", self._events[0], driver().CUstream(batch.stream))
-            call("cuStreamWaitEvent", stream, self._events[0], 0)
+        self._after_producer(batch, stream)
         call("cuGraphicsMapResources", 1, self._resource, stream)
         try:
             address, _ = call("cuGraphicsResourceGetMappedPointer", self._resource)

@@ -35,6 +35,7 @@ def read_message(stream: BinaryIO) -> Any:
 def run(stdin: BinaryIO, stdout: BinaryIO) -> None:
     from ..frame import EncodedFrame
     from .names import namer
+    from .pool import apply, finish_streams
     from .ring import GopRing
     from .routes import Passthrough
     from .stream import EnvStream
@@ -60,31 +61,17 @@ def run(stdin: BinaryIO, stdout: BinaryIO) -> None:
         if item is None or item[0] == "stop":
             break
         if error is None:
+            if item[0] == "frames":  # the JPEG bytes as the route's frames
+                item = ("frames", [(env, EncodedFrame(0, "mjpeg", w, h, data), skipped, repeat)
+                                   for env, data, skipped, repeat in item[1]])  # fmt: skip
             try:
-                if item[0] == "frames":
-                    for env, data, skipped, repeat in item[1]:
-                        stream(env).frame(EncodedFrame(0, "mjpeg", w, h, data), skipped, repeat)
-                else:
-                    kind, env, payload, skipped, repeat = item
-                    if kind == "end_episode":
-                        stream(env).end_episode(skipped, repeat, *payload)
-                    elif kind == "save_last":
-                        stream(env).save_last(payload[0], payload[1], skipped, repeat)
-                    elif kind == "tail":
-                        stream(env).tail(skipped, repeat)
+                apply(item, stream)
             except BaseException as exc:
                 error = exc
         if item[0] == "frames":
             stdout.write(b".")
             stdout.flush()
-    for owned in streams.values():  # every file finished, also after an error (the first one is reported)
-        if error is not None:
-            owned.abandon()
-            continue
-        try:
-            owned.finish(0, False)
-        except BaseException as exc:
-            error = error or exc
+    error = finish_streams(streams.values(), error)  # every file finished, also after an error
     videos = [v for s in streams.values() for v in s.videos]
     peak = max((s.ring.peak_bytes for s in streams.values() if s.ring is not None), default=0)
     try:

@@ -37,6 +37,7 @@ from .mux_child import HEADER
 from .names import has_field
 from .pool import EncodePool
 from .result import BatchVideo
+from .routes import Route
 from .stream import EnvStream
 
 log = logging.getLogger("glrec")
@@ -86,25 +87,22 @@ class _Child:
             self._result_from(data[data.index(b"!") + 1 :])
 
     def _result_from(self, start: bytes) -> None:
-        need = HEADER.size
-        data = start
-        while len(data) < need:
-            more = os.read(self.stdout.fileno(), 1 << 20)
-            if not more:
-                raise self.died()
-            data += more
-            if len(data) >= HEADER.size:
-                need = HEADER.size + HEADER.unpack(data[: HEADER.size])[0]
+        data = self._read_to(start, HEADER.size)
         (size,) = HEADER.unpack(data[: HEADER.size])
-        while len(data) < HEADER.size + size:
-            more = os.read(self.stdout.fileno(), 1 << 20)
-            if not more:
-                raise self.died()
-            data += more
+        data = self._read_to(data, HEADER.size + size)
         try:
             self.result = pickle.loads(data[HEADER.size : HEADER.size + size])
         except Exception as exc:  # an error of a type this process cannot rebuild
             self.result = ("done", [], 0, EncoderError(f"A glrec mux process's result could not be read: {exc!r}."))
+
+    def _read_to(self, data: bytes, size: int) -> bytes:
+        """``data`` and what follows it on the child's output, to ``size`` bytes at least."""
+        while len(data) < size:
+            more = os.read(self.stdout.fileno(), 1 << 20)
+            if not more:
+                raise self.died()
+            data += more
+        return data
 
     def finish(self) -> None:
         """Stop, wait for the result and the exit."""
@@ -178,12 +176,12 @@ class ProcessPool(EncodePool):
         return sorted(videos, key=lambda v: (v.env or 0, v.episode or 0, v.part)), peak
 
 
-def choose_pool(route: Any, envs: int, selected: int, path: Any, facts: VideoFacts,
+def choose_pool(route: Route, envs: int, selected: int, path: Any, facts: VideoFacts,
                 make_stream: Callable[[int], EnvStream], *, workers: int | None, ring: tuple[int, int] | None,
                 segment: int | None, overwrite: bool, queue_steps: int, backpressure: Any,
                 abort_after: int | None) -> EncodePool:  # fmt: skip
     """Threads, or processes where GPU-made JPEGs of :data:`PROCESS_ENVS` envs or more are only muxed."""
-    muxes_only = getattr(route, "muxes_only", False)
+    muxes_only = route.muxes_only
     if muxes_only and workers is None and selected >= PROCESS_ENVS and isinstance(path, (str, os.PathLike)):
         return ProcessPool(envs, facts, os.fspath(path), overwrite=overwrite, split=has_field(path, "episode"),
                            ring=ring, segment=segment, queue_steps=queue_steps, backpressure=backpressure,

@@ -49,6 +49,7 @@ class NvencRoute:
     """Env frames of each step into per-env NVENC sessions (see the module docstring)."""
 
     name = "nvenc"
+    muxes_only = False  # each env stream encodes on its worker
 
     def __init__(self, asked: EncodeRequest[Any], device: CudaDevice, streams: int) -> None:
         if asked.facts.pix_fmt != "rgba":

@@ -30,9 +30,10 @@ bound is on frames, which markers are not.
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 from ..cuda.pool import DeviceFrame
@@ -160,19 +161,13 @@ class EncodePool:
 
     def hand_on(self, handed: Handed, *, wait: bool = False) -> None:
         """Queue a route's ``(step, env, frame)`` step by step, each step's markers after its frames."""
-        i = 0
-        while i < len(handed):
-            step = handed[i][0]
-            j = i
-            while j < len(handed) and handed[j][0] == step:
-                j += 1
+        for step, group in itertools.groupby(handed, key=lambda h: h[0]):
             self.release_markers(before=step)
-            frames = [(env, frame) for _, env, frame in handed[i:j]]
+            frames = [(env, frame) for _, env, frame in group]
             behind = set(self.put_frames(frames, wait=wait))
             for env, frame in frames:
                 if env in behind and isinstance(frame, DeviceFrame):
                     frame.release()  # dropped: its device slot goes back for the next step
-            i = j
 
     def marker(self, step: int, kind: str, env: int, *args: Any) -> None:
         """Queue ``kind`` for env ``env`` after the frames of steps <= ``step`` (see the module docstring)."""
@@ -246,29 +241,39 @@ class EncodePool:
             if self.error is not None:
                 continue  # keep draining so a producer waiting for room wakes up and sees the error
             try:
-                if item[0] == "frames":
-                    for env, frame, skipped, repeat in item[1]:
-                        self._stream(env, mine).frame(frame, skipped, repeat)
-                    continue
-                kind, env, payload, skipped, repeat = item
-                stream = self._stream(env, mine)
-                if kind == "end_episode":
-                    stream.end_episode(skipped, repeat, *payload)
-                elif kind == "save_last":
-                    stream.save_last(payload[0], payload[1], skipped, repeat)
-                elif kind == "tail":
-                    stream.tail(skipped, repeat)
+                apply(item, lambda env: self._stream(env, mine))
             except BaseException as exc:
                 if self.error is None:
                     self.error = exc
                 log.debug("glrec: batch encode worker %d failed: %r", worker, exc)
-        for env in mine:  # finish every file this worker opened, also after an error (the first one wins)
-            owned = self.streams[env]
-            assert owned is not None
-            if self.error is not None:
-                owned.abandon()
-                continue
-            try:
-                owned.finish(0, False)
-            except BaseException as exc:
-                self.error = self.error or exc
+        owned = [self.streams[env] for env in mine]  # every file this worker opened, also after an error
+        self.error = finish_streams([s for s in owned if s is not None], self.error)
+
+
+def apply(item: tuple[Any, ...], stream_of: Callable[[int], EnvStream]) -> None:
+    """Carry out one queued item (a step's frames, a marker) on its envs' streams: a worker's or a mux process's."""
+    if item[0] == "frames":
+        for env, frame, skipped, repeat in item[1]:
+            stream_of(env).frame(frame, skipped, repeat)
+        return
+    kind, env, payload, skipped, repeat = item
+    stream = stream_of(env)
+    if kind == "end_episode":
+        stream.end_episode(skipped, repeat, *payload)
+    elif kind == "save_last":
+        stream.save_last(payload[0], payload[1], skipped, repeat)
+    elif kind == "tail":
+        stream.tail(skipped, repeat)
+
+
+def finish_streams(streams: Iterable[EnvStream], error: BaseException | None) -> BaseException | None:
+    """Finish every stream (flush, trailer, clips); after ``error``, abandon them instead. The first error."""
+    for owned in streams:
+        if error is not None:
+            owned.abandon()
+            continue
+        try:
+            owned.finish(0, False)
+        except BaseException as exc:
+            error = exc
+    return error

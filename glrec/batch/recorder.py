@@ -246,27 +246,21 @@ class BatchRecorder:
         self._route, self._encoder_name, self._codec = route, route.name, facts.codec
         self._shape = shape
 
-        def make_stream(env: int) -> EnvStream:
-            ring = None
-            if self._ring is not None:
-                ring = GopRing(max(1, round(self._ring[0] * self.fps)), self._ring[1])
-            return EnvStream(env, facts, route.stream_encoder, self._namer, overwrite=self._overwrite,
-                             split_episodes=has_field(self.path, "episode"), ring=ring,
-                             segment=self._segment)  # fmt: skip
+        ring = None if self._ring is None else (max(1, round(self._ring[0] * self.fps)), self._ring[1])
 
-        self._pool = self._make_pool(route, facts, make_stream)
+        def make_stream(env: int) -> EnvStream:
+            return EnvStream(env, facts, route.stream_encoder, self._namer, overwrite=self._overwrite,
+                             split_episodes=has_field(self.path, "episode"),
+                             ring=GopRing(*ring) if ring is not None else None, segment=self._segment)  # fmt: skip
+
+        self._pool = choose_pool(route, shape.envs, len(self._selection), self.path, facts, make_stream,
+                                 workers=self._workers, ring=ring, segment=self._segment, overwrite=self._overwrite,
+                                 queue_steps=self._queue_steps, backpressure=self._backpressure,
+                                 abort_after=self._abort_after)  # fmt: skip
         # Still nothing written after a failure here: the pool and the route go with the recorder.
         log.info("batch: %d envs %dx%d, %d recorded into files via %s, %d %s", shape.envs, *shape.size,
                  len(self._selection), route.name, self._pool.workers,
                  "mux processes" if isinstance(self._pool, ProcessPool) else "workers")  # fmt: skip
-
-    def _make_pool(self, route: Route, facts: Any, make_stream: Callable[[int], EnvStream]) -> EncodePool:
-        assert self._shape is not None
-        ring = None if self._ring is None else (max(1, round(self._ring[0] * self.fps)), self._ring[1])
-        return choose_pool(route, self._shape.envs, len(self._selection), self.path, facts, make_stream,
-                           workers=self._workers, ring=ring, segment=self._segment, overwrite=self._overwrite,
-                           queue_steps=self._queue_steps,
-                           backpressure=self._backpressure, abort_after=self._abort_after)  # fmt: skip
 
     def _write_files(self, batch: Batch, active: list[int]) -> None:
         assert self._route is not None and self._pool is not None

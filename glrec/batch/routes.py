@@ -44,6 +44,7 @@ Handed = list[tuple[int, int, Frame]]
 
 class Route(Protocol):
     name: str  # the encoder as the summary names it
+    muxes_only: bool  # the GPU made the packets: the env streams only mux them (see mux_procs.choose_pool)
 
     def frames(self, batch: Batch, active: Sequence[int], step: int) -> Handed: ...
 
@@ -79,6 +80,8 @@ class Passthrough:
 
 class CpuRoute:
     """Host frames for the CPU encoders (see the module docstring)."""
+
+    muxes_only = False
 
     def __init__(self, facts: VideoFacts, open_encoder: Callable[[], Encoder], name: str) -> None:
         self.facts = facts
