@@ -48,6 +48,7 @@ class GlJpegRoute:
 
     name = "gl (GL-compute JPEG, batch)"  # the summary's words: the option value first, as the one-frame encoder's
     muxes_only = True  # the streams only mux what the GPU encoded (one worker by default)
+    child_encoder: dict[str, Any] | None = None
 
     def __init__(self, facts: VideoFacts, quality: int, envs: int, channels: int, *, cuda: bool,
                  cuda_device: int, egl_device: int | None, depth: int = 3) -> None:  # fmt: skip

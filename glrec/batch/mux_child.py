@@ -1,4 +1,5 @@
-"""A mux process of :mod:`glrec.batch.mux_procs`: env streams of JPEGs the GPU made, muxed off the recorder's GIL.
+"""A process of :mod:`glrec.batch.mux_procs`: env streams muxed (JPEGs the GPU made) or encoded (raw frames in
+shared memory, the CPU encoders) off the recorder's GIL.
 
 Started as ``python -m glrec.batch.mux_child`` (a plain subprocess: a user's
 script is not imported again, as ``multiprocessing``'s spawn would). Reads
@@ -34,6 +35,7 @@ def read_message(stream: BinaryIO) -> Any:
 
 def run(stdin: BinaryIO, stdout: BinaryIO) -> None:
     from ..frame import EncodedFrame
+    from .frame_slots import FrameSlots
     from .names import namer
     from .pool import apply, finish_streams
     from .ring import GopRing
@@ -43,16 +45,21 @@ def run(stdin: BinaryIO, stdout: BinaryIO) -> None:
     config = read_message(stdin)
     if config is None:
         return
-    facts, pattern, overwrite, split, ring, segment = config
+    facts, pattern, overwrite, split, ring, segment, encoder, slots_spec = config
     name = namer(pattern)
     w, h = facts.encoded_size
     streams: dict[int, EnvStream] = {}
     error: BaseException | None = None
+    slots = None
+    if slots_spec is not None:
+        fd, count, per_slot, shape = slots_spec
+        slots = FrameSlots(count, per_slot, shape, fd=fd)
+    open_encoder: Any = Passthrough if encoder is None else cpu_encoder(facts, encoder)
 
     def stream(env: int) -> EnvStream:
         if env not in streams:
             gops = GopRing(*ring) if ring is not None else None
-            streams[env] = EnvStream(env, facts, Passthrough, name, overwrite=overwrite, split_episodes=split,
+            streams[env] = EnvStream(env, facts, open_encoder, name, overwrite=overwrite, split_episodes=split,
                                      ring=gops, segment=segment)  # fmt: skip
         return streams[env]
 
@@ -61,16 +68,18 @@ def run(stdin: BinaryIO, stdout: BinaryIO) -> None:
         if item is None or item[0] == "stop":
             break
         if error is None:
-            if item[0] == "frames":  # the JPEG bytes as the route's frames
+            if item[0] == "frames" and slots is None:  # the JPEG bytes as the route's frames
                 item = ("frames", [(env, EncodedFrame(0, "mjpeg", w, h, data), skipped, repeat)
                                    for env, data, skipped, repeat in item[1]])  # fmt: skip
+            elif item[0] == "frames" and slots is not None:  # raw frames in their slot (a repeat: a copy)
+                item = ("frames", [(env, _host(slots.frame(*at), repeat), skipped, repeat)
+                                   for env, at, skipped, repeat in item[1]])  # fmt: skip
             try:
                 apply(item, stream)
             except BaseException as exc:
                 error = exc
         if item[0] == "frames":
-            stdout.write(b".")
-            stdout.flush()
+            _reply(stdout, b".")
     error = finish_streams(streams.values(), error)  # every file finished, also after an error
     videos = [v for s in streams.values() for v in s.videos]
     peak = max((s.ring.peak_bytes for s in streams.values() if s.ring is not None), default=0)
@@ -78,8 +87,32 @@ def run(stdin: BinaryIO, stdout: BinaryIO) -> None:
         body = pickle.dumps(("done", videos, peak, error))
     except Exception:
         body = pickle.dumps(("done", videos, peak, RuntimeError(repr(error))))
-    stdout.write(b"!" + HEADER.pack(len(body)) + body)
-    stdout.flush()
+    _reply(stdout, b"!" + HEADER.pack(len(body)) + body)  # the frame slots (streams may view them) go with us
+
+
+def _reply(stdout: BinaryIO, data: bytes) -> None:
+    """Write to the recorder; once it is gone (killed), the rest of the input is still encoded and finished."""
+    try:
+        stdout.write(data)
+        stdout.flush()
+    except (BrokenPipeError, OSError):
+        pass
+
+
+def cpu_encoder(facts: Any, given: dict[str, Any]) -> Any:
+    """What opens the CPU encoder the recorder planned (the same row and options) in this process."""
+    from ..encoders.registry import encoder_row, request
+
+    row = encoder_row("cpu")
+    asked = request(row, facts, given)
+    return lambda: row.open(asked)
+
+
+def _host(pixels: Any, repeat: bool) -> Any:
+    from ..frame import HostFrame
+
+    h, w, c = pixels.shape
+    return HostFrame(0, "rgb24" if c == 3 else "rgba", w, h, pixels.copy() if repeat else pixels)
 
 
 if __name__ == "__main__":

@@ -31,8 +31,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import EncoderError
-from ..frame import EncodedFrame
+from ..frame import EncodedFrame, HostFrame
 from ..video_facts import VideoFacts
+from .frame_slots import FrameSlots, can_share
 from .mux_child import HEADER
 from .names import has_field
 from .pool import EncodePool
@@ -45,20 +46,27 @@ log = logging.getLogger("glrec")
 #: Envs from which streams of GPU-made JPEGs are muxed in processes, and how many.
 PROCESS_ENVS = 16
 PROCESSES = 2
+#: The most shared memory the CPU encoders' processes take for raw frames in flight (else: threads).
+FRAME_MEMORY = 1 << 30
+#: Cores from which the CPU encoders run in processes. Below, the cores bound the encode and threads cost less:
+#: 16 envs x 256x256 H.264 on 2 cores, threads 1.2x processes (a child's start alone is about 0.8 s of CPU).
+CPU_PROCESS_CORES = 8
 
 
 class _Child:
-    """One mux process: its pipe in, its acknowledgements and result out."""
+    """One mux (or encode) process: its pipe in, its acknowledgements and result out; its frame slots, if any."""
 
-    def __init__(self, config: tuple[Any, ...]) -> None:
+    def __init__(self, config: tuple[Any, ...], slots: FrameSlots | None = None) -> None:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        self.slots = slots
         self.proc = subprocess.Popen([sys.executable, "-m", "glrec.batch.mux_child"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env, bufsize=0)  # fmt: skip
+                                     stdout=subprocess.PIPE, env=env, bufsize=0,
+                                     pass_fds=() if slots is None else (slots.fd,))  # fmt: skip
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
         self.in_flight = 0  # frames messages sent and not yet acknowledged
         self.result: tuple[Any, ...] | None = None
-        self.send(config)
+        self.send((*config, None if slots is None else slots.spec()))
 
     def send(self, message: Any) -> None:
         body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
@@ -114,25 +122,37 @@ class _Child:
 
 
 class ProcessPool(EncodePool):
-    """The streams of GPU-made JPEGs in child processes (see the module docstring)."""
+    """The env streams in child processes (see the module docstring): GPU-made JPEGs to mux, or, with
+    ``encoder`` (the CPU encoder's options) and ``frame_shape``, raw frames to encode, passed in shared memory."""
 
     def __init__(self, envs: int, facts: VideoFacts, pattern: str, *, overwrite: bool, split: bool,
                  ring: tuple[int, int] | None, segment: int | None, queue_steps: int, backpressure: Any,
-                 abort_after: int | None) -> None:  # fmt: skip
-        self._config = (facts, pattern, overwrite, split, ring, segment)
+                 abort_after: int | None, processes: int = PROCESSES, encoder: dict[str, Any] | None = None,
+                 frame_shape: tuple[int, int, int] | None = None) -> None:  # fmt: skip
+        self._config = (facts, pattern, overwrite, split, ring, segment, encoder)
         self._queue_steps = max(1, queue_steps)
-        super().__init__(envs, lambda env: None, workers=PROCESSES,  # type: ignore[arg-type,return-value]
+        self._frame_shape = frame_shape if encoder is not None else None
+        super().__init__(envs, lambda env: None, workers=processes,  # type: ignore[arg-type,return-value]
                          queue_steps=queue_steps, backpressure=backpressure, abort_after=abort_after)  # fmt: skip
 
     def _start_workers(self, queue_steps: int) -> None:
         self._children: list[_Child] = []
+        per_child = -(-self.envs // self.workers)
         try:
             for _ in range(self.workers):
-                self._children.append(_Child(self._config))
+                slots = None
+                if self._frame_shape is not None:
+                    slots = FrameSlots(self._queue_steps, per_child, self._frame_shape)
+                try:
+                    self._children.append(_Child(self._config, slots))
+                except BaseException:
+                    if slots is not None:
+                        slots.close()
+                    raise
         except BaseException:
             self._stop_workers()
             raise
-        log.debug("batch: muxing in %d processes", self.workers)
+        log.debug("batch: %s in %d processes", "encoding" if self._frame_shape else "muxing", self.workers)
 
     def _offer(self, worker: int, item: tuple[Any, ...], *, frames: bool, timeout: float | None) -> bool:
         child = self._children[worker]
@@ -144,7 +164,12 @@ class ProcessPool(EncodePool):
                 child.read_acks(timeout)
                 if child.in_flight >= self._queue_steps:
                     return False
-            item = ("frames", [(env, _data(frame), skipped, repeat) for env, frame, skipped, repeat in item[1]])
+            if child.slots is None:  # GPU-made JPEGs: their bytes go through the pipe
+                item = ("frames", [(env, _data(frame), skipped, repeat) for env, frame, skipped, repeat in item[1]])
+            else:  # raw frames: copied into the child's next slot (free: fewer than `slots` unacknowledged)
+                slot = child.slots.write([_pixels(frame) for _, frame, _, _ in item[1]])
+                item = ("frames", [(env, (slot, k), skipped, repeat)
+                                   for k, (env, _, skipped, repeat) in enumerate(item[1])])  # fmt: skip
             child.in_flight += 1
         child.send(item)
         return True
@@ -165,6 +190,8 @@ class ProcessPool(EncodePool):
                 child.proc.wait()
             if child.result is not None and child.result[3] is not None:
                 self.error = self.error or child.result[3]
+            if child.slots is not None:
+                child.slots.close()
 
     def outcome(self) -> tuple[list[BatchVideo], int]:
         videos: list[BatchVideo] = []
@@ -179,18 +206,34 @@ class ProcessPool(EncodePool):
 def choose_pool(route: Route, envs: int, selected: int, path: Any, facts: VideoFacts,
                 make_stream: Callable[[int], EnvStream], *, workers: int | None, ring: tuple[int, int] | None,
                 segment: int | None, overwrite: bool, queue_steps: int, backpressure: Any,
-                abort_after: int | None) -> EncodePool:  # fmt: skip
-    """Threads, or processes where GPU-made JPEGs of :data:`PROCESS_ENVS` envs or more are only muxed."""
+                abort_after: int | None, channels: int = 3) -> EncodePool:  # fmt: skip
+    """Threads, or processes from :data:`PROCESS_ENVS` envs on: for GPU-made JPEGs, which are only muxed, and
+    for the CPU encoders (one process per core), whose Python per frame would otherwise queue for one GIL."""
     muxes_only = route.muxes_only
-    if muxes_only and workers is None and selected >= PROCESS_ENVS and isinstance(path, (str, os.PathLike)):
+    many = workers is None and selected >= PROCESS_ENVS and isinstance(path, (str, os.PathLike))
+    if many and muxes_only:
         return ProcessPool(envs, facts, os.fspath(path), overwrite=overwrite, split=has_field(path, "episode"),
                            ring=ring, segment=segment, queue_steps=queue_steps, backpressure=backpressure,
                            abort_after=abort_after)  # fmt: skip
+    processes = min(os.cpu_count() or 1, selected)
+    shape = (*facts.encoded_size[::-1], channels)
+    memory = max(1, queue_steps) * -(-envs // processes) * processes * shape[0] * shape[1] * shape[2]
+    cores_enough = (os.cpu_count() or 1) >= CPU_PROCESS_CORES
+    if many and route.child_encoder is not None and cores_enough and can_share() and memory <= FRAME_MEMORY:
+        return ProcessPool(envs, facts, os.fspath(path), overwrite=overwrite, split=has_field(path, "episode"),
+                           ring=ring, segment=segment, queue_steps=queue_steps, backpressure=backpressure,
+                           abort_after=abort_after, processes=processes, encoder=route.child_encoder,
+                           frame_shape=shape)  # fmt: skip
     # Muxing alone holds the GIL: more threads only take it from each other and from the GPU's calls
     # (the GL JPEG route, 64 x 256x256 on the H200: 1 thread 17,345 env-frames/s, 2 15,521, 16 9,753).
     count = workers or (1 if muxes_only else os.cpu_count() or 1)
     return EncodePool(envs, make_stream, workers=count, queue_steps=queue_steps, backpressure=backpressure,
                       abort_after=abort_after)  # fmt: skip
+
+
+def _pixels(frame: Any) -> Any:
+    assert isinstance(frame, HostFrame) and frame.av_frame is None, "the CPU route hands host arrays"
+    return frame.data
 
 
 def _data(frame: Any) -> bytes:

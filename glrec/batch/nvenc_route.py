@@ -50,6 +50,7 @@ class NvencRoute:
 
     name = "nvenc"
     muxes_only = False  # each env stream encodes on its worker
+    child_encoder: dict[str, Any] | None = None
 
     def __init__(self, asked: EncodeRequest[Any], device: CudaDevice, streams: int) -> None:
         if asked.facts.pix_fmt != "rgba":

@@ -83,7 +83,7 @@ def plan_files(
         raise EncoderUnavailableError(f"encoder {name} cannot run here: {problem}")
     cuda_device = int(pipeline.get("cuda_device", 0) or 0)
     if name == "cpu":
-        return CpuRoute(facts, lambda: row.open(asked), _cpu_name(opts)), facts
+        return CpuRoute(facts, lambda: row.open(asked), _cpu_name(opts), child_encoder=dict(given)), facts
     if name == "nvjpeg":
         if shape.kind != "cuda":
             raise ConfigError("encoder 'nvjpeg' reads CUDA batches; pass a CUDA tensor, or use encoder 'gl' or 'cpu'.")

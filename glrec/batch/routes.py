@@ -45,6 +45,8 @@ Handed = list[tuple[int, int, Frame]]
 class Route(Protocol):
     name: str  # the encoder as the summary names it
     muxes_only: bool  # the GPU made the packets: the env streams only mux them (see mux_procs.choose_pool)
+    #: The CPU encoder's options, for streams that may run in child processes (mux_procs); None: in-process only.
+    child_encoder: dict[str, Any] | None
 
     def frames(self, batch: Batch, active: Sequence[int], step: int) -> Handed: ...
 
@@ -83,21 +85,27 @@ class CpuRoute:
 
     muxes_only = False
 
-    def __init__(self, facts: VideoFacts, open_encoder: Callable[[], Encoder], name: str) -> None:
+    def __init__(self, facts: VideoFacts, open_encoder: Callable[[], Encoder], name: str,
+                 child_encoder: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.facts = facts
         self.name = name
         self._open = open_encoder
+        self.child_encoder = child_encoder  # the options a child process opens the same encoder with
 
     def stream_encoder(self) -> Encoder:
         return self._open()
 
     def frames(self, batch: Batch, active: Sequence[int], step: int) -> Handed:
         arrays = self._host(batch, active)
+        own = not isinstance(batch, HostBatch)  # a CUDA batch's host copy is new: its views are the frames' own
         ew, eh = self.facts.encoded_size
         out: Handed = []
         for env in active:
             array = arrays[env]
             h, w, c = array.shape
+            if own and (h, w) == (eh, ew):
+                out.append((step, env, HostFrame(0, "rgb24" if c == 3 else "rgba", ew, eh, array)))
+                continue
             data = np.empty((eh, ew, c), np.uint8)  # the frame's own until its worker has converted it
             data[:h, :w] = array
             if eh > h:  # odd sizes padded for 4:2:0 repeat the edge, as the GL convert does
@@ -176,6 +184,7 @@ class NvjpegRoute:
 
     name = "nvjpeg (batch)"
     muxes_only = True  # the streams only mux what the GPU encoded (one worker by default)
+    child_encoder: dict[str, Any] | None = None
 
     def __init__(self, asked: EncodeRequest[Any], cuda_device: int, channels: int) -> None:
         if channels != 3:

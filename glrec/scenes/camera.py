@@ -21,11 +21,14 @@ __all__ = [
     "as_list",
     "intrinsics",
     "look_at",
+    "look_at_batch",
     "mask_boxes",
     "matmul",
+    "matmul_pairs",
     "matmul_stack",
     "pixel_box",
     "pixel_boxes",
+    "pixel_boxes_each",
     "project",
 ]
 
@@ -69,6 +72,16 @@ def matmul_stack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def matmul_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a[j] @ b[j]`` for stacks (n, k, m) and (n, m, p), summed in index order like :func:`matmul` (its bits)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    acc = a[:, :, 0:1] * b[:, 0:1, :]
+    for k in range(1, a.shape[2]):
+        acc = acc + a[:, :, k : k + 1] * b[:, k : k + 1, :]
+    out: np.ndarray = acc
+    return out
+
+
 def look_at(eye: np.ndarray, target: np.ndarray, up: np.ndarray) -> np.ndarray:
     """The GL view matrix (column vectors) of a camera at ``eye`` looking at ``target``; CPU-independent bits."""
 
@@ -85,6 +98,34 @@ def look_at(eye: np.ndarray, target: np.ndarray, up: np.ndarray) -> np.ndarray:
     view = np.eye(4)
     view[0, :3], view[1, :3], view[2, :3] = side, upward, -forward
     view[:3, 3] = -matmul(view[:3, :3], eye[:, None])[:, 0]
+    return view
+
+
+def look_at_batch(eyes: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """:func:`look_at` of cameras at ``eyes`` (n, 3) looking at the origin: (n, 4, 4), each with look_at's bits
+    (the same operations in the same order, element-wise; ``tests/dataset/test_batch_annotations.py`` checks it)."""
+    eyes = np.asarray(eyes, dtype=np.float64)
+    up = np.broadcast_to(np.asarray(up, dtype=np.float64), eyes.shape)
+
+    def unit(v: np.ndarray) -> np.ndarray:
+        with np.errstate(
+            over="ignore", invalid="ignore", divide="ignore"
+        ):  # a camera at the target: NaN, checked later
+            return v / np.sqrt(v[:, 0] * v[:, 0] + v[:, 1] * v[:, 1] + v[:, 2] * v[:, 2])[:, None]
+
+    def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.stack(
+            [a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1], a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2],
+             a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]], axis=1,
+        )  # fmt: skip
+
+    forward = unit(np.zeros(3) - eyes)
+    side = unit(cross(forward, up))
+    upward = unit(cross(side, forward))
+    view = np.zeros((len(eyes), 4, 4))
+    view[:, 0, :3], view[:, 1, :3], view[:, 2, :3], view[:, 3, 3] = side, upward, -forward, 1.0
+    rot = view[:, :3, :3]
+    view[:, :3, 3] = -(rot[:, :, 0] * eyes[:, 0:1] + rot[:, :, 1] * eyes[:, 1:2] + rot[:, :, 2] * eyes[:, 2:3])
     return view
 
 
@@ -135,6 +176,35 @@ def pixel_boxes(
         y1 = min(h, math.floor(hi[j, 1] - 0.5 + eps) + 1)
         out.append(None if x1 <= x0 or y1 <= y0 else [x0, y0, x1, y1])
     return out
+
+
+def pixel_boxes_each(
+    points: np.ndarray, world_to_camera: np.ndarray, k: np.ndarray, size: tuple[int, int], near: float
+) -> list[list[int] | None]:
+    """:func:`pixel_boxes` of meshes seen by cameras of their own: mesh j (``points[j]``, (v, 3)) through
+    ``world_to_camera[j]`` (4, 4) and ``k[j]`` (3, 3); the same operations, so the same boxes."""
+    p = np.asarray(points, dtype=np.float64)  # (n, v, 3); each camera broadcast over its mesh's vertices
+    rot, kk = world_to_camera[:, None, :3, :3], k[:, None, :2, :]
+    cam = p[..., 0:1] * rot[..., 0] + p[..., 1:2] * rot[..., 1] + p[..., 2:3] * rot[..., 2]
+    cam = cam + world_to_camera[:, None, :3, 3]
+    z = cam[..., 2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        uv = (cam[..., 0:1] * kk[..., 0] + cam[..., 1:2] * kk[..., 1] + cam[..., 2:3] * kk[..., 2]) / z[..., None]
+    seen = z > near
+    lo = np.where(seen[..., None], uv, np.inf).min(axis=1)
+    hi = np.where(seen[..., None], uv, -np.inf).max(axis=1)
+    eps = 1e-3  # as pixel_boxes
+    w, h = size
+    any_seen = seen.any(axis=1)
+    lo, hi = np.where(any_seen[:, None], lo, 0.0), np.where(any_seen[:, None], hi, 0.0)
+    x0 = np.maximum(0, np.ceil(lo[:, 0] - 0.5 - eps))
+    y0 = np.maximum(0, np.ceil(lo[:, 1] - 0.5 - eps))
+    x1 = np.minimum(w, np.floor(hi[:, 0] - 0.5 + eps) + 1)
+    y1 = np.minimum(h, np.floor(hi[:, 1] - 0.5 + eps) + 1)
+    keep = any_seen & (x1 > x0) & (y1 > y0)
+    boxes = np.stack([x0, y0, x1, y1], axis=1)
+    boxes = np.where(keep[:, None], boxes, 0).astype(np.int64).tolist()
+    return [box if kept else None for box, kept in zip(boxes, keep.tolist(), strict=True)]
 
 
 def mask_boxes(instance: np.ndarray) -> dict[int, tuple[list[int], int]]:

@@ -26,6 +26,11 @@ place instead of probing attributes with ``getattr``:
   defaults and what it drew), merged under the spec's values in ``meta.json``.
 - :class:`Classified`: names its class ids (``classes``).
 - :class:`Annotated`: ``annotations(t)`` returns JSON-ready ``camera`` and ``objects``.
+- :class:`BatchAnnotated`: ``annotations_batch(layouts, times)``, the annotations of a whole
+  batch (sample j: ``layouts[j]`` at ``times[j]``) at once, each equal to what ``annotations``
+  gives with that layout in use, as plain JSON values (dicts, lists, str, int, finite float,
+  bool, None). The batch path then takes them as they are, with no per-sample call or JSON
+  round trip (:func:`batch_annotated` says when a scene's is used).
 - :class:`Finite`: ``done(t)`` says it has nothing left to show at ``t`` (a video
   input that ended); live streams stop there.
 - :class:`~glrec.events.Interactive`: ``on_input(event)`` takes viewer input.
@@ -86,6 +91,11 @@ class Annotated(Protocol):
 
 
 @runtime_checkable
+class BatchAnnotated(Protocol):
+    def annotations_batch(self, layouts: Sequence[Any], times: Sequence[float]) -> Sequence[dict[str, Any]]: ...
+
+
+@runtime_checkable
 class Finite(Protocol):
     def done(self, t: float) -> bool: ...
 
@@ -109,6 +119,15 @@ def batch_randomisable(scene: object) -> bool:
     if not isinstance(scene, BatchRandomisable):
         return False
     batch, single = _owner(type(scene), "randomise_batch"), _owner(type(scene), "randomise")
+    return single is None or (batch is not None and issubclass(batch, single))
+
+
+def batch_annotated(scene: object) -> bool:
+    """Whether ``scene``'s :class:`BatchAnnotated` agrees with its ``annotations``: a class that overrides
+    ``annotations`` below the class giving ``annotations_batch`` is annotated one sample at a time."""
+    if not (isinstance(scene, BatchAnnotated) and isinstance(scene, Annotated)):
+        return False
+    batch, single = _owner(type(scene), "annotations_batch"), _owner(type(scene), "annotations")
     return single is None or (batch is not None and issubclass(batch, single))
 
 
@@ -137,6 +156,7 @@ def classes_of(scene: object) -> tuple[str, ...]:
 
 __all__ = [
     "Annotated",
+    "BatchAnnotated",
     "BatchDrawable",
     "BatchRandomisable",
     "Classified",
@@ -146,6 +166,7 @@ __all__ = [
     "Randomisable",
     "ReportsParams",
     "WritesPasses",
+    "batch_annotated",
     "batch_drawable",
     "batch_randomisable",
     "classes_of",

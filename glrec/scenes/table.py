@@ -23,6 +23,7 @@ from .camera import GL_TO_CV, as_list, intrinsics, look_at, matmul, matmul_stack
 from .layers import LayeredGBuffer
 from .passes import PASSES, clear_passes
 from .primitives import MESHES
+from .table_batch import cameras
 from .table_layout import TableLayout, place_objects
 
 NEAR, FAR = 0.05, 50.0
@@ -102,6 +103,7 @@ class Table:
         self.size = (0, 0)
         self._model_cache: tuple[list[dict[str, Any]], float, np.ndarray] | None = None
         self._camera_cache: tuple[tuple[Any, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+        self._projections: dict[tuple[float, int, int], np.ndarray] = {}
         self.randomise({}, np.random.default_rng(0))
 
     # -- layout ------------------------------------------------------------------------------
@@ -181,9 +183,16 @@ class Table:
         d = float(p["camera_distance"])
         eye = np.array([d * math.cos(el) * math.sin(az), d * math.sin(el), d * math.cos(el) * math.cos(az)])
         view = look_at(eye, np.zeros(3), np.array([0.0, 1.0, 0.0]))  # not pyrr's: its np.dot is BLAS
+        return eye, view, self._projection(float(p["fov"]))
+
+    def _projection(self, fov: float) -> np.ndarray:
+        """The GL projection of field of view ``fov`` at this size (one per fov and size, kept)."""
         w, h = self.size if self.size[1] else (4, 3)
-        proj = _math(Matrix44.perspective_projection(float(p["fov"]), w / h, NEAR, FAR))
-        return eye, view, proj
+        key = (fov, w, h)
+        proj = self._projections.get(key)
+        if proj is None:
+            proj = self._projections[key] = _math(Matrix44.perspective_projection(fov, w / h, NEAR, FAR))
+        return proj
 
     # -- Scene protocol ----------------------------------------------------------------------
 
@@ -235,11 +244,14 @@ class Table:
         sizes, turns, table_colours = np.empty(n), np.empty(n), np.empty((n, 3))
         counts = np.empty(n, np.int64)
         objects: list[dict[str, Any]] = []
+        eyes, gl_views = cameras(
+            [self.params if lay is None else lay.params for lay in layouts], [float(t) for t in times]
+        )
         for j, (layout, t) in enumerate(zip(layouts, times, strict=True)):
             if layout is not None:
                 self.use_layout(layout)
             p = self.params
-            eye, view, proj = self.camera(float(t))
+            eye, view, proj = eyes[j], gl_views[j], self._projection(float(p["fov"]))
             az, el = math.radians(float(p["light_azimuth"])), math.radians(float(p["light_elevation"]))
             light = -np.array([math.cos(el) * math.sin(az), math.sin(el), math.cos(el) * math.cos(az)])
             views["view"][j] = view.T.reshape(16)  # GL reads column-major
@@ -296,6 +308,13 @@ class Table:
             raise SceneError("table: call setup() before render_batch().")
         target.clear([tuple(float(c) for c in lay.params["background"]) for lay in layouts])  # type: ignore[misc]
         self._draw_batch(layouts, times)
+
+    def annotations_batch(self, layouts: Sequence[TableLayout], times: Sequence[float]) -> list[dict[str, Any]]:
+        """:meth:`annotations` of sample j (``layouts[j]`` at ``times[j]``) for a whole batch, computed at once
+        (:class:`~glrec.scenes.capabilities.BatchAnnotated`; :func:`glrec.scenes.table_batch.annotate_batch`)."""
+        from .table_batch import annotate_batch
+
+        return annotate_batch(self, layouts, times)
 
     def annotations(self, t: float) -> dict[str, Any]:
         """Camera (OpenCV convention, see glrec.scenes.camera) and per-object pose and 2D box at ``t``."""

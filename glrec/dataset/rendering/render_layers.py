@@ -25,7 +25,14 @@ import numpy as np
 
 from ...errors import GlrecError, SceneError
 from ...gl.fences import gl_function
-from ...scenes.capabilities import Annotated, BatchDrawable, BatchRandomisable, batch_drawable
+from ...scenes.capabilities import (
+    Annotated,
+    BatchAnnotated,
+    BatchDrawable,
+    BatchRandomisable,
+    batch_annotated,
+    batch_drawable,
+)
 from ...scenes.layers import LayeredGBuffer, can_layer, layers_for
 from .colour import ColourImage
 from .layer_pack import LayerPacker
@@ -94,6 +101,7 @@ class LayerRenderer:
             self.gbuffer.release()
             raise
         self._annotated = isinstance(renderer.scene, Annotated)
+        self._batch_annotated = batch_annotated(renderer.scene)
         log.debug("glrec: dataset batches drawn %d samples per GL pass (%d bytes each)", self.layers, self.stride)
 
     def render(self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None]) -> list[Sample]:
@@ -109,16 +117,18 @@ class LayerRenderer:
         for j in range(0, len(plans), self.layers):
             chunk = plans[j : j + self.layers]
             times = [float(p.params.get(TIME_PARAM, 0.0)) for p in chunk]
-            result = self._chunk([p.layout for p in chunk], times, target(j, len(chunk)))
+            layouts = [p.layout for p in chunk]
+            result = self._chunk(layouts, times, target(j, len(chunk)))
+            batch = self._batch_annotations(layouts, times)
             for k, plan in enumerate(chunk):
                 deferred: list[ColourImage] = []
                 sample = Sample(index=plan.index, key=spec.key(plan.index), seed=plan.seed, params=plan.params,
                                 packed=True, frames=[self._frame(deferred, result.arrays[k])],
-                                deferred_colour=deferred)  # fmt: skip
+                                deferred_colour=deferred, plain_meta=batch is not None)  # fmt: skip
                 meta: dict[str, Any] = {"t": times[k]}
                 if self._annotated:
-                    cast(BatchRandomisable, r.scene).use_layout(plan.layout)  # annotate the layout drawn
-                    meta.update(_annotate(r, plan.index, times[k]))
+                    cast(BatchRandomisable, r.scene).use_layout(plan.layout)  # the layout drawn: its params in meta
+                    meta.update(batch[k] if batch is not None else _annotate(r, plan.index, times[k]))
                 boxes = result.boxes[k]
                 if boxes is not None and meta.get("objects") is not None:
                     from .sample import _add_visible
@@ -127,6 +137,21 @@ class LayerRenderer:
                 r.finish_meta(sample, [meta])
                 samples.append(sample)
         return samples
+
+    def _batch_annotations(self, layouts: list[Any], times: list[float]) -> Sequence[dict[str, Any]] | None:
+        """The chunk's annotations from the scene's ``annotations_batch``, or None: annotate one sample at a
+        time (a scene without it, or one that failed: the one-sample call then names the sample)."""
+        if not self._batch_annotated:
+            return None
+        try:
+            out = cast(BatchAnnotated, self.renderer.scene).annotations_batch(layouts, times)
+        except Exception as exc:
+            log.debug("glrec: batch annotations failed (%s); annotating one sample at a time", exc)
+            return None
+        if len(out) != len(layouts):
+            log.debug("glrec: annotations_batch gave %d for %d samples; one at a time", len(out), len(layouts))
+            return None
+        return out
 
     def _frame(self, deferred: list[ColourImage], packed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """A sample's frame arrays as the one-sample packed path gives them; its colour left to the encoder."""

@@ -45,7 +45,8 @@ class Sample:
     (:func:`glrec.dataset.files.encode.file_array`: uint16 ids, 8-bit normals for png).
     ``colour`` holds the encoded colour image per frame when an encoder ran;
     ``deferred_colour`` the images a host-only encoder has yet to encode
-    (:func:`finish_colour`). ``meta`` is what ``meta.json`` holds.
+    (:func:`finish_colour`). ``meta`` is what ``meta.json`` holds; ``plain_meta``: its annotations
+    came from a :class:`~glrec.scenes.capabilities.BatchAnnotated` scene as plain JSON values.
     """
 
     index: int
@@ -57,6 +58,7 @@ class Sample:
     meta: dict[str, Any] = field(default_factory=dict)
     packed: bool = False
     deferred_colour: list[ColourImage] = field(default_factory=list)
+    plain_meta: bool = False
 
 
 def finish_colour(sample: Sample, encoder: ColourEncoder | None) -> None:

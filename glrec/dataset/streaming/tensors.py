@@ -31,7 +31,7 @@ from ..rendering.batch_meta import camera_arrays, indexed, object_arrays
 from ..rendering.batches import BatchRanges, check_stream_args, parse_device
 from ..rendering.memory import BatchLayout, HostSlots, Lease
 from ..rendering.pack import PackTarget
-from ..rendering.sample import SampleRenderer
+from ..rendering.sample import Sample, SampleRenderer
 from ..spec.document import DatasetSpec
 
 log = logging.getLogger("glrec")
@@ -197,7 +197,7 @@ class _Producer:
 
         try:
             samples = renderer.render_batch(indices, target)
-            return [dict(json.loads(meta_json(s.meta, s.key))) for s in samples]
+            return [_plain(s) if s.plain_meta else dict(json.loads(meta_json(s.meta, s.key))) for s in samples]
         except _Stopped:
             raise
         except Exception as exc:
@@ -246,6 +246,17 @@ class _Producer:
         finally:
             if slots is not None:
                 slots.close()
+
+
+def _plain(sample: Sample) -> dict[str, Any]:
+    """What ``meta.json`` holds for a sample whose annotations are plain JSON values already
+    (:class:`~glrec.scenes.capabilities.BatchAnnotated`): only its ``params`` (the spec's values and the
+    scene's) go through JSON; the rest is glrec's own ints, str and lists."""
+    from ..files.samples import meta_json
+
+    meta = dict(sample.meta)
+    meta["params"] = json.loads(meta_json(meta["params"], sample.key))
+    return meta
 
 
 def _stop(producer: _Producer, thread: threading.Thread) -> None:

@@ -130,6 +130,7 @@ class CpuEncoder:
             shown = {**opts, **({"bit_rate": str(cc.bit_rate)} if cc.bit_rate else {})}  # all it was opened with
             raise EncoderError(f"Opening {name} with {shown} failed: {exc}. Check preset and rate options.") from exc
         self._cc = cc
+        self._time_base = cc.time_base  # read once: each read makes a new Fraction
         self._av_format = pix_fmt
         self._sws: SwsConverter | None = None  # for packed RGB/grey host frames, made at the first one
         self._keyframe_requested = False
@@ -156,7 +157,7 @@ class CpuEncoder:
             if (vf.width, vf.height) != (self._cc.width, self._cc.height):
                 vf = _crop(vf, self._cc.width, self._cc.height)
         vf.pts = frame.index
-        vf.time_base = self._cc.time_base
+        vf.time_base = self._time_base
         if self._keyframe_requested:
             self._keyframe_requested = False
             vf.pict_type = av.video.frame.PictureType.I

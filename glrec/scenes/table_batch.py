@@ -1,0 +1,111 @@
+"""The table's cameras and annotations for a whole batch of samples at once, with the one-sample path's bits.
+
+:meth:`Table.annotations <glrec.scenes.table.Table.annotations>` computes one
+sample: its camera, each object's matrices and 2-D box, in a few dozen small
+numpy calls. Here the same quantities are computed for every sample of a batch
+in one pass over stacked arrays (:func:`annotate_batch`), with the same
+element-wise operations in the same order (:func:`~glrec.scenes.camera.look_at_batch`,
+:func:`~glrec.scenes.camera.matmul_pairs`, :func:`~glrec.scenes.camera.pixel_boxes_each`),
+so sample *i*'s annotations are identical whichever path made them
+(``tests/dataset/test_batch_annotations.py``). What is left per sample is
+building its dicts from lists made once per batch (``tolist``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import SceneError
+from .camera import GL_TO_CV, intrinsics, look_at_batch, matmul_pairs, matmul_stack, pixel_boxes_each
+
+if TYPE_CHECKING:
+    from .table import Table
+    from .table_layout import TableLayout
+
+__all__ = ["annotate_batch", "cameras"]
+
+_UP = np.array([0.0, 1.0, 0.0])
+
+
+def cameras(params: Sequence[Mapping[str, Any]], times: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Eyes (n, 3) and GL views (n, 4, 4) of samples with ``params[j]`` at ``times[j]`` (Table's camera, batched)."""
+    eyes = np.empty((len(params), 3))
+    for j, (p, t) in enumerate(zip(params, times, strict=True)):
+        az = math.radians(float(p["camera_azimuth"]) + float(p["orbit"]) * t)
+        el = math.radians(float(p["camera_elevation"]))
+        d = float(p["camera_distance"])
+        eyes[j] = (d * math.cos(el) * math.sin(az), d * math.sin(el), d * math.cos(el) * math.cos(az))
+    return eyes, look_at_batch(eyes, _UP)
+
+
+def _rounded(m: np.ndarray) -> list[Any]:
+    """:func:`~glrec.scenes.camera.as_list` of a whole stack at once: rounded to 9 decimals, no ``-0.0``."""
+    rows: list[Any] = (m.round(9) + 0.0).tolist()
+    return rows
+
+
+def annotate_batch(table: Table, layouts: Sequence[TableLayout], times: Sequence[float]) -> list[dict[str, Any]]:
+    """``table.annotations(times[j])`` with ``layouts[j]`` in use, for every j, computed for the batch at once.
+
+    Returns plain JSON values (lists, floats, ints, str, None). Raises SceneError naming the
+    batch position of a sample whose camera or objects are not finite (NaN cannot go to JSON).
+    """
+    from .table import FAR, NEAR, _corners, _models
+
+    n = len(layouts)
+    if not n:
+        return []
+    params = [lay.params for lay in layouts]
+    times = [float(t) for t in times]
+    eyes, views = cameras(params, times)
+    w2c = matmul_stack(GL_TO_CV, views)
+    ks_by_fov: dict[float, np.ndarray] = {}
+    ks = np.stack([ks_by_fov.setdefault(float(p["fov"]), intrinsics(float(p["fov"]), table.size)) for p in params])
+    counts = np.array([len(lay.objects) for lay in layouts], np.int64)
+    objects = [o for lay in layouts for o in lay.objects]
+    owner = np.repeat(np.arange(n), counts)
+    turns = np.array([float(p["spin"]) * t for p, t in zip(params, times, strict=True)])
+    models = _models(objects, np.repeat(turns, counts)) if objects else np.zeros((0, 4, 4))
+    bad = ~np.isfinite(w2c).all(axis=(1, 2)) | ~np.isfinite(eyes).all(axis=1)
+    if objects:
+        bad |= np.bincount(owner, ~np.isfinite(models).all(axis=(1, 2)), minlength=n) > 0
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        raise SceneError(f"table: the camera or objects of batch sample {j} are not finite; check the [params] values.")
+    cams = matmul_pairs(w2c[owner], models)
+    boxes: list[list[int] | None] = [None] * len(objects)
+    shapes = np.array([o["shape"] for o in objects], dtype=object)
+    for shape in dict.fromkeys(shapes.tolist()):
+        rows = np.flatnonzero(shapes == shape)
+        corners = _corners(shape)
+        rot = models[rows, :3, :3]
+        points = corners[None, :, 0:1] * rot[:, None, :, 0]
+        for axis in (1, 2):
+            points = points + corners[None, :, axis : axis + 1] * rot[:, None, :, axis]
+        points = points + models[rows, None, :3, 3]
+        at = owner[rows]
+        for j, box in zip(rows.tolist(), pixel_boxes_each(points, w2c[at], ks[at], table.size, NEAR), strict=True):
+            boxes[j] = box
+    model_lists, cam_lists = _rounded(models), _rounded(cams)
+    w2c_lists, eye_lists, k_lists = _rounded(w2c), _rounded(eyes), _rounded(ks)
+    width, height = table.size
+    out: list[dict[str, Any]] = []
+    first = 0
+    for j in range(n):
+        last = first + int(counts[j])
+        out.append({
+            "camera": {"K": k_lists[j], "world_to_camera": w2c_lists[j], "position": eye_lists[j], "near": NEAR,
+                       "far": FAR, "width": width, "height": height},
+            "objects": [
+                {"instance": obj["instance"], "class": obj["class"], "class_name": obj["shape"],
+                 "colour": [round(c, 6) for c in obj["colour"]], "world_from_object": model_lists[i],
+                 "camera_from_object": cam_lists[i], "bbox": boxes[i]}
+                for i, obj in zip(range(first, last), objects[first:last], strict=True)
+            ],
+        })  # fmt: skip
+        first = last
+    return out
