@@ -1,0 +1,139 @@
+"""The CPU encoders in processes (16 envs or more, from CPU_PROCESS_CORES cores): raw frames through shared memory.
+
+On the 2-core machine the default keeps threads (there the cores bound the encode), so these
+tests lower the core threshold; the child processes are the real ones. Every output is
+compared with the thread path's, decoded and packet by packet.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+from conftest import psnr
+from crash_helpers import child_env
+from media import ffprobe_count
+from test_batch_recorder import LOSSLESS, decode, packets, step_batch
+
+import glrec
+from glrec.batch import mux_procs
+from glrec.batch.frame_slots import FrameSlots, can_share
+from glrec.batch.mux_child import _host
+from glrec.batch.pool import EncodePool
+
+pytestmark = pytest.mark.skipif(not can_share(), reason="needs memfd_create (Linux)")
+N = mux_procs.PROCESS_ENVS
+
+
+@pytest.fixture
+def processes(monkeypatch):
+    monkeypatch.setattr(mux_procs, "CPU_PROCESS_CORES", 1)
+
+
+def test_the_cpu_encoders_in_processes_write_what_threads_write(tmp_path, processes) -> None:
+    for tag, kw in {"t": {"workers": 2}, "p": {}}.items():
+        with glrec.BatchRecorder(str(tmp_path / f"{tag}{{env}}-{{episode}}.mkv"), encoder="cpu", **LOSSLESS,
+                                 **kw) as rec:  # fmt: skip
+            for s in range(7):
+                rec.write(step_batch(s, n=N))
+                if s == 3:
+                    rec.end_episode(5)
+        assert type(rec._pool) is (EncodePool if tag == "t" else mux_procs.ProcessPool)
+        result = rec.close()
+        assert len(result.videos) == N + 1 and result.frames == 7 * N
+    for env in range(N):
+        for episode in (0, 1) if env == 5 else (0,):
+            name = f"{env}-{episode}.mkv"
+            got, want = (packets(tmp_path / f"{tag}{name}") for tag in ("p", "t"))
+            assert [bytes(p) for p in got] == [bytes(p) for p in want], name
+        frames = decode(tmp_path / f"p{env}-0.mkv")
+        steps = range(4) if env == 5 else range(7)
+        assert len(frames) == len(steps) == ffprobe_count(tmp_path / f"p{env}-0.mkv")
+        assert all(psnr(f, step_batch(s, n=N)[env]) > 40 for s, f in zip(steps, frames, strict=True)), env
+
+
+def test_segments_and_clips_kept_by_outcome_in_processes(tmp_path, processes) -> None:
+    with glrec.BatchRecorder(str(tmp_path / "g{env}-{part}.mp4"), encoder="cpu", fps=30, segment_seconds=2 / 30,
+                             **LOSSLESS) as rec:  # fmt: skip
+        for s in range(5):
+            rec.write(step_batch(s, n=N))
+    assert type(rec._pool) is mux_procs.ProcessPool
+    assert [len(decode(tmp_path / f"g3-{part}.mp4")) for part in range(3)] == [2, 2, 1]
+    with glrec.BatchRecorder(str(tmp_path / "k{env}-{episode}.mp4"), encoder="cpu", keep=lambda info: info,
+                             **LOSSLESS) as rec:  # fmt: skip
+        for s in range(6):
+            rec.write(step_batch(s, n=N))
+            if s == 2:
+                rec.end_episode(7, True)
+                rec.end_episode(8, False)
+    assert [p.name for p in tmp_path.glob("k*.mp4")] == ["k7-0.mp4"]
+    with av.open(str(tmp_path / "k7-0.mp4")) as c:
+        assert next(p for p in c.demux(video=0) if p.size).is_keyframe
+    frames = decode(tmp_path / "k7-0.mp4")
+    assert len(frames) == 3 and all(psnr(f, step_batch(s, n=N)[7]) > 40 for s, f in enumerate(frames))
+
+
+def test_a_repeated_frame_keeps_its_own_pixels_after_its_slot_is_written_again() -> None:
+    slots = FrameSlots(2, 1, (4, 6, 3))
+    try:
+        first = np.full((4, 6, 3), 7, np.uint8)
+        slot = slots.write([first])
+        kept, viewed = _host(slots.frame(slot, 0), True), _host(slots.frame(slot, 0), False)
+        slots.write([np.zeros_like(first)])
+        slots.write([np.full_like(first, 99)])  # slot 0 again
+        assert (kept.data == 7).all() and (viewed.data == 99).all()
+        del viewed
+    finally:
+        slots.close()
+
+
+_CHILD = """
+import time, glrec
+import glrec.batch.mux_procs as mp
+from test_batch_recorder import step_batch
+mp.CPU_PROCESS_CORES = 1
+rec = glrec.BatchRecorder({pattern!r}, encoder="cpu", fps=30)
+for s in range(30):
+    rec.write(step_batch(s, n=16))
+assert type(rec._pool) is mp.ProcessPool
+print("written", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_recorder_leaves_its_encode_processes_to_finish_every_file(tmp_path) -> None:
+    pattern = str(tmp_path / "c{env}.mkv")
+    here = Path(__file__).parent
+    child = subprocess.Popen([sys.executable, "-c", _CHILD.format(pattern=pattern)], stdout=subprocess.PIPE,
+                             text=True, env=child_env(here, here.parent))  # fmt: skip
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "written"
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.wait(30)
+
+    def finished(path: Path) -> bool:
+        try:
+            with av.open(str(path)) as c:
+                return c.duration is not None
+        except (OSError, av.error.FFmpegError):
+            return False
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not all(finished(tmp_path / f"c{env}.mkv") for env in range(16)):
+        time.sleep(0.2)
+    batches = [step_batch(t, n=16) for t in range(30)]
+    for env in range(16):
+        path = tmp_path / f"c{env}.mkv"
+        frames = decode(path)
+        assert 20 <= len(frames) <= 30 and ffprobe_count(path) == len(frames), (env, len(frames))
+        for s, f in enumerate(frames):
+            scores = [psnr(f, b[env]) for b in batches]
+            assert scores.index(max(scores)) == s, (env, s)
+        assert finished(path)
