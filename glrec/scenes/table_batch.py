@@ -1,6 +1,6 @@
 """The table's cameras and annotations for a whole batch of samples at once, with the one-sample path's bits.
 
-:meth:`Table.annotations <glrec.scenes.table.Table.annotations>` computes one
+``Table.annotations`` (:mod:`glrec.scenes.table`) computes one
 sample: its camera, each object's matrices and 2-D box, in a few dozen small
 numpy calls. Here the same quantities are computed for every sample of a batch
 in one pass over stacked arrays (:func:`annotate_batch`), with the same

@@ -108,23 +108,18 @@ def place_objects(
     ).reshape(n, most, 3)
     yaws = 2 * math.pi * draws[:, :, 5]
     shape_ix = np.minimum(np.floor(draws[:, :, 0] * nshapes[:, None]), nshapes[:, None] - 1).astype(np.int64)
+    # Python floats for the whole batch at once (tolist), then one dict per placed object.
+    colour_l, xs_l, zs_l, scales_l = colours.tolist(), xs.tolist(), zs.tolist(), scales.tolist()
+    yaws_l, rs_l, shape_l, placed_l = yaws.tolist(), rs.tolist(), shape_ix.tolist(), (slots >= 0).tolist()
     for j in range(n):
         shapes = list(params[j]["shapes"])
+        class_of = {shape: classes.index(shape) for shape in shapes}
         objs = result[j]
-        for slot in np.flatnonzero(slots[j] >= 0):
-            k = int(slot)
-            shape = shapes[int(shape_ix[j, k])]
-            objs.append(
-                {
-                    "instance": len(objs) + 1,
-                    "shape": shape,
-                    "class": classes.index(shape),
-                    "colour": [float(c) for c in colours[j, k]],
-                    "x": float(xs[j, k]),
-                    "z": float(zs[j, k]),
-                    "scale": float(scales[j, k]),
-                    "yaw": float(yaws[j, k]),
-                    "radius": float(rs[j, k]),
-                }
-            )
+        for k in range(most):
+            if not placed_l[j][k]:
+                continue
+            shape = shapes[shape_l[j][k]]
+            objs.append({"instance": len(objs) + 1, "shape": shape, "class": class_of[shape],
+                         "colour": colour_l[j][k], "x": xs_l[j][k], "z": zs_l[j][k], "scale": scales_l[j][k],
+                         "yaw": yaws_l[j][k], "radius": rs_l[j][k]})  # fmt: skip
     return result

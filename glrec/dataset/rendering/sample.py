@@ -16,9 +16,9 @@ from ...scenes.capabilities import (
     Annotated,
     BatchRandomisable,
     Randomisable,
+    ReportsParams,
     batch_randomisable,
     parameters_of,
-    params_in_effect,
     passes_of,
 )
 from ...scenes.passes import PASS_ROWS, GBuffer
@@ -149,6 +149,7 @@ class SampleRenderer:
         # The scene's capabilities, checked once (a runtime protocol check costs ~10 us a call).
         self._randomisable = isinstance(self.scene, Randomisable)
         self._annotated = isinstance(self.scene, Annotated)
+        self._reports_params = isinstance(self.scene, ReportsParams)  # once: a protocol check costs ~20 us
         self._instance_pass = "instance" in passes_of(self.scene)
         self._gbuffer: GBuffer | None = GBuffer(ctx, spec.size)
         try:
@@ -259,13 +260,14 @@ class SampleRenderer:
     def finish_meta(self, sample: Sample, frames_meta: list[dict[str, Any]]) -> None:
         """Fill ``sample.meta`` (what ``meta.json`` holds) from its frames' metadata and the scene's params."""
         spec = self.spec
+        in_effect = dict(cast(ReportsParams, self.scene).params) if self._reports_params else {}
         sample.meta = {
             "key": sample.key,
             "index": sample.index,
             "seed": sample.seed,
             "scene": spec.scene,
             "size": list(spec.size),
-            "params": {**params_in_effect(self.scene), **sample.params},
+            "params": {**in_effect, **sample.params},
         }
         if spec.is_clip:
             sample.meta.update(fps=spec.fps, frames=frames_meta)
