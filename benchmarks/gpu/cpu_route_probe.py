@@ -9,6 +9,7 @@ Variants (64 envs x 256x256, H.264 veryfast crf 20, one encoder per env, threads
   glrec-cuda-si  the threads with sys.setswitchinterval(0.0002) (is the GIL's hand-over the bound?)
   glrec-cuda-w8  the same with 8 encode threads
   glrec-host     the default on the same pictures as numpy arrays made beforehand (no device-to-host copy)
+  glrec-host-q16 the same with queue_steps=16 (is the hand-over to the processes the bound?)
   x264-rgb       PyAV alone: one thread per core, each converting RGB to YUV (swscale) then encoding, per frame
   x264-yuv       PyAV alone on frames converted beforehand (vector_record's x264-alone)
 Each prints env-frames/s, CPU seconds per frame (process time / frames), and for glrec the share of the wall
@@ -29,7 +30,16 @@ from fractions import Fraction
 from typing import Any
 
 DEVICE = os.environ.get("PROBE_DEVICE", "cuda")  # "cpu": a smoke test of the script without a GPU
-VARIANTS = ["glrec-cuda", "glrec-cuda-w16", "glrec-cuda-si", "glrec-cuda-w8", "glrec-host", "x264-rgb", "x264-yuv"]
+VARIANTS = [
+    "glrec-cuda",
+    "glrec-cuda-w16",
+    "glrec-cuda-si",
+    "glrec-cuda-w8",
+    "glrec-host-q16",
+    "glrec-host",
+    "x264-rgb",
+    "x264-yuv",
+]
 
 
 def pictures(n: int, size: int, period: int) -> list[Any]:
@@ -56,11 +66,13 @@ def run(name: str, n: int, size: int, steps: int) -> dict[str, Any]:
 
         if name.endswith("-si"):
             sys.setswitchinterval(0.0002)
-        host = [b.cpu().numpy() for b in batches] if name == "glrec-host" else None
+        host = [b.cpu().numpy() for b in batches] if name.startswith("glrec-host") else None
         feed = host if host is not None else batches
         kw: dict[str, Any] = {"workers": 8} if name.endswith("-w8") else {}
         if name.endswith(("-w16", "-si")):
             kw["workers"] = 16
+        if name.endswith("-q16"):
+            kw["queue_steps"] = 16
         with tempfile.TemporaryDirectory() as out:
             rec = glrec.BatchRecorder(out + "/env{env:02d}.mp4", fps=60, encoder="cpu", codec="h264", **kw)
             rec.write(feed[0])

@@ -28,7 +28,7 @@ from ..frame import EncodedFrame
 from ..video_facts import VideoFacts
 from .frames import Batch
 from .layers import LayerUpload
-from .routes import Handed, Passthrough
+from .routes import ChildEncoder, Handed, Passthrough
 
 log = logging.getLogger("glrec")
 
@@ -48,7 +48,7 @@ class GlJpegRoute:
 
     name = "gl (GL-compute JPEG, batch)"  # the summary's words: the option value first, as the one-frame encoder's
     muxes_only = True  # the streams only mux what the GPU encoded (one worker by default)
-    child_encoder: dict[str, Any] | None = None
+    child_encoder: ChildEncoder | None = None
 
     def __init__(self, facts: VideoFacts, quality: int, envs: int, channels: int, *, cuda: bool,
                  cuda_device: int, egl_device: int | None, depth: int = 3) -> None:  # fmt: skip

@@ -54,7 +54,7 @@ def run(stdin: BinaryIO, stdout: BinaryIO) -> None:
     if slots_spec is not None:
         fd, count, per_slot, shape = slots_spec
         slots = FrameSlots(count, per_slot, shape, fd=fd)
-    open_encoder: Any = Passthrough if encoder is None else cpu_encoder(facts, encoder)
+    open_encoder: Any = Passthrough if encoder is None else cpu_encoder(facts, encoder.options)
 
     def stream(env: int) -> EnvStream:
         if env not in streams:
@@ -72,7 +72,7 @@ def run(stdin: BinaryIO, stdout: BinaryIO) -> None:
                 item = ("frames", [(env, EncodedFrame(0, "mjpeg", w, h, data), skipped, repeat)
                                    for env, data, skipped, repeat in item[1]])  # fmt: skip
             elif item[0] == "frames" and slots is not None:  # raw frames in their slot (a repeat: a copy)
-                item = ("frames", [(env, _host(slots.frame(*at), repeat), skipped, repeat)
+                item = ("frames", [(env, _host(slots.frame(*at), encoder.pix_fmt, w, h, repeat), skipped, repeat)
                                    for env, at, skipped, repeat in item[1]])  # fmt: skip
             try:
                 apply(item, stream)
@@ -108,11 +108,10 @@ def cpu_encoder(facts: Any, given: dict[str, Any]) -> Any:
     return lambda: row.open(asked)
 
 
-def _host(pixels: Any, repeat: bool) -> Any:
+def _host(pixels: Any, pix_fmt: str, w: int, h: int, repeat: bool) -> Any:
     from ..frame import HostFrame
 
-    h, w, c = pixels.shape
-    return HostFrame(0, "rgb24" if c == 3 else "rgba", w, h, pixels.copy() if repeat else pixels)
+    return HostFrame(0, pix_fmt, w, h, pixels.copy() if repeat else pixels)
 
 
 if __name__ == "__main__":

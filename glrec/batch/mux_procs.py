@@ -22,6 +22,7 @@ finishes through the children.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import pickle
 import select
@@ -38,7 +39,7 @@ from .mux_child import HEADER
 from .names import has_field
 from .pool import EncodePool
 from .result import BatchVideo
-from .routes import Route
+from .routes import ChildEncoder, Route
 from .stream import EnvStream
 
 log = logging.getLogger("glrec")
@@ -123,15 +124,15 @@ class _Child:
 
 class ProcessPool(EncodePool):
     """The env streams in child processes (see the module docstring): GPU-made JPEGs to mux, or, with
-    ``encoder`` (the CPU encoder's options) and ``frame_shape``, raw frames to encode, passed in shared memory."""
+    ``encoder`` (the CPU encoder and its frames), host frames to encode, passed in shared memory."""
 
     def __init__(self, envs: int, facts: VideoFacts, pattern: str, *, overwrite: bool, split: bool,
                  ring: tuple[int, int] | None, segment: int | None, queue_steps: int, backpressure: Any,
-                 abort_after: int | None, processes: int = PROCESSES, encoder: dict[str, Any] | None = None,
-                 frame_shape: tuple[int, int, int] | None = None) -> None:  # fmt: skip
+                 abort_after: int | None, processes: int = PROCESSES,
+                 encoder: ChildEncoder | None = None) -> None:  # fmt: skip
         self._config = (facts, pattern, overwrite, split, ring, segment, encoder)
         self._queue_steps = max(1, queue_steps)
-        self._frame_shape = frame_shape if encoder is not None else None
+        self._frame_shape = encoder.shape if encoder is not None else None
         super().__init__(envs, lambda env: None, workers=processes,  # type: ignore[arg-type,return-value]
                          queue_steps=queue_steps, backpressure=backpressure, abort_after=abort_after)  # fmt: skip
 
@@ -206,7 +207,7 @@ class ProcessPool(EncodePool):
 def choose_pool(route: Route, envs: int, selected: int, path: Any, facts: VideoFacts,
                 make_stream: Callable[[int], EnvStream], *, workers: int | None, ring: tuple[int, int] | None,
                 segment: int | None, overwrite: bool, queue_steps: int, backpressure: Any,
-                abort_after: int | None, channels: int = 3) -> EncodePool:  # fmt: skip
+                abort_after: int | None) -> EncodePool:  # fmt: skip
     """Threads, or processes from :data:`PROCESS_ENVS` envs on: for GPU-made JPEGs, which are only muxed, and
     for the CPU encoders (one process per core), whose Python per frame would otherwise queue for one GIL."""
     muxes_only = route.muxes_only
@@ -216,14 +217,14 @@ def choose_pool(route: Route, envs: int, selected: int, path: Any, facts: VideoF
                            ring=ring, segment=segment, queue_steps=queue_steps, backpressure=backpressure,
                            abort_after=abort_after)  # fmt: skip
     processes = min(os.cpu_count() or 1, selected)
-    shape = (*facts.encoded_size[::-1], channels)
-    memory = max(1, queue_steps) * -(-envs // processes) * processes * shape[0] * shape[1] * shape[2]
+    child = route.child_encoder
+    frame_bytes = 0 if child is None else math.prod(child.shape)
+    memory = max(1, queue_steps) * -(-envs // processes) * processes * frame_bytes
     cores_enough = (os.cpu_count() or 1) >= CPU_PROCESS_CORES
-    if many and route.child_encoder is not None and cores_enough and can_share() and memory <= FRAME_MEMORY:
+    if many and child is not None and cores_enough and can_share() and memory <= FRAME_MEMORY:
         return ProcessPool(envs, facts, os.fspath(path), overwrite=overwrite, split=has_field(path, "episode"),
                            ring=ring, segment=segment, queue_steps=queue_steps, backpressure=backpressure,
-                           abort_after=abort_after, processes=processes, encoder=route.child_encoder,
-                           frame_shape=shape)  # fmt: skip
+                           abort_after=abort_after, processes=processes, encoder=child)  # fmt: skip
     # Muxing alone holds the GIL: more threads only take it from each other and from the GPU's calls
     # (the GL JPEG route, 64 x 256x256 on the H200: 1 thread 17,345 env-frames/s, 2 15,521, 16 9,753).
     count = workers or (1 if muxes_only else os.cpu_count() or 1)

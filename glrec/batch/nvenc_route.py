@@ -37,7 +37,7 @@ from ..encoders.registry import EncodeRequest, encoder_row
 from ..errors import ConfigError, EncoderUnavailableError
 from ..layout import PlaneLayout
 from .frames import Batch, CudaBatch, HostBatch
-from .routes import Handed
+from .routes import ChildEncoder, Handed
 
 log = logging.getLogger("glrec")
 
@@ -50,7 +50,7 @@ class NvencRoute:
 
     name = "nvenc"
     muxes_only = False  # each env stream encodes on its worker
-    child_encoder: dict[str, Any] | None = None
+    child_encoder: ChildEncoder | None = None
 
     def __init__(self, asked: EncodeRequest[Any], device: CudaDevice, streams: int) -> None:
         if asked.facts.pix_fmt != "rgba":

@@ -23,7 +23,7 @@ from ..errors import ConfigError, EncoderUnavailableError
 from ..options import VideoOptions
 from ..video_facts import VideoFacts
 from .frames import BatchShape
-from .routes import CpuRoute, NvjpegRoute, Route
+from .routes import ChildEncoder, CpuRoute, NvjpegRoute, Route
 
 log = logging.getLogger("glrec")
 
@@ -83,7 +83,7 @@ def plan_files(
         raise EncoderUnavailableError(f"encoder {name} cannot run here: {problem}")
     cuda_device = int(pipeline.get("cuda_device", 0) or 0)
     if name == "cpu":
-        return CpuRoute(facts, lambda: row.open(asked), _cpu_name(opts), child_encoder=dict(given)), facts
+        return _cpu_route(row, asked, facts, given, opts, shape), facts
     if name == "nvjpeg":
         if shape.kind != "cuda":
             raise ConfigError("encoder 'nvjpeg' reads CUDA batches; pass a CUDA tensor, or use encoder 'gl' or 'cpu'.")
@@ -122,6 +122,14 @@ def _plan_nvenc(
     except BaseException:
         device.release()
         raise
+
+
+def _cpu_route(row: EncoderRow, asked: Any, facts: VideoFacts, given: dict[str, Any], opts: VideoOptions,
+               shape: BatchShape) -> Route:  # fmt: skip
+    """The CPU encoders' route: host frames (a CUDA batch copied once a step) that swscale converts."""
+    w, h = facts.encoded_size
+    child = ChildEncoder(dict(given), "rgb24" if shape.channels == 3 else "rgba", (h, w, shape.channels))
+    return CpuRoute(facts, lambda: row.open(asked), _cpu_name(opts), child_encoder=child)
 
 
 def _cpu_name(opts: VideoOptions) -> str:

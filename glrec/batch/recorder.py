@@ -256,7 +256,7 @@ class BatchRecorder:
         self._pool = choose_pool(route, shape.envs, len(self._selection), self.path, facts, make_stream,
                                  workers=self._workers, ring=ring, segment=self._segment, overwrite=self._overwrite,
                                  queue_steps=self._queue_steps, backpressure=self._backpressure,
-                                 abort_after=self._abort_after, channels=shape.channels)  # fmt: skip
+                                 abort_after=self._abort_after)  # fmt: skip
         # Still nothing written after a failure here: the pool and the route go with the recorder.
         log.info("batch: %d envs %dx%d, %d recorded into files via %s, %d %s", shape.envs, *shape.size,
                  len(self._selection), route.name, self._pool.workers,

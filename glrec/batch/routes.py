@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -42,11 +43,20 @@ HOST_COPIES = [0]
 Handed = list[tuple[int, int, Frame]]
 
 
+@dataclass(frozen=True)
+class ChildEncoder:
+    """How an encode process opens the CPU encoder the recorder planned, and what its frames are."""
+
+    options: dict[str, Any]  # the CPU encoder row's options, as planned (threads included)
+    pix_fmt: str  # the host frames handed: rgb24 or rgba (swscale converts them), yuv420p (converted already)
+    shape: tuple[int, ...]  # their arrays' shape
+
+
 class Route(Protocol):
     name: str  # the encoder as the summary names it
     muxes_only: bool  # the GPU made the packets: the env streams only mux them (see mux_procs.choose_pool)
-    #: The CPU encoder's options, for streams that may run in child processes (mux_procs); None: in-process only.
-    child_encoder: dict[str, Any] | None
+    #: What a child process needs to encode these streams (mux_procs); None: in-process only.
+    child_encoder: ChildEncoder | None
 
     def frames(self, batch: Batch, active: Sequence[int], step: int) -> Handed: ...
 
@@ -86,7 +96,7 @@ class CpuRoute:
     muxes_only = False
 
     def __init__(self, facts: VideoFacts, open_encoder: Callable[[], Encoder], name: str,
-                 child_encoder: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 child_encoder: ChildEncoder | None = None) -> None:  # fmt: skip
         self.facts = facts
         self.name = name
         self._open = open_encoder
@@ -184,7 +194,7 @@ class NvjpegRoute:
 
     name = "nvjpeg (batch)"
     muxes_only = True  # the streams only mux what the GPU encoded (one worker by default)
-    child_encoder: dict[str, Any] | None = None
+    child_encoder: ChildEncoder | None = None
 
     def __init__(self, asked: EncodeRequest[Any], cuda_device: int, channels: int) -> None:
         if channels != 3:

@@ -84,7 +84,10 @@ def test_a_repeated_frame_keeps_its_own_pixels_after_its_slot_is_written_again()
     try:
         first = np.full((4, 6, 3), 7, np.uint8)
         slot = slots.write([first])
-        kept, viewed = _host(slots.frame(slot, 0), True), _host(slots.frame(slot, 0), False)
+        kept, viewed = (
+            _host(slots.frame(slot, 0), "rgb24", 6, 4, True),
+            _host(slots.frame(slot, 0), "rgb24", 6, 4, False),
+        )
         slots.write([np.zeros_like(first)])
         slots.write([np.full_like(first, 99)])  # slot 0 again
         assert (kept.data == 7).all() and (viewed.data == 99).all()
