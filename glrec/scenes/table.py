@@ -41,6 +41,18 @@ def _corners(shape: str) -> np.ndarray:
     return np.unique(MESHES[shape]()[:, :3].astype(np.float64), axis=0)
 
 
+def corner_points(shape: str, models: np.ndarray) -> np.ndarray:
+    """World positions (n, v, 3) of ``shape``'s distinct vertices under each of ``models`` (n, 4, 4), summed in a
+    fixed order (element-wise, so the bits do not depend on how many objects are stacked)."""
+    corners = _corners(shape)
+    rot = models[:, :3, :3]
+    points = corners[None, :, 0:1] * rot[:, None, :, 0]
+    for axis in (1, 2):
+        points = points + corners[None, :, axis : axis + 1] * rot[:, None, :, axis]
+    out: np.ndarray = points + models[:, None, :3, 3]
+    return out
+
+
 def _models(objects: list[dict[str, Any]], turn: float | np.ndarray) -> np.ndarray:
     """Translation @ y-rotation @ scale of each object (turned by ``turn``: one, or one each), written out."""
     s = np.array([o["scale"] for o in objects], np.float64)
@@ -326,12 +338,7 @@ class Table:
         boxes: list[list[int] | None] = [None] * len(models)
         for shape in {o["shape"] for o in self.objects}:  # the corners of each shape, projected together
             rows = [j for j, o in enumerate(self.objects) if o["shape"] == shape]
-            corners = _corners(shape)
-            rot = models[rows, :3, :3]
-            points = corners[None, :, 0:1] * rot[:, None, :, 0]
-            for axis in (1, 2):
-                points = points + corners[None, :, axis : axis + 1] * rot[:, None, :, axis]
-            points = points + models[rows, None, :3, 3]
+            points = corner_points(shape, models[rows])
             for j, box in zip(rows, pixel_boxes(points, w2c, k, self.size, NEAR), strict=True):
                 boxes[j] = box
         objects = [

@@ -54,7 +54,7 @@ def annotate_batch(table: Table, layouts: Sequence[TableLayout], times: Sequence
     Returns plain JSON values (lists, floats, ints, str, None). Raises SceneError naming the
     batch position of a sample whose camera or objects are not finite (NaN cannot go to JSON).
     """
-    from .table import FAR, NEAR, _corners, _models
+    from .table import FAR, NEAR, _models, corner_points
 
     n = len(layouts)
     if not n:
@@ -81,12 +81,7 @@ def annotate_batch(table: Table, layouts: Sequence[TableLayout], times: Sequence
     shapes = np.array([o["shape"] for o in objects], dtype=object)
     for shape in dict.fromkeys(shapes.tolist()):
         rows = np.flatnonzero(shapes == shape)
-        corners = _corners(shape)
-        rot = models[rows, :3, :3]
-        points = corners[None, :, 0:1] * rot[:, None, :, 0]
-        for axis in (1, 2):
-            points = points + corners[None, :, axis : axis + 1] * rot[:, None, :, axis]
-        points = points + models[rows, None, :3, 3]
+        points = corner_points(shape, models[rows])
         at = owner[rows]
         for j, box in zip(rows.tolist(), pixel_boxes_each(points, w2c[at], ks[at], table.size, NEAR), strict=True):
             boxes[j] = box

@@ -493,17 +493,14 @@ def test_the_grid_drops_steps_while_its_encoder_is_behind(tmp_path, monkeypatch)
     assert psnr(frames[1][:H, :W], step_batch(3)[0]) > 40
 
 
-def test_many_envs_of_gpu_made_jpegs_mux_in_processes_as_threads_would(tmp_path, gl) -> None:
-    """16 envs or more of GL JPEGs are muxed in child processes: the same packets as one mux thread, episodes
-    split where written, clips kept by outcome."""
-    from glrec.batch.mux_procs import PROCESS_ENVS, ProcessPool
+def threads_and_processes(tmp_path: Path, n: int, threads: int, **kw: object) -> None:
+    """Record 7 steps of ``n`` envs (env 5's first episode ends after step 3) with ``threads`` encode threads
+    (files ``t*``) and with the default pool, processes here (``p*``): every file's packets are the same."""
+    from glrec.batch.mux_procs import ProcessPool
     from glrec.batch.pool import EncodePool
 
-    n = PROCESS_ENVS
-    runs = {"t": {"workers": 1}, "p": {}}
-    for tag, kw in runs.items():
-        with glrec.BatchRecorder(str(tmp_path / f"{tag}{{env}}-{{episode}}.mkv"), encoder="gl", codec="mjpeg",
-                                 **kw) as rec:  # fmt: skip
+    for tag, extra in {"t": {"workers": threads}, "p": {}}.items():
+        with glrec.BatchRecorder(str(tmp_path / f"{tag}{{env}}-{{episode}}.mkv"), **kw, **extra) as rec:
             for s in range(7):
                 rec.write(step_batch(s, n=n))
                 if s == 3:
@@ -516,6 +513,15 @@ def test_many_envs_of_gpu_made_jpegs_mux_in_processes_as_threads_would(tmp_path,
             name = f"{env}-{episode}.mkv"
             got, want = (packets(tmp_path / f"{tag}{name}") for tag in ("p", "t"))
             assert [bytes(p) for p in got] == [bytes(p) for p in want], name
+
+
+def test_many_envs_of_gpu_made_jpegs_mux_in_processes_as_threads_would(tmp_path, gl) -> None:
+    """16 envs or more of GL JPEGs are muxed in child processes: the same packets as one mux thread, episodes
+    split where written, clips kept by outcome."""
+    from glrec.batch.mux_procs import PROCESS_ENVS, ProcessPool
+
+    n = PROCESS_ENVS
+    threads_and_processes(tmp_path, n, 1, encoder="gl", codec="mjpeg")
     assert len(packets(tmp_path / "p5-0.mkv")) == 4 and len(packets(tmp_path / "p5-1.mkv")) == 3
     with glrec.BatchRecorder(str(tmp_path / "g{env}-{part}.mkv"), encoder="gl", codec="mjpeg", fps=30,
                              segment_seconds=2 / 30) as rec:  # fmt: skip
@@ -549,14 +555,13 @@ time.sleep(600)
 """
 
 
-def test_a_killed_recorder_leaves_its_mux_processes_to_finish_every_file(tmp_path, gl) -> None:
-    pattern = str(tmp_path / "m{env}.mkv")
-    child = subprocess.Popen(
-        [sys.executable, "-c", _MUX_CHILD.format(pattern=pattern)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=child_env(Path(__file__).parent, Path(__file__).parent.parent),
-    )
+def killed_recorder_files(tmp_path: Path, script: str, prefix: str, steps: int) -> None:
+    """Run ``script`` (it records ``steps`` steps of 16 envs into ``tmp_path/{prefix}{env}.mkv`` in child
+    processes, prints "written" and sleeps), SIGKILL it: its children finish every file, trailer included,
+    each frame its own step's picture, at most a quarter of the steps missing."""
+    here = Path(__file__).parent
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                             env=child_env(here, here.parent))  # fmt: skip
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "written"
         child.send_signal(signal.SIGKILL)
@@ -570,15 +575,19 @@ def test_a_killed_recorder_leaves_its_mux_processes_to_finish_every_file(tmp_pat
         except (OSError, av.error.FFmpegError):
             return False
 
-    deadline = time.monotonic() + 60  # the mux processes see their input end and write the trailers
-    while time.monotonic() < deadline and not all(finished(tmp_path / f"m{env}.mkv") for env in range(16)):
+    deadline = time.monotonic() + 60  # the children see their input end and write the trailers
+    while time.monotonic() < deadline and not all(finished(tmp_path / f"{prefix}{env}.mkv") for env in range(16)):
         time.sleep(0.2)
-    batches = [step_batch(t, n=16) for t in range(40)]
+    batches = [step_batch(t, n=16) for t in range(steps)]
     for env in range(16):
-        path = tmp_path / f"m{env}.mkv"
+        path = tmp_path / f"{prefix}{env}.mkv"
         frames = decode(path)
-        assert 30 <= len(frames) <= 40 and ffprobe_count(path) == len(frames), (env, len(frames))
+        assert steps * 3 // 4 <= len(frames) <= steps and ffprobe_count(path) == len(frames), (env, len(frames))
         for s, f in enumerate(frames):  # each frame is its own step's picture (4:2:0 noise: judged by the best match)
             scores = [psnr(f, b[env]) for b in batches]
             assert scores.index(max(scores)) == s, (env, s)
         assert finished(path)
+
+
+def test_a_killed_recorder_leaves_its_mux_processes_to_finish_every_file(tmp_path, gl) -> None:
+    killed_recorder_files(tmp_path, _MUX_CHILD.format(pattern=str(tmp_path / "m{env}.mkv")), "m", 40)

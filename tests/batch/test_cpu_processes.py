@@ -7,25 +7,17 @@ compared with the thread path's, decoded and packet by packet.
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
-
 import av
 import numpy as np
 import pytest
 from conftest import psnr
-from crash_helpers import child_env
 from media import ffprobe_count
-from test_batch_recorder import LOSSLESS, decode, packets, step_batch
+from test_batch_recorder import LOSSLESS, decode, killed_recorder_files, step_batch, threads_and_processes
 
 import glrec
 from glrec.batch import mux_procs
 from glrec.batch.frame_slots import FrameSlots, can_share
 from glrec.batch.mux_child import _host
-from glrec.batch.pool import EncodePool
 
 pytestmark = pytest.mark.skipif(not can_share(), reason="needs memfd_create (Linux)")
 N = mux_procs.PROCESS_ENVS
@@ -37,21 +29,8 @@ def processes(monkeypatch):
 
 
 def test_the_cpu_encoders_in_processes_write_what_threads_write(tmp_path, processes) -> None:
-    for tag, kw in {"t": {"workers": 2}, "p": {}}.items():
-        with glrec.BatchRecorder(str(tmp_path / f"{tag}{{env}}-{{episode}}.mkv"), encoder="cpu", **LOSSLESS,
-                                 **kw) as rec:  # fmt: skip
-            for s in range(7):
-                rec.write(step_batch(s, n=N))
-                if s == 3:
-                    rec.end_episode(5)
-        assert type(rec._pool) is (EncodePool if tag == "t" else mux_procs.ProcessPool)
-        result = rec.close()
-        assert len(result.videos) == N + 1 and result.frames == 7 * N
+    threads_and_processes(tmp_path, N, 2, encoder="cpu", **LOSSLESS)
     for env in range(N):
-        for episode in (0, 1) if env == 5 else (0,):
-            name = f"{env}-{episode}.mkv"
-            got, want = (packets(tmp_path / f"{tag}{name}") for tag in ("p", "t"))
-            assert [bytes(p) for p in got] == [bytes(p) for p in want], name
         frames = decode(tmp_path / f"p{env}-0.mkv")
         steps = range(4) if env == 5 else range(7)
         assert len(frames) == len(steps) == ffprobe_count(tmp_path / f"p{env}-0.mkv")
@@ -111,32 +90,4 @@ time.sleep(600)
 
 
 def test_a_killed_recorder_leaves_its_encode_processes_to_finish_every_file(tmp_path) -> None:
-    pattern = str(tmp_path / "c{env}.mkv")
-    here = Path(__file__).parent
-    child = subprocess.Popen([sys.executable, "-c", _CHILD.format(pattern=pattern)], stdout=subprocess.PIPE,
-                             text=True, env=child_env(here, here.parent))  # fmt: skip
-    try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "written"
-        child.send_signal(signal.SIGKILL)
-    finally:
-        child.wait(30)
-
-    def finished(path: Path) -> bool:
-        try:
-            with av.open(str(path)) as c:
-                return c.duration is not None
-        except (OSError, av.error.FFmpegError):
-            return False
-
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not all(finished(tmp_path / f"c{env}.mkv") for env in range(16)):
-        time.sleep(0.2)
-    batches = [step_batch(t, n=16) for t in range(30)]
-    for env in range(16):
-        path = tmp_path / f"c{env}.mkv"
-        frames = decode(path)
-        assert 20 <= len(frames) <= 30 and ffprobe_count(path) == len(frames), (env, len(frames))
-        for s, f in enumerate(frames):
-            scores = [psnr(f, b[env]) for b in batches]
-            assert scores.index(max(scores)) == s, (env, s)
-        assert finished(path)
+    killed_recorder_files(tmp_path, _CHILD.format(pattern=str(tmp_path / "c{env}.mkv")), "c", 30)
