@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
+from typing import Any
 
 import moderngl
 import numpy as np
@@ -32,11 +33,13 @@ Boxes = dict[int, tuple[list[int], int]]
 
 
 class LayerResult:
-    """What :meth:`LayerPacker.run` gives: per layer the boxes (or None) and the passes' arrays on the host."""
+    """What :meth:`LayerPacker.run` gives: per layer the boxes (or None) and the passes' arrays on the host;
+    ``meanwhile``: what the CPU work run while the GPU packed returned."""
 
-    def __init__(self, boxes: list[Boxes | None], arrays: list[dict[str, np.ndarray]]) -> None:
+    def __init__(self, boxes: list[Boxes | None], arrays: list[dict[str, np.ndarray]], meanwhile: Any = None) -> None:
         self.boxes = boxes
         self.arrays = arrays
+        self.meanwhile = meanwhile
 
 
 class LayerPacker:
@@ -65,9 +68,13 @@ class LayerPacker:
         self._table: moderngl.Buffer | None = None
 
     def run(
-        self, n: int, stride: int, ids: int, into: PackTarget | None, fallback: Callable[[int], np.ndarray]
-    ) -> LayerResult:
+        self, n: int, stride: int, ids: int, into: PackTarget | None, fallback: Callable[[int], np.ndarray],
+        meanwhile: Callable[[], Any] | None = None,
+    ) -> LayerResult:  # fmt: skip
         """Pack layers 0..n-1, sample j at ``j * stride`` bytes of ``into``; wait once; read boxes (and host bytes).
+
+        ``meanwhile``: CPU work (no GL) to run while the GPU draws and packs the chunk, after the commands are
+        flushed and before the wait; its result is the LayerResult's ``meanwhile``.
 
         ``ids``: the table's entries per layer (1 + the largest instance id the layouts have);
         a layer whose ids go beyond gets its boxes from ``fallback(layer)``, its instance mask.
@@ -101,7 +108,12 @@ class LayerPacker:
             table.bind_to_storage_buffer(1, size=(2 * n + 5 * n * ids) * 4)
             dispatch_compute(self._boxes.glo, (h + self.GROUP - 1) // self.GROUP, n)
         self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT)
-        Fence().wait()  # one fence for the chunk, with the GIL released
+        fence = Fence()  # one fence for the chunk
+        extra = None
+        if meanwhile is not None:
+            fence.signalled()  # flushes: the GPU starts on the chunk while the CPU works
+            extra = meanwhile()
+        fence.wait()  # with the GIL released
         arrays: list[dict[str, np.ndarray]] = [{} for _ in range(n)]
         if host is not None and self.sections:
             data = host[: n * stride]
@@ -113,7 +125,7 @@ class LayerPacker:
         boxes: list[Boxes | None] = [None] * n
         if table is not None:
             boxes = self._read_table(table, n, max(1, ids), fallback)
-        return LayerResult(boxes, arrays)
+        return LayerResult(boxes, arrays, extra)
 
     def _own(self, nbytes: int) -> moderngl.Buffer:
         if self._out is None or self._out.size < nbytes:

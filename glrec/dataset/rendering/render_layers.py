@@ -16,6 +16,7 @@ storage block and a memory budget for the targets (:func:`budget_of`).
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -118,8 +119,10 @@ class LayerRenderer:
             chunk = plans[j : j + self.layers]
             times = [float(p.params.get(TIME_PARAM, 0.0)) for p in chunk]
             layouts = [p.layout for p in chunk]
-            result = self._chunk(layouts, times, target(j, len(chunk)))
-            batch = self._batch_annotations(layouts, times)
+            # The chunk's annotations are computed on the CPU while the GPU draws and packs it.
+            annotate = functools.partial(self._batch_annotations, layouts, times)
+            result = self._chunk(layouts, times, target(j, len(chunk)), annotate)
+            batch = result.meanwhile
             for k, plan in enumerate(chunk):
                 deferred: list[ColourImage] = []
                 sample = Sample(index=plan.index, key=spec.key(plan.index), seed=plan.seed, params=plan.params,
@@ -164,7 +167,8 @@ class LayerRenderer:
             arrays["rgb"] = rgb
         return arrays
 
-    def _chunk(self, layouts: list[Any], times: list[float], into: PackTarget | None) -> Any:
+    def _chunk(self, layouts: list[Any], times: list[float], into: PackTarget | None,
+               meanwhile: Callable[[], Any] | None = None) -> Any:  # fmt: skip
         assert self.gbuffer is not None and self.packer is not None
         gb, scene = self.gbuffer, self.renderer.scene
         with gb.bound():
@@ -178,7 +182,7 @@ class LayerRenderer:
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
         ids = 1 + max((len(getattr(lay, "objects", ())) for lay in layouts), default=0)
-        return self.packer.run(len(layouts), self.stride, ids, into, self._instance_layer)
+        return self.packer.run(len(layouts), self.stride, ids, into, self._instance_layer, meanwhile)
 
     def _instance_layer(self, layer: int) -> np.ndarray:
         """Layer ``layer``'s instance mask, top-down (the box fallback for ids beyond the table)."""
