@@ -222,19 +222,24 @@ class Recording:
         self._gl.check_thread()
         session = self._session
         assert session is not None
-        self._closed = True
-        untrack(self)
-        frame_gate.release()
-        # glrec-context: a context gone (its owner closed first) loses only the frames still on the GPU.
-        with deferred_signals(f"finishing {self.path}"), self._gl.teardown() as usable:
-            try:
-                if usable and not session.worker.failed:  # a failed worker would only drop them
-                    session.drain()
-            finally:
-                try:
-                    self._stack.close()
-                finally:
-                    self._result = self._make_result()
+        # Signals are held from before the recorder counts as closed until its result exists: a SIGTERM
+        # right after a Ctrl-C used to land in between, and the next close() found no result.
+        try:
+            with deferred_signals(f"finishing {self.path}"):
+                self._closed = True
+                untrack(self)
+                # glrec-context: a context gone (its owner closed first) loses only the frames still on the GPU.
+                with self._gl.teardown() as usable:
+                    try:
+                        if usable and not session.worker.failed:  # a failed worker would only drop them
+                            session.drain()
+                    finally:
+                        try:
+                            self._stack.close()
+                        finally:
+                            self._result = self._make_result()
+        finally:
+            frame_gate.release()  # after the held signals went to the gate's handler, which passes them on
         log.info("%s", self._result.summary(), extra={"glrec_summary": True})
         return self._result
 

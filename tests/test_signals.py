@@ -92,6 +92,41 @@ def test_a_second_signal_while_finishing_or_exiting_keeps_exit_status_130(gl, tm
     _assert_normal_mp4(out)
 
 
+def test_a_signal_as_close_begins_is_held_until_the_result_exists(gl, tmp_path, monkeypatch):
+    """The CI race behind the test above (delay 0): a SIGTERM as close() began was raised before close had a
+    result, and the CLI's second close() failed with AttributeError. It is now held until the file is finished."""
+    import numpy as np
+
+    import glrec._recording as recording
+
+    class Stop(Exception):
+        pass
+
+    def program(signum, frame):
+        raise Stop
+
+    previous = signal.signal(signal.SIGTERM, program)
+    try:
+        rec = glrec.Recorder(tmp_path / "held.mp4", size=(64, 48), fps=10)
+        for i in range(3):
+            rec.write(np.full((48, 64, 3), 40 * i, np.uint8))
+        real = recording.untrack
+
+        def untrack_then_sigterm(r):
+            real(r)
+            signal.raise_signal(signal.SIGTERM)  # the moment the race hit: the recorder already marked closed
+
+        monkeypatch.setattr(recording, "untrack", untrack_then_sigterm)
+        with pytest.raises(Stop):
+            rec.close()
+        result = rec.close()  # the second close (the CLI's, after the signal): the same finished result
+        assert result.frames == 3 and result.path.stat().st_size > 0
+        with av.open(str(result.path)) as c:
+            assert sum(1 for _ in c.decode(video=0)) == 3
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def test_ctrl_c_during_the_start_up_imports_exits_130_with_one_line(tmp_path):
     """The heavy imports (numpy, PyAV, moderngl) run inside main(), where a Ctrl-C is handled.
 

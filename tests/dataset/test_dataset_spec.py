@@ -161,6 +161,23 @@ def test_spec_shards_keys_and_identity(tmp_path):
     assert file_spec.scene_ref() == f"{scene.resolve()}:A"
 
 
+def test_a_shard_discarded_after_its_worker_died_leaves_no_temporary_files(tmp_path):
+    """A worker killed while it wrote its shard's record left ``.glrec/shard-000000.json.partial`` (a CI failure of
+    test_a_worker_killed_mid_shard...): discarding the unfinished shard removes it, and the shard's own temporary."""
+    spec = DatasetSpec.from_dict(spec_dict())
+    folder = DatasetFolder(tmp_path / "out", spec)
+    folder.prepare(resume=False, overwrite=False, info=dataset_info(spec, Table()))
+    record = folder.record_path(0)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    cut = [record.with_name(record.name + ".partial"), folder.root / (folder.shard_name(0) + ".partial")]
+    for path in cut:
+        path.write_bytes(b"cut off")
+    kept = folder.root / (folder.shard_name(1) + ".partial")  # another shard's: not this one's to remove
+    kept.write_bytes(b"another worker's")
+    folder.discard(0)
+    assert not any(p.exists() for p in cut) and kept.exists()
+
+
 def test_output_folder_rules(tmp_path):
     spec = DatasetSpec.from_dict(spec_dict())
     info = dataset_info(spec, Table())

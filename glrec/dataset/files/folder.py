@@ -258,8 +258,11 @@ class DatasetFolder:
             check_owner(self.root, self.owner)
 
     def clean(self, shard: int) -> None:
-        """Remove whatever an unfinished attempt at ``shard`` left behind."""
-        self.record_path(shard).unlink(missing_ok=True)
+        """Remove whatever an unfinished attempt at ``shard`` left behind (its record's temporary file too: a
+        worker killed while writing the record leaves it)."""
+        record = self.record_path(shard)
+        record.unlink(missing_ok=True)
+        record.with_name(record.name + PARTIAL).unlink(missing_ok=True)
         name = self.shard_name(shard)
         for p in (self.root / name, self.root / (name + PARTIAL)):
             p.unlink(missing_ok=True)
