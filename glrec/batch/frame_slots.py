@@ -11,6 +11,7 @@ disk, and it is gone when the last process holding it exits, however it exits.
 
 from __future__ import annotations
 
+import math
 import mmap
 import os
 
@@ -29,8 +30,8 @@ class FrameSlots:
 
     def __init__(self, slots: int, per_slot: int, shape: tuple[int, ...], fd: int | None = None) -> None:
         self.slots, self.per_slot, self.shape = slots, per_slot, tuple(shape)
-        size = max(1, slots * per_slot * int(np.prod(shape)))
-        self.own = fd is None
+        count = slots * per_slot * math.prod(shape)
+        size = max(1, count)
         if fd is None:
             fd = os.memfd_create("glrec-batch-frames", os.MFD_CLOEXEC)  # inherited only through pass_fds
             try:
@@ -40,8 +41,7 @@ class FrameSlots:
                 raise
         self.fd = fd
         self._map: mmap.mmap | None = mmap.mmap(fd, size)
-        self.frames: np.ndarray | None = np.frombuffer(self._map, np.uint8, slots * per_slot * int(np.prod(shape)))
-        self.frames = self.frames.reshape(slots, per_slot, *shape)
+        self.frames: np.ndarray | None = np.frombuffer(self._map, np.uint8, count).reshape(slots, per_slot, *shape)
         self.sent = 0  # frames messages written (the recorder's side): the next goes to slot sent % slots
 
     def spec(self) -> tuple[int, int, int, tuple[int, ...]]:

@@ -68,12 +68,10 @@ def run(stdin: BinaryIO, stdout: BinaryIO) -> None:
         if item is None or item[0] == "stop":
             break
         if error is None:
-            if item[0] == "frames" and slots is None:  # the JPEG bytes as the route's frames
-                item = ("frames", [(env, EncodedFrame(0, "mjpeg", w, h, data), skipped, repeat)
+            if item[0] == "frames":  # the JPEG bytes, or raw frames in their slot (a repeat keeps a copy)
+                item = ("frames", [(env, EncodedFrame(0, "mjpeg", w, h, data) if slots is None else
+                                    _host(slots.frame(*data), encoder.pix_fmt, w, h, repeat), skipped, repeat)
                                    for env, data, skipped, repeat in item[1]])  # fmt: skip
-            elif item[0] == "frames" and slots is not None:  # raw frames in their slot (a repeat: a copy)
-                item = ("frames", [(env, _host(slots.frame(*at), encoder.pix_fmt, w, h, repeat), skipped, repeat)
-                                   for env, at, skipped, repeat in item[1]])  # fmt: skip
             try:
                 apply(item, stream)
             except BaseException as exc:

@@ -216,12 +216,12 @@ def choose_pool(route: Route, envs: int, selected: int, path: Any, facts: VideoF
         return ProcessPool(envs, facts, os.fspath(path), overwrite=overwrite, split=has_field(path, "episode"),
                            ring=ring, segment=segment, queue_steps=queue_steps, backpressure=backpressure,
                            abort_after=abort_after)  # fmt: skip
-    processes = min(os.cpu_count() or 1, selected)
+    cores = os.cpu_count() or 1
+    processes = min(cores, selected)
     child = route.child_encoder
     frame_bytes = 0 if child is None else math.prod(child.shape)
-    memory = max(1, queue_steps) * -(-envs // processes) * processes * frame_bytes
-    cores_enough = (os.cpu_count() or 1) >= CPU_PROCESS_CORES
-    if many and child is not None and cores_enough and can_share() and memory <= FRAME_MEMORY:
+    memory = max(1, queue_steps) * -(-envs // processes) * processes * frame_bytes  # ProcessPool's slots
+    if many and child is not None and cores >= CPU_PROCESS_CORES and can_share() and memory <= FRAME_MEMORY:
         return ProcessPool(envs, facts, os.fspath(path), overwrite=overwrite, split=has_field(path, "episode"),
                            ring=ring, segment=segment, queue_steps=queue_steps, backpressure=backpressure,
                            abort_after=abort_after, processes=processes, encoder=child)  # fmt: skip

@@ -17,6 +17,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ..convert.swscale import PACKED_FORMATS
 from ..encoders.jpeg_options import JpegOptions
 from ..encoders.registry import EncoderRow, encoder_row, request, unfit
 from ..errors import ConfigError, EncoderUnavailableError
@@ -128,7 +129,7 @@ def _cpu_route(row: EncoderRow, asked: Any, facts: VideoFacts, given: dict[str, 
                shape: BatchShape) -> Route:  # fmt: skip
     """The CPU encoders' route: host frames (a CUDA batch copied once a step) that swscale converts."""
     w, h = facts.encoded_size
-    child = ChildEncoder(dict(given), "rgb24" if shape.channels == 3 else "rgba", (h, w, shape.channels))
+    child = ChildEncoder(dict(given), PACKED_FORMATS[shape.channels], (h, w, shape.channels))
     return CpuRoute(facts, lambda: row.open(asked), _cpu_name(opts), child_encoder=child)
 
 

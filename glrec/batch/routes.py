@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..convert.swscale import PACKED_FORMATS
 from ..encoders import Encoder
 from ..encoders.registry import EncodeRequest, encoder_row
 from ..errors import ConfigError
@@ -48,7 +49,7 @@ class ChildEncoder:
     """How an encode process opens the CPU encoder the recorder planned, and what its frames are."""
 
     options: dict[str, Any]  # the CPU encoder row's options, as planned (threads included)
-    pix_fmt: str  # the host frames handed: rgb24 or rgba (swscale converts them), yuv420p (converted already)
+    pix_fmt: str  # the host frames handed: rgb24 or rgba, converted by swscale in the child
     shape: tuple[int, ...]  # their arrays' shape
 
 
@@ -114,7 +115,7 @@ class CpuRoute:
             array = arrays[env]
             h, w, c = array.shape
             if own and (h, w) == (eh, ew):
-                out.append((step, env, HostFrame(0, "rgb24" if c == 3 else "rgba", ew, eh, array)))
+                out.append((step, env, HostFrame(0, PACKED_FORMATS[c], ew, eh, array)))
                 continue
             data = np.empty((eh, ew, c), np.uint8)  # the frame's own until its worker has converted it
             data[:h, :w] = array
@@ -122,7 +123,7 @@ class CpuRoute:
                 data[h:, :w] = data[h - 1 : h, :w]
             if ew > w:
                 data[:, w:] = data[:, w - 1 : w]
-            out.append((step, env, HostFrame(0, "rgb24" if c == 3 else "rgba", ew, eh, data)))
+            out.append((step, env, HostFrame(0, PACKED_FORMATS[c], ew, eh, data)))
         return out
 
     def _host(self, batch: Batch, active: Sequence[int]) -> Sequence[np.ndarray]:

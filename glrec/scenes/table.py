@@ -19,7 +19,7 @@ from pyrr import Matrix44
 
 from ..errors import SceneError
 from ..gl import glsl
-from .camera import GL_TO_CV, as_list, intrinsics, look_at, matmul, matmul_stack, pixel_boxes
+from .camera import GL_TO_CV, as_list, intrinsics, matmul, matmul_stack, pixel_boxes
 from .layers import LayeredGBuffer
 from .passes import PASSES, clear_passes
 from .primitives import MESHES
@@ -189,13 +189,8 @@ class Table:
         return cache[1]
 
     def _camera(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        p = self.params
-        az = math.radians(float(p["camera_azimuth"]) + float(p["orbit"]) * t)
-        el = math.radians(float(p["camera_elevation"]))
-        d = float(p["camera_distance"])
-        eye = np.array([d * math.cos(el) * math.sin(az), d * math.sin(el), d * math.cos(el) * math.cos(az)])
-        view = look_at(eye, np.zeros(3), np.array([0.0, 1.0, 0.0]))  # not pyrr's: its np.dot is BLAS
-        return eye, view, self._projection(float(p["fov"]))
+        eyes, views = cameras([self.params], [t])  # the batch's own maths (not pyrr's: its np.dot is BLAS)
+        return eyes[0], views[0], self._projection(float(self.params["fov"]))
 
     def _projection(self, fov: float) -> np.ndarray:
         """The GL projection of field of view ``fov`` at this size (one per fov and size, kept)."""
