@@ -51,8 +51,9 @@ def touch_cuda(arrays: list[object]) -> float:
 
 
 def run_stream(
-    spec: DatasetSpec, batch_size: int, device: str = "cpu", before: bool = False, unlayered: bool = False
-) -> tuple[int, float]:
+    spec: DatasetSpec, batch_size: int, device: str = "cpu", before: bool = False, unlayered: bool = False,
+    with_meta: bool = False,
+) -> tuple[int, float]:  # fmt: skip
     from glrec.dataset.rendering.sample import SampleRenderer
 
     passes = list(spec.output.passes)
@@ -66,6 +67,8 @@ def run_stream(
         with stream(spec, batch_size, device=device) as s:
             for batch in s:
                 (touch_cuda if device != "cpu" else touch)([batch[p] for p in passes])
+                if with_meta:  # a consumer of the annotations too: every box and every sample's meta read
+                    assert sum(len(b) for b in batch["boxes"]) >= 0 and len(list(batch["meta"])) == len(batch["index"])
                 n += len(batch["index"])
         return n, time.perf_counter() - started
     finally:
@@ -152,6 +155,7 @@ def main() -> None:
     ap.add_argument("--before", action="store_true", help="add the per-sample path's row (each batch size)")
     ap.add_argument("--unlayered", action="store_true", help="add the one-sample-per-GL-pass stream row")
     ap.add_argument("--gl-bound", action="store_true", help="add the GL-alone bound's row (each batch size)")
+    ap.add_argument("--with-meta", action="store_true", help="add a row whose consumer also reads boxes and meta")
     ap.add_argument("--device", default="cpu", help='the stream\'s device: "cpu" or "cuda"')
     ap.add_argument("--size", default="", help="WxH instead of the spec's")
     ap.add_argument("--passes", default="", help="comma-separated passes instead of the spec's")
@@ -181,6 +185,8 @@ def main() -> None:
             rows[f"stream-unlayered:batch={b}"] = []
         if args.gl_bound:
             rows[f"gl-bound:batch={b}"] = []
+        if args.with_meta:
+            rows[f"stream-with-meta:batch={b}"] = []
     rows.update({f"shards:workers={w}": [] for w in workers})
     with tempfile.TemporaryDirectory() as tmp:
         made = generate(spec, Path(tmp) / "shards") if workers else None  # --workers "": no shard rows
@@ -192,7 +198,8 @@ def main() -> None:
                 elif name.startswith("stream"):
                     b = int(name.split("=")[1])
                     n, t = run_stream(spec, b, args.device, before=name.startswith("stream-before"),
-                                      unlayered=name.startswith("stream-unlayered"))  # fmt: skip
+                                      unlayered=name.startswith("stream-unlayered"),
+                                      with_meta=name.startswith("stream-with-meta"))  # fmt: skip
                 else:
                     n, t = run_shards(Path(tmp) / "shards", spec, args.batch_size, int(name.split("=")[1]))
                 assert n == spec.samples, (name, n)

@@ -31,6 +31,10 @@ place instead of probing attributes with ``getattr``:
   gives with that layout in use, as plain JSON values (dicts, lists, str, int, finite float,
   bool, None). The batch path then takes them as they are, with no per-sample call or JSON
   round trip (:func:`batch_annotated` says when a scene's is used).
+- :class:`BatchCameras`: ``cameras_batch(layouts, times)``, the intrinsics K (n, 3, 3) and
+  world-to-camera matrices (n, 4, 4) of a batch as float64 arrays, equal to the ``camera`` ``K`` and
+  ``world_to_camera`` of its annotations. The training stream then hands those arrays over with
+  every batch and builds the rest of the metadata only when it is read.
 - :class:`Finite`: ``done(t)`` says it has nothing left to show at ``t`` (a video
   input that ended); live streams stop there.
 - :class:`~glrec.events.Interactive`: ``on_input(event)`` takes viewer input.
@@ -96,6 +100,11 @@ class BatchAnnotated(Protocol):
 
 
 @runtime_checkable
+class BatchCameras(Protocol):
+    def cameras_batch(self, layouts: Sequence[Any], times: Sequence[float]) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@runtime_checkable
 class Finite(Protocol):
     def done(self, t: float) -> bool: ...
 
@@ -157,6 +166,7 @@ def classes_of(scene: object) -> tuple[str, ...]:
 __all__ = [
     "Annotated",
     "BatchAnnotated",
+    "BatchCameras",
     "BatchDrawable",
     "BatchRandomisable",
     "Classified",

@@ -24,7 +24,7 @@ from .layers import LayeredGBuffer
 from .passes import PASSES, clear_passes
 from .primitives import MESHES
 from .table_batch import cameras
-from .table_layout import TableLayout, place_objects
+from .table_layout import PlacedObjects, TableLayout, gather, place_objects
 
 NEAR, FAR = 0.05, 50.0
 
@@ -55,14 +55,20 @@ def corner_points(shape: str, models: np.ndarray) -> np.ndarray:
 
 def _models(objects: list[dict[str, Any]], turn: float | np.ndarray) -> np.ndarray:
     """Translation @ y-rotation @ scale of each object (turned by ``turn``: one, or one each), written out."""
-    s = np.array([o["scale"] for o in objects], np.float64)
-    yaw = np.array([o["yaw"] for o in objects], np.float64) + turn
+    scale, yaw, x, z = (np.array([o[k] for o in objects], np.float64) for k in ("scale", "yaw", "x", "z"))
+    return models_of(scale, yaw, x, z, turn)
+
+
+def models_of(scale: np.ndarray, yaw: np.ndarray, x: np.ndarray, z: np.ndarray, turn: float | np.ndarray) -> np.ndarray:
+    """:func:`_models` of objects given as arrays (one value each)."""
+    s = np.asarray(scale, np.float64)
+    yaw = np.asarray(yaw, np.float64) + turn
     c, sn = np.cos(yaw) * s, np.sin(yaw) * s
-    m = np.zeros((len(objects), 4, 4))
+    m = np.zeros((len(s), 4, 4))
     m[:, 0, 0], m[:, 0, 2], m[:, 2, 0], m[:, 2, 2] = c, -sn, sn, c  # pyrr's y rotation
     m[:, 1, 1], m[:, 1, 3], m[:, 3, 3] = s, s / 2, 1.0
-    m[:, 0, 3] = [o["x"] for o in objects]
-    m[:, 2, 3] = [o["z"] for o in objects]
+    m[:, 0, 3] = x
+    m[:, 2, 3] = z
     return m + 0.0  # no negative zeros
 
 
@@ -160,13 +166,22 @@ class Table:
         :func:`glrec.scenes.table_layout.place_objects`), so a sample is the same in any batch.
         """
         checked = [self.check(p) for p in params]
-        objects = place_objects(checked, np.asarray(seeds, np.uint64), self.classes)
-        return [TableLayout(p, objs) for p, objs in zip(checked, objects, strict=True)]
+        placed = place_objects(checked, np.asarray(seeds, np.uint64), self.classes)
+        return [TableLayout(p, placed, j) for j, p in enumerate(checked)]
 
     def use_layout(self, layout: TableLayout) -> None:
         """Make ``layout`` (one of :meth:`randomise_batch`'s) the one :meth:`render` draws."""
+        self.layout = layout
         self.params = layout.params
-        self.objects = layout.objects
+
+    @property
+    def objects(self) -> list[dict[str, Any]]:
+        """The objects of the layout in use (see :attr:`TableLayout.objects`)."""
+        return self.layout.objects
+
+    @objects.setter
+    def objects(self, objects: list[dict[str, Any]]) -> None:
+        self.layout = TableLayout(self.params, PlacedObjects.from_dicts(objects), 0)
 
     def model(self, obj: dict[str, Any], t: float) -> np.ndarray:
         """World-from-object matrix of ``obj`` at time ``t`` (standing on y = 0, turned about y)."""
@@ -246,18 +261,13 @@ class Table:
         one-sample draw does (ties in depth resolve alike); matrices are computed for the batch at once.
         """
         assert self.ctx is not None
-        n = len(layouts)
+        lays = [self.layout if lay is None else lay for lay in layouts]
+        n = len(lays)
         views = np.zeros(n, _VIEW)
         sizes, turns, table_colours = np.empty(n), np.empty(n), np.empty((n, 3))
-        counts = np.empty(n, np.int64)
-        objects: list[dict[str, Any]] = []
-        eyes, gl_views = cameras(
-            [self.params if lay is None else lay.params for lay in layouts], [float(t) for t in times]
-        )
-        for j, (layout, t) in enumerate(zip(layouts, times, strict=True)):
-            if layout is not None:
-                self.use_layout(layout)
-            p = self.params
+        eyes, gl_views = cameras([lay.params for lay in lays], [float(t) for t in times])
+        for j, (layout, t) in enumerate(zip(lays, times, strict=True)):
+            p = layout.params
             eye, view, proj = eyes[j], gl_views[j], self._projection(float(p["fov"]))
             az, el = math.radians(float(p["light_azimuth"])), math.radians(float(p["light_elevation"]))
             light = -np.array([math.cos(el) * math.sin(az), math.sin(el), math.cos(el) * math.cos(az)])
@@ -267,12 +277,13 @@ class Table:
             views["eye"][j, :3] = eye
             sizes[j], turns[j] = float(p["table_size"]), float(p["spin"]) * float(t)
             table_colours[j] = [float(c) for c in p["table_colour"]]
-            counts[j] = len(self.objects)
-            objects.extend(self.objects)
+        self.use_layout(lays[-1])  # the last one drawn is the one in use, as after render()
+        counts, objs = gather(lays)
+        m = len(objs.x)
         scale = np.zeros((n, 4, 4))
         scale[:, 0, 0], scale[:, 1, 1], scale[:, 2, 2], scale[:, 3, 3] = sizes, 0.1, sizes, 1.0
         tops = matmul_stack(_TOP_SHIFT, scale)  # translation @ scale, in matmul's order
-        rows = np.zeros(n + len(objects), _INSTANCE)
+        rows = np.zeros(n + m, _INSTANCE)
         at_top = np.cumsum(counts + 1) - (counts + 1)
         is_object = np.ones(len(rows), bool)
         is_object[at_top] = False
@@ -281,13 +292,12 @@ class Table:
         rows["colour"][at_top, 3] = 0.25
         rows["ids"][at_top] = np.stack([np.zeros(n), np.full(n, self.classes.index("table")), np.arange(n)], 1)
         kinds = np.full(len(rows), "cube", dtype=object)
-        if objects:
-            models = _models(objects, np.repeat(turns, counts))
-            rows["model"][is_object] = models.transpose(0, 2, 1).reshape(len(objects), 16)
-            rows["colour"][is_object, :3] = [o["colour"] for o in objects]
-            ids = [[o["instance"], o["class"]] for o in objects]
-            rows["ids"][is_object] = np.column_stack([np.asarray(ids).reshape(-1, 2), np.repeat(np.arange(n), counts)])
-            kinds[is_object] = [o["shape"] for o in objects]
+        if m:
+            models = models_of(objs.scale, objs.yaw, objs.x, objs.z, np.repeat(turns, counts))
+            rows["model"][is_object] = models.transpose(0, 2, 1).reshape(m, 16)
+            rows["colour"][is_object, :3] = objs.colour
+            rows["ids"][is_object] = np.column_stack([objs.instance, objs.klass, np.repeat(np.arange(n), counts)])
+            kinds[is_object] = objs.shape
         if self._views is None or self._views.size < views.nbytes:
             if self._views is not None:
                 self._views.release()
@@ -322,6 +332,13 @@ class Table:
         from .table_batch import annotate_batch
 
         return annotate_batch(self, layouts, times)
+
+    def cameras_batch(self, layouts: Sequence[TableLayout], times: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+        """K (n, 3, 3) and world-to-camera (n, 4, 4) of a batch, the values :meth:`annotations_batch` gives
+        (:class:`~glrec.scenes.capabilities.BatchCameras`)."""
+        from .table_batch import camera_arrays
+
+        return camera_arrays(self, layouts, times)
 
     def annotations(self, t: float) -> dict[str, Any]:
         """Camera (OpenCV convention, see glrec.scenes.camera) and per-object pose and 2D box at ``t``."""

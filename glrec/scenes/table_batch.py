@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .table import Table
     from .table_layout import TableLayout
 
-__all__ = ["annotate_batch", "cameras"]
+__all__ = ["annotate_batch", "camera_arrays", "cameras"]
 
 _UP = np.array([0.0, 1.0, 0.0])
 
@@ -42,6 +42,18 @@ def cameras(params: Sequence[Mapping[str, Any]], times: Sequence[float]) -> tupl
     return eyes, look_at_batch(eyes, _UP)
 
 
+def camera_arrays(
+    table: Table, layouts: Sequence[TableLayout], times: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """K (n, 3, 3) and world-to-camera (n, 4, 4) of ``layouts[j]`` at ``times[j]``: :func:`annotate_batch`'s
+    camera values (rounded alike) without the rest of the annotations."""
+    params = [lay.params for lay in layouts]
+    _, views = cameras(params, [float(t) for t in times])
+    ks_by_fov: dict[float, np.ndarray] = {}
+    ks = np.stack([ks_by_fov.setdefault(float(p["fov"]), intrinsics(float(p["fov"]), table.size)) for p in params])
+    return ks.round(9) + 0.0, matmul_stack(GL_TO_CV, views).round(9) + 0.0
+
+
 def _rounded(m: np.ndarray) -> list[Any]:
     """:func:`~glrec.scenes.camera.as_list` of a whole stack at once: rounded to 9 decimals, no ``-0.0``."""
     rows: list[Any] = (m.round(9) + 0.0).tolist()
@@ -54,7 +66,8 @@ def annotate_batch(table: Table, layouts: Sequence[TableLayout], times: Sequence
     Returns plain JSON values (lists, floats, ints, str, None). Raises SceneError naming the
     batch position of a sample whose camera or objects are not finite (NaN cannot go to JSON).
     """
-    from .table import FAR, NEAR, _models, corner_points
+    from .table import FAR, NEAR, corner_points, models_of
+    from .table_layout import gather
 
     n = len(layouts)
     if not n:
@@ -65,20 +78,20 @@ def annotate_batch(table: Table, layouts: Sequence[TableLayout], times: Sequence
     w2c = matmul_stack(GL_TO_CV, views)
     ks_by_fov: dict[float, np.ndarray] = {}
     ks = np.stack([ks_by_fov.setdefault(float(p["fov"]), intrinsics(float(p["fov"]), table.size)) for p in params])
-    counts = np.array([len(lay.objects) for lay in layouts], np.int64)
-    objects = [o for lay in layouts for o in lay.objects]
+    counts, objs = gather(layouts)
+    m = len(objs.x)
     owner = np.repeat(np.arange(n), counts)
     turns = np.array([float(p["spin"]) * t for p, t in zip(params, times, strict=True)])
-    models = _models(objects, np.repeat(turns, counts)) if objects else np.zeros((0, 4, 4))
+    models = models_of(objs.scale, objs.yaw, objs.x, objs.z, np.repeat(turns, counts)) if m else np.zeros((0, 4, 4))
     bad = ~np.isfinite(w2c).all(axis=(1, 2)) | ~np.isfinite(eyes).all(axis=1)
-    if objects:
+    if m:
         bad |= np.bincount(owner, ~np.isfinite(models).all(axis=(1, 2)), minlength=n) > 0
     if bad.any():
         j = int(np.flatnonzero(bad)[0])
         raise SceneError(f"table: the camera or objects of batch sample {j} are not finite; check the [params] values.")
     cams = matmul_pairs(w2c[owner], models)
-    boxes: list[list[int] | None] = [None] * len(objects)
-    shapes = np.array([o["shape"] for o in objects], dtype=object)
+    boxes: list[list[int] | None] = [None] * m
+    shapes = objs.shape
     for shape in dict.fromkeys(shapes.tolist()):
         rows = np.flatnonzero(shapes == shape)
         points = corner_points(shape, models[rows])
@@ -87,6 +100,8 @@ def annotate_batch(table: Table, layouts: Sequence[TableLayout], times: Sequence
             boxes[j] = box
     model_lists, cam_lists = _rounded(models), _rounded(cams)
     w2c_lists, eye_lists, k_lists = _rounded(w2c), _rounded(eyes), _rounded(ks)
+    colours = [[round(c, 6) for c in rgb] for rgb in objs.colour.tolist()]
+    names, classes, ids = shapes.tolist(), objs.klass.tolist(), objs.instance.tolist()
     width, height = table.size
     out: list[dict[str, Any]] = []
     first = 0
@@ -96,10 +111,9 @@ def annotate_batch(table: Table, layouts: Sequence[TableLayout], times: Sequence
             "camera": {"K": k_lists[j], "world_to_camera": w2c_lists[j], "position": eye_lists[j], "near": NEAR,
                        "far": FAR, "width": width, "height": height},
             "objects": [
-                {"instance": obj["instance"], "class": obj["class"], "class_name": obj["shape"],
-                 "colour": [round(c, 6) for c in obj["colour"]], "world_from_object": model_lists[i],
-                 "camera_from_object": cam_lists[i], "bbox": boxes[i]}
-                for i, obj in zip(range(first, last), objects[first:last], strict=True)
+                {"instance": ids[i], "class": classes[i], "class_name": names[i], "colour": colours[i],
+                 "world_from_object": model_lists[i], "camera_from_object": cam_lists[i], "bbox": boxes[i]}
+                for i in range(first, last)
             ],
         })  # fmt: skip
         first = last

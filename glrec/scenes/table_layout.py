@@ -11,6 +11,7 @@ on which other samples share its batch.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,19 +21,104 @@ import numpy as np
 
 from .draws import uniforms
 
-__all__ = ["TRIES", "TableLayout", "hsv_to_rgb", "place_objects"]
+__all__ = ["TRIES", "PlacedObjects", "TableLayout", "gather", "hsv_to_rgb", "place_objects"]
 
 #: Places tried for one object before it is left out (no room left on the table).
 TRIES = 100
 _PER_OBJECT = 8  # draws reserved per object slot in "table:object" (6 used)
 
 
-@dataclass(frozen=True)
+#: PlacedObjects' columns, in order (one value per object).
+_FIELDS = ("instance", "shape", "klass", "colour", "x", "z", "scale", "yaw", "radius")
+
+
+@dataclass(frozen=True, eq=False)
+class PlacedObjects:
+    """The objects of a batch of samples as arrays, sample after sample: sample j's are rows
+    ``start[j]:start[j + 1]``, in placement order (instance ids 1..n)."""
+
+    start: np.ndarray  # (n + 1,) int64
+    instance: np.ndarray  # (m,) int64: the instance id (1..n in each sample, in placement order)
+    shape: np.ndarray  # (m,) object: the mesh kind's name
+    klass: np.ndarray  # (m,) int64: the class id
+    colour: np.ndarray  # (m, 3) float64
+    x: np.ndarray
+    z: np.ndarray
+    scale: np.ndarray
+    yaw: np.ndarray
+    radius: np.ndarray
+
+    @classmethod
+    def from_dicts(cls, objects: Sequence[dict[str, Any]]) -> PlacedObjects:
+        """One sample's objects given as :attr:`TableLayout.objects` dicts (their instance ids, else their order)."""
+        col = {k: [o[k] for o in objects] for k in ("shape", "class", "colour", "x", "z", "scale", "yaw", "radius")}
+        ids = np.array([o.get("instance", i + 1) for i, o in enumerate(objects)], np.int64)
+        return cls(np.array([0, len(objects)], np.int64), ids, np.array(col["shape"], dtype=object),
+                   np.array(col["class"], np.int64), np.array(col["colour"], np.float64).reshape(-1, 3),
+                   *(np.array(col[k], np.float64) for k in ("x", "z", "scale", "yaw", "radius")))  # fmt: skip
+
+    def dicts(self, row: int) -> list[dict[str, Any]]:
+        """Sample ``row``'s objects as the dicts :attr:`TableLayout.objects` holds."""
+        a, b = int(self.start[row]), int(self.start[row + 1])
+        cols = zip(*(getattr(self, f)[a:b].tolist() for f in _FIELDS), strict=True)
+        return [{"instance": i, "shape": sh, "class": c, "colour": col, "x": x, "z": z, "scale": sc, "yaw": yw,
+                 "radius": r} for i, sh, c, col, x, z, sc, yw, r in cols]  # fmt: skip
+
+
+_EMPTY = PlacedObjects(
+    np.zeros(1, np.int64),
+    np.zeros(0, np.int64),
+    np.empty(0, dtype=object),
+    np.zeros(0, np.int64),
+    np.zeros((0, 3)),
+    *(np.zeros(0) for _ in range(5)),
+)
+
+
+@dataclass(frozen=True, eq=False)
 class TableLayout:
-    """One sample's table: the parameters in effect and the objects placed (instance ids 1..n)."""
+    """One sample's table: the parameters in effect and the objects placed (instance ids 1..n): row ``row``
+    of a batch's :class:`PlacedObjects` (the draw and the annotations read those arrays for the whole batch)."""
 
     params: dict[str, Any]
-    objects: list[dict[str, Any]]
+    placed: PlacedObjects
+    row: int
+
+    def __eq__(self, other: object) -> bool:  # the same table: the same params and objects (wherever stored)
+        if not isinstance(other, TableLayout):
+            return NotImplemented
+        return self.params == other.params and self.objects == other.objects
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def object_count(self) -> int:
+        """How many objects the sample has (without making their dicts)."""
+        return int(self.placed.start[self.row + 1] - self.placed.start[self.row])
+
+    @functools.cached_property
+    def objects(self) -> list[dict[str, Any]]:
+        """The objects as dicts: ``instance``, ``shape``, ``class``, ``colour``, ``x``, ``z``, ``scale``, ``yaw``,
+        ``radius`` (made when first asked for)."""
+        return self.placed.dicts(self.row)
+
+
+def gather(layouts: Sequence[TableLayout]) -> tuple[np.ndarray, PlacedObjects]:
+    """Each layout's object count, and every object of ``layouts`` as one :class:`PlacedObjects` (layout after
+    layout); one gather where the layouts come from one batch (the dataset renderer's case)."""
+    placed = layouts[0].placed if layouts else None
+    if placed is not None and all(lay.placed is placed for lay in layouts):
+        rows = np.fromiter((lay.row for lay in layouts), np.int64, len(layouts))
+        first, counts = placed.start[rows], placed.start[rows + 1] - placed.start[rows]
+        ends = np.cumsum(counts)
+        pick = np.repeat(first - (ends - counts), counts) + np.arange(int(ends[-1]))
+        columns = [getattr(placed, f)[pick] for f in _FIELDS]
+    else:
+        spans = [(lay.placed, int(lay.placed.start[lay.row]), int(lay.placed.start[lay.row + 1])) for lay in layouts]
+        counts = np.array([b - a for _, a, b in spans], np.int64)
+        columns = [np.concatenate([getattr(p, f)[a:b] for p, a, b in spans]) if spans else getattr(_EMPTY, f)
+                   for f in _FIELDS]  # fmt: skip
+    return counts, PlacedObjects(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), *columns)
 
 
 def hsv_to_rgb(h: np.ndarray, s: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -56,9 +142,29 @@ def hsv_to_rgb(h: np.ndarray, s: np.ndarray, v: np.ndarray) -> np.ndarray:
     return out
 
 
-def place_objects(
-    params: Sequence[dict[str, Any]], seeds: np.ndarray, classes: Sequence[str]
-) -> list[list[dict[str, Any]]]:
+_FIRST_TRIES = 8  # tried for every sample at once; the rest only where none of these fits
+
+
+def _tries(
+    seeds: np.ndarray, k: int, start: int, stop: int, h: np.ndarray, r: np.ndarray,
+    xs: np.ndarray, zs: np.ndarray, rs: np.ndarray, placed: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """Tries ``start..stop-1`` of object slot ``k`` (half table ``h``, radius ``r``, each (a, 1)) against the
+    objects placed before it: (fits (a, tries), x, z)."""
+    tries = stop - start
+    u = uniforms(seeds, "table:place", 2 * tries, first=2 * (k * TRIES + start)).reshape(len(seeds), tries, 2)
+    room = h > r
+    span = np.where(room, 2 * (h - r), 0.0)
+    x = np.where(room, -h + r + span * u[:, :, 0], 0.0)
+    z = np.where(room, -h + r + span * u[:, :, 1], 0.0)
+    if not k:
+        return np.ones((len(seeds), tries), bool), x, z
+    dist = np.hypot(x[:, :, None] - xs[:, None, :], z[:, :, None] - zs[:, None, :])
+    clear = (dist > r[:, :, None] + rs[:, None, :]) | ~placed[:, None, :]
+    return clear.all(axis=2), x, z
+
+
+def place_objects(params: Sequence[dict[str, Any]], seeds: np.ndarray, classes: Sequence[str]) -> PlacedObjects:
     """The objects of each sample (``params[j]`` checked, ``seeds[j]`` its seed), drawn for the batch at once."""
     n = len(params)
     count = np.array([int(p["objects"]) for p in params], np.int64)
@@ -76,20 +182,18 @@ def place_objects(
         active = np.flatnonzero(count > k)
         scale = lo[active] + (hi[active] - lo[active]) * draws[active, k, 1]
         radius = scale * 0.71  # footprint circle of the unit solid (the cube's half diagonal)
-        # Every try at once: the object takes its first try that overlaps no object placed before it.
-        u = uniforms(seeds[active], "table:place", 2 * TRIES, first=2 * k * TRIES).reshape(len(active), TRIES, 2)
-        h = half[active][:, None]
-        r = radius[:, None]
-        room = h > r
-        span = np.where(room, 2 * (h - r), 0.0)
-        x = np.where(room, -h + r + span * u[:, :, 0], 0.0)
-        z = np.where(room, -h + r + span * u[:, :, 1], 0.0)
-        if k:
-            dist = np.hypot(x[:, :, None] - xs[active, None, :k], z[:, :, None] - zs[active, None, :k])
-            clear = (dist > r[:, :, None] + rs[active, None, :k]) | ~placed[active, None, :k]
-            ok = clear.all(axis=2)
-        else:
-            ok = np.ones((len(active), TRIES), bool)
+        # The object takes its first try that overlaps no object placed before it: the first few tries of
+        # every sample at once, then the rest for the samples none of those fitted (counter-based: the same draws).
+        h, r = half[active][:, None], radius[:, None]
+        ok, x, z = _tries(seeds[active], k, 0, _FIRST_TRIES, h, r, xs[active, :k], zs[active, :k], rs[active, :k],
+                          placed[active, :k])  # fmt: skip
+        left = np.flatnonzero(~ok.any(axis=1))
+        if len(left):
+            a = active[left]
+            ok2, x2, z2 = _tries(seeds[a], k, _FIRST_TRIES, TRIES, h[left], r[left], xs[a, :k], zs[a, :k], rs[a, :k],
+                                 placed[a, :k])  # fmt: skip
+            ok, x, z = (np.concatenate([c, np.zeros((len(c), TRIES - _FIRST_TRIES), c.dtype)], 1) for c in (ok, x, z))
+            ok[left, _FIRST_TRIES:], x[left, _FIRST_TRIES:], z[left, _FIRST_TRIES:] = ok2, x2, z2
         found = ok.any(axis=1)
         first = ok.argmax(axis=1)
         rows = active[found]
@@ -98,9 +202,8 @@ def place_objects(
         rs[rows, k] = radius[found]
         placed[rows, k] = True
         slots[active, k] = np.where(placed[active, k], 1, -1)
-    result: list[list[dict[str, Any]]] = [[] for _ in range(n)]
     if not most:
-        return result
+        return PlacedObjects(np.zeros(n + 1, np.int64), *(getattr(_EMPTY, f) for f in _FIELDS))
     assert draws is not None
     scales = lo[:, None] + (hi - lo)[:, None] * draws[:, :, 1]
     colours = hsv_to_rgb(
@@ -108,18 +211,27 @@ def place_objects(
     ).reshape(n, most, 3)
     yaws = 2 * math.pi * draws[:, :, 5]
     shape_ix = np.minimum(np.floor(draws[:, :, 0] * nshapes[:, None]), nshapes[:, None] - 1).astype(np.int64)
-    # Python floats for the whole batch at once (tolist), then one dict per placed object.
-    colour_l, xs_l, zs_l, scales_l = colours.tolist(), xs.tolist(), zs.tolist(), scales.tolist()
-    yaws_l, rs_l, shape_l, placed_l = yaws.tolist(), rs.tolist(), shape_ix.tolist(), (slots >= 0).tolist()
-    for j in range(n):
-        shapes = list(params[j]["shapes"])
-        class_of = {shape: classes.index(shape) for shape in shapes}
-        objs = result[j]
-        for k in range(most):
-            if not placed_l[j][k]:
-                continue
-            shape = shapes[shape_l[j][k]]
-            objs.append({"instance": len(objs) + 1, "shape": shape, "class": class_of[shape],
-                         "colour": colour_l[j][k], "x": xs_l[j][k], "z": zs_l[j][k], "scale": scales_l[j][k],
-                         "yaw": yaws_l[j][k], "radius": rs_l[j][k]})  # fmt: skip
-    return result
+    keep = slots >= 0  # placed slots, sample after sample, in slot (= placement) order
+    counts = keep.sum(axis=1)
+    lists = [tuple(p["shapes"]) for p in params]
+    if len(set(lists)) == 1:
+        shape_name = np.asarray(lists[0], dtype=object)[shape_ix]
+    else:  # each sample's own shape list (a spec may vary it)
+        shape_name = np.empty((n, most), dtype=object)
+        for j, names in enumerate(lists):
+            shape_name[j] = np.asarray(names, dtype=object)[shape_ix[j]]
+    class_ids = {shape: classes.index(shape) for shape in dict.fromkeys(shape_name[keep].tolist())}
+    shape_flat = shape_name[keep]
+    start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return PlacedObjects(
+        start=start,
+        instance=np.arange(int(start[-1])) - np.repeat(start[:-1], counts) + 1,  # 1..n in each sample
+        shape=shape_flat,
+        klass=np.array([class_ids[s] for s in shape_flat.tolist()], np.int64),
+        colour=colours[keep],
+        x=xs[keep],
+        z=zs[keep],
+        scale=scales[keep],
+        yaw=yaws[keep],
+        radius=rs[keep],
+    )

@@ -36,6 +36,7 @@ from typing import BinaryIO
 
 from .._declare import spelled
 from ..errors import OutputError, OutputExistsError
+from .write_behind import WriteBehindFile
 
 __all__ = ["OutputFile", "check_output_path", "frame_path", "has_frame_pattern", "sequence_frames", "staging_name"]
 
@@ -198,7 +199,9 @@ class OutputFile:
         except OSError as exc:
             raise OutputError(f"Cannot open {str(self.final)!r} for writing: {exc.strerror}.") from exc
         self.created = True
-        return open(fd, "wb", buffering=0)
+        if self.stream:
+            return open(fd, "wb", buffering=0)
+        return WriteBehindFile(fd)  # on its way to the disk as it grows: commit's fsync is short
 
     def commit(self, source: Path | None = None) -> None:
         """The work file (or ``source``, made from it) is complete: make it the output.

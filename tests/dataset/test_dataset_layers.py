@@ -182,13 +182,13 @@ def test_a_user_scene_without_the_capability_still_streams(gl):
 def test_the_stream_takes_the_layered_path_and_matches_one_by_one(gl, monkeypatch):
     spec = make_spec(samples=7)
     calls = []
-    original = LayerRenderer.render
+    original = LayerRenderer.draw  # the stream draws, and leaves the metadata until it is read
 
     def counting(self, indices, target):
         calls.append(list(indices))
         return original(self, indices, target)
 
-    monkeypatch.setattr(LayerRenderer, "render", counting)
+    monkeypatch.setattr(LayerRenderer, "draw", counting)
     got = {}
     for b in stream(spec, 3):
         for j, i in enumerate(b["index"].tolist()):

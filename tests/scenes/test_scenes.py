@@ -119,3 +119,21 @@ def test_table_boxes_and_poses_for_all_objects_at_once_equal_one_by_one():
     assert any(b is not None for b in one_by_one)
     boxes = [o["bbox"] for o in table.annotations(0.7)["objects"]]
     assert len(boxes) == len(table.objects) and any(b is not None for b in boxes)
+
+
+def test_a_table_takes_objects_set_by_hand_and_annotates_them_in_one_sample_and_in_a_batch():
+    import numpy as np
+
+    from glrec.scenes.table import Table
+
+    table = Table()
+    table.size = (64, 48)
+    table.randomise({"objects": 6, "shapes": ["cube", "sphere"]}, np.random.default_rng(8))
+    kept = [dict(o) for o in table.objects[1:4]]
+    kept[0]["x"] += 0.25  # a subclass may move or drop objects of a layout
+    table.objects = kept
+    assert table.objects == kept
+    one = table.annotations(0.3)
+    assert [o["instance"] for o in one["objects"]] == [2, 3, 4]  # their own ids, as given
+    assert table.annotations_batch([table.layout], [0.3]) == [one]
+    np.testing.assert_array_equal(table.models(0.3)[0], table.model(kept[0], 0.3))

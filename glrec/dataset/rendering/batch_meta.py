@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ def indexed(exc: BaseException, index: int) -> BaseException:
     return new
 
 
-def camera_arrays(metas: list[dict[str, Any]], clip: bool) -> dict[str, np.ndarray]:
+def camera_arrays(metas: Sequence[dict[str, Any]], clip: bool) -> dict[str, np.ndarray]:
     def cams(m: dict[str, Any]) -> list[Any]:
         return [f.get("camera") for f in m.get("frames", [])] if clip else [m.get("camera")]
 
@@ -42,7 +43,7 @@ def camera_arrays(metas: list[dict[str, Any]], clip: bool) -> dict[str, np.ndarr
     return out
 
 
-def object_arrays(metas: list[dict[str, Any]]) -> dict[str, list[np.ndarray]]:
+def object_arrays(metas: Sequence[dict[str, Any]]) -> dict[str, list[np.ndarray]]:
     if not metas or any(m.get("objects") is None for m in metas):
         return {}
     boxes, labels, instances = [], [], []

@@ -19,6 +19,7 @@ import ctypes
 import functools
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import moderngl
@@ -40,11 +41,13 @@ from .layer_pack import LayerPacker
 from .pack import PackTarget
 
 if TYPE_CHECKING:
+    from .layer_pack import Boxes
+    from .plans import SamplePlan
     from .sample import Sample, SampleRenderer
 
 log = logging.getLogger("glrec")
 
-__all__ = ["LayerRenderer", "budget_of", "can_render_layers"]
+__all__ = ["DrawnChunk", "LayerRenderer", "budget_of", "can_render_layers"]
 
 #: GPU memory for one chunk's render targets: about 1 GiB on a GPU, 64 MiB on software GL
 #: (llvmpipe rasterises a layer at a time; bigger chunks only cost memory there).
@@ -73,6 +76,18 @@ def can_render_layers(renderer: SampleRenderer) -> bool:
         and batch_drawable(renderer.scene)
         and can_layer(renderer.ctx)
     )
+
+
+@dataclass
+class DrawnChunk:
+    """A chunk :meth:`LayerRenderer.draw` rendered: sample k is ``plans[k]`` at ``times[k]``, with the boxes its
+    instance mask holds (``boxes[k]``), the scene's params in effect (``in_effect[k]``) and its packed arrays."""
+
+    plans: list[SamplePlan]
+    times: list[float]
+    boxes: list[Boxes | None]
+    in_effect: list[dict[str, Any]]
+    arrays: list[dict[str, np.ndarray]]
 
 
 class LayerRenderer:
@@ -141,6 +156,36 @@ class LayerRenderer:
                 samples.append(sample)
         return samples
 
+    def draw(self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None]) -> list[DrawnChunk]:
+        """Render samples ``indices`` as :meth:`render` does, but leave their metadata for later: each chunk's
+        plans, times, visible boxes and the scene's params in effect, which
+        :class:`~glrec.dataset.rendering.deferred_meta.DeferredMetas` annotates when (and if) it is read, on
+        any thread. Only where :attr:`can_defer` (the annotations are a pure function of the layouts)."""
+        from .sample import TIME_PARAM, plan_samples
+
+        assert self.can_defer
+        r = self.renderer
+        plans = plan_samples(r.spec, list(indices), r.scene)
+        chunks: list[DrawnChunk] = []
+        for j in range(0, len(plans), self.layers):
+            chunk = plans[j : j + self.layers]
+            times = [float(p.params.get(TIME_PARAM, 0.0)) for p in chunk]
+            layouts = [p.layout for p in chunk]
+            result = self._chunk(layouts, times, target(j, len(chunk)))
+            in_effect = []
+            if r._reports_params:
+                for plan in chunk:
+                    cast(BatchRandomisable, r.scene).use_layout(plan.layout)
+                    in_effect.append(r.in_effect())
+            chunks.append(DrawnChunk(chunk, times, result.boxes, in_effect or [{}] * len(chunk), result.arrays))
+        return chunks
+
+    @property
+    def can_defer(self) -> bool:
+        """Whether :meth:`draw` may leave the metadata for later: the scene annotates whole batches
+        (:func:`~glrec.scenes.capabilities.batch_annotated`) or not at all."""
+        return self._batch_annotated or not self._annotated
+
     def _batch_annotations(self, layouts: list[Any], times: list[float]) -> Sequence[dict[str, Any]] | None:
         """The chunk's annotations from the scene's ``annotations_batch``, or None: annotate one sample at a
         time (a scene without it, or one that failed: the one-sample call then names the sample)."""
@@ -181,7 +226,7 @@ class LayerRenderer:
                     f"Scene {self.renderer.spec.scene!r} raised drawing a batch of {len(layouts)} samples: "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
-        ids = 1 + max((len(getattr(lay, "objects", ())) for lay in layouts), default=0)
+        ids = 1 + max((_object_count(lay) for lay in layouts), default=0)
         return self.packer.run(len(layouts), self.stride, ids, into, self._instance_layer, meanwhile)
 
     def _instance_layer(self, layer: int) -> np.ndarray:
@@ -214,6 +259,12 @@ def _annotate(r: SampleRenderer, index: int, t: float) -> dict[str, Any]:
         raise SceneError(
             f"Scene {r.spec.scene!r} failed to annotate sample {index} at t={t:g}: {type(exc).__name__}: {exc}"
         ) from exc
+
+
+def _object_count(layout: Any) -> int:
+    """A layout's objects (``object_count`` where it says, else ``len(objects)``): the box table's width."""
+    count = getattr(layout, "object_count", None)
+    return int(count) if count is not None else len(getattr(layout, "objects", ()))
 
 
 def _round_up(n: int, to: int) -> int:

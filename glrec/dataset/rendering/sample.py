@@ -31,7 +31,7 @@ from .plans import TIME_PARAM, SamplePlan, plan_samples, sample_plan
 log = logging.getLogger("glrec")
 
 __all__ = ["TIME_PARAM", "Sample", "SamplePlan", "SampleRenderer", "check_scene", "finish_colour", "plan_samples",
-           "sample_plan"]  # fmt: skip
+           "sample_meta", "sample_plan"]  # fmt: skip
 
 
 @dataclass
@@ -196,16 +196,27 @@ class SampleRenderer:
         ``target(j, n)``: a host uint8 array of ``n`` sample strides (None: a new one) or a GL buffer and
         byte offset.
         """
+        return self._layers_for(len(indices), max_layers).render(indices, target)
+
+    def draw_batch(self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None]) -> list[Any] | None:
+        """:meth:`render_batch` with the samples' metadata left for later: the chunks drawn
+        (:class:`~glrec.dataset.rendering.render_layers.DrawnChunk`), for
+        :class:`~glrec.dataset.rendering.deferred_meta.DeferredMetas`; None (nothing drawn) where the
+        scene's annotations need the scene's state at the draw (then call :meth:`render_batch`)."""
+        layers = self._layers_for(len(indices), None)
+        return layers.draw(indices, target) if layers.can_defer else None
+
+    def _layers_for(self, n: int, max_layers: int | None) -> Any:
         from .render_layers import LayerRenderer
 
         layers = self._layers
         # Made for the first batch; made again only when a larger batch could use more layers.
-        if layers is None or layers.max_layers != max_layers or layers.layers == layers.batch < len(indices):
+        if layers is None or layers.max_layers != max_layers or layers.layers == layers.batch < n:
             self._layers = None
             if layers is not None:
                 layers.release()
-            layers = self._layers = LayerRenderer(self, len(indices), max_layers)
-        return layers.render(indices, target)
+            layers = self._layers = LayerRenderer(self, n, max_layers)
+        return layers
 
     @property
     def gbuffer(self) -> GBuffer:
@@ -257,22 +268,13 @@ class SampleRenderer:
         self.finish_meta(sample, frames_meta)
         return sample
 
+    def in_effect(self) -> dict[str, Any]:
+        """The scene's params in effect (:class:`ReportsParams`) for the layout in use, or none."""
+        return dict(cast(ReportsParams, self.scene).params) if self._reports_params else {}
+
     def finish_meta(self, sample: Sample, frames_meta: list[dict[str, Any]]) -> None:
         """Fill ``sample.meta`` (what ``meta.json`` holds) from its frames' metadata and the scene's params."""
-        spec = self.spec
-        in_effect = dict(cast(ReportsParams, self.scene).params) if self._reports_params else {}
-        sample.meta = {
-            "key": sample.key,
-            "index": sample.index,
-            "seed": sample.seed,
-            "scene": spec.scene,
-            "size": list(spec.size),
-            "params": {**in_effect, **sample.params},
-        }
-        if spec.is_clip:
-            sample.meta.update(fps=spec.fps, frames=frames_meta)
-        else:
-            sample.meta.update(frames_meta[0])
+        sample.meta = sample_meta(self.spec, sample, self.in_effect(), frames_meta)
 
     def _render_frame(
         self, sample: Sample, t: float, on_frame: Callable[[GBuffer], None] | None, into: PackTarget | None = None
@@ -377,6 +379,25 @@ class SampleRenderer:
         finally:
             if gb is not None:
                 gb.release()
+
+
+def sample_meta(spec: DatasetSpec, sample: Sample, in_effect: dict[str, Any],
+                frames_meta: list[dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    """What ``meta.json`` holds for ``sample``: its identity, the scene's params in effect under the spec's,
+    and its frames' metadata (images: the one frame's, merged in)."""
+    meta: dict[str, Any] = {
+        "key": sample.key,
+        "index": sample.index,
+        "seed": sample.seed,
+        "scene": spec.scene,
+        "size": list(spec.size),
+        "params": {**in_effect, **sample.params},
+    }
+    if spec.is_clip:
+        meta.update(fps=spec.fps, frames=frames_meta)
+    else:
+        meta.update(frames_meta[0])
+    return meta
 
 
 def _add_visible(meta: dict[str, Any], visible: dict[int, tuple[list[int], int]]) -> None:

@@ -27,8 +27,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from ...errors import BuffersHeldError, ConfigError, GlrecError
+from ...scenes.capabilities import batch_annotated
 from ..rendering.batch_meta import camera_arrays, indexed, object_arrays
 from ..rendering.batches import BatchRanges, check_stream_args, parse_device
+from ..rendering.deferred_meta import DeferredMetas, deferred_columns
 from ..rendering.memory import BatchLayout, HostSlots, Lease
 from ..rendering.pack import PackTarget
 from ..rendering.sample import Sample, SampleRenderer
@@ -43,9 +45,11 @@ __all__ = ["Batch", "SampleStream", "batch_ranges", "parse_device", "stream"]
 #: ``depth`` (n, h, w) float32, ``instance``/``semantic`` (n, h, w) uint16,
 #: ``normal`` (n, h, w, 3) uint8 (``normal = "png"``) or float32 (``"npy"``) —
 #: clips have a frame axis after n; ``K`` (n, 3, 3) and ``world_to_camera``
-#: (n, 4, 4) float64 (clips: (n, frames, ...)); for images ``boxes`` (list of (m, 4)
+#: (n, 4, 4) float64 (clips: (n, frames, ...)); for images ``boxes`` (per sample, (m, 4)
 #: int64 ``[x0, y0, x1, y1)`` of the visible objects), ``labels`` and ``instances``
-#: (lists of (m,) int64); ``meta`` (list of what each ``meta.json`` holds).
+#: (per sample, (m,) int64); ``meta`` (what each sample's ``meta.json`` holds). On the layered
+#: batch path ``meta``, ``boxes``, ``labels`` and ``instances`` are sequences made when first read
+#: (:mod:`glrec.dataset.rendering.deferred_meta`): a loop that reads only the tensors never pays for them.
 Batch = dict[str, Any]
 
 THREAD_NAME = "glrec-dataset-stream"
@@ -175,17 +179,21 @@ class _Producer:
         del lease  # the arrays hold it now
         spec = self.spec
         batch: Batch = {"index": np.asarray(indices, np.int64), "key": [spec.key(i) for i in indices], **arrays}
-        batch.update(camera_arrays(metas, spec.is_clip))
-        if not spec.is_clip:
-            batch.update(object_arrays(metas))
+        if isinstance(metas, DeferredMetas):
+            batch.update(deferred_columns(renderer.scene, metas))
+        else:
+            batch.update(camera_arrays(metas, spec.is_clip))
+            if not spec.is_clip:
+                batch.update(object_arrays(metas))
         batch["meta"] = metas
         return batch
 
     def _layered(
         self, renderer: SampleRenderer, layout: BatchLayout, slot: int, indices: range
-    ) -> list[dict[str, Any]] | None:
-        """The batch N samples per GL pass (:meth:`SampleRenderer.render_batch`), or None after an error
-        (then the one-by-one path renders it again, and fails naming the sample)."""
+    ) -> Sequence[dict[str, Any]] | None:
+        """The batch N samples per GL pass (:meth:`SampleRenderer.draw_batch`: its metadata made when first
+        read; or :meth:`~SampleRenderer.render_batch`), or None after an error (then the one-by-one path
+        renders it again, and fails naming the sample)."""
         from ..files.samples import meta_json
 
         slots = self.slots
@@ -196,6 +204,10 @@ class _Producer:
             return slots.target(slot, layout.frame_offset(j), n * layout.sample_stride)
 
         try:
+            chunks = renderer.draw_batch(indices, target)
+            if chunks is not None:
+                return DeferredMetas(self.spec, renderer.scene if batch_annotated(renderer.scene) else None, chunks,
+                                     _strict_params)  # fmt: skip
             samples = renderer.render_batch(indices, target)
             return [_plain(s) if s.plain_meta else dict(json.loads(meta_json(s.meta, s.key))) for s in samples]
         except _Stopped:
@@ -252,10 +264,13 @@ def _plain(sample: Sample) -> dict[str, Any]:
     """What ``meta.json`` holds for a sample whose annotations are plain JSON values already
     (:class:`~glrec.scenes.capabilities.BatchAnnotated`): only its ``params`` (the spec's values and the
     scene's) go through JSON; the rest is glrec's own ints, str and lists."""
+    return _strict_params(dict(sample.meta))
+
+
+def _strict_params(meta: dict[str, Any]) -> dict[str, Any]:
     from ..files.samples import meta_json
 
-    meta = dict(sample.meta)
-    meta["params"] = json.loads(meta_json(meta["params"], sample.key))
+    meta["params"] = json.loads(meta_json(meta["params"], meta["key"]))
     return meta
 
 

@@ -18,6 +18,7 @@ then. Forked workers of a process that never opened EGL are fine.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -29,6 +30,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from ...errors import ContextError
 from ..rendering.batches import check_stream_args
+from ..rendering.deferred_meta import LazyColumn
 from ..spec.document import DatasetSpec, whole_number
 from .tensors import Batch, batch_ranges, parse_device, stream
 
@@ -40,7 +42,8 @@ def to_torch(batch: Batch, device: str = "cpu", *, shared: bool = False) -> dict
 
     Passes stay where they were rendered (host, or the CUDA device); ``index``,
     ``K``, ``world_to_camera``, ``boxes``, ``labels``, ``instances`` become tensors
-    on ``device``; ``key`` and ``meta`` stay lists. ``shared``: host passes are
+    on ``device`` (the last three when first read, as the metadata is made); ``key`` and ``meta`` stay
+    sequences. ``shared``: host passes are
     copied once into shared memory instead, as a DataLoader worker hands them on
     (so the stream's buffer is free again at once).
     """
@@ -50,6 +53,8 @@ def to_torch(batch: Batch, device: str = "cpu", *, shared: bool = False) -> dict
             out[name] = value
         elif isinstance(value, list):
             out[name] = [torch.as_tensor(v, device=device) for v in value]
+        elif isinstance(value, LazyColumn):  # made (and made tensors) when first read
+            out[name] = value.map(functools.partial(torch.as_tensor, device=device))
         elif isinstance(value, np.ndarray):
             if device != "cpu":
                 out[name] = torch.as_tensor(value, device=device)

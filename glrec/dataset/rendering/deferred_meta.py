@@ -1,0 +1,236 @@
+"""A batch's metadata computed when it is first read: a training loop that reads only the tensors pays nothing.
+
+What a streamed batch's ``meta`` holds for each sample (its ``meta.json``: the
+camera, every object's pose and boxes, the parameters) costs more CPU than the
+draw at small sizes: at 128x128 it was most of the stream's time. The layered
+path (:meth:`~glrec.dataset.rendering.render_layers.LayerRenderer.draw`) keeps
+what it needs instead (layouts, times, the visible boxes the GPU counted), and
+:class:`DeferredMetas` builds the metadata of the whole batch at once the first
+time any of it is read, on the reading thread, with the scene's
+``annotations_batch``: the same values, in the same order, as when it was built
+at once. Pickled (DataLoader workers), it is a plain list.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, cast, overload
+
+import numpy as np
+
+from ...errors import GlrecError, SceneError
+from ...scenes.capabilities import BatchAnnotated, BatchCameras
+from .batch_meta import camera_arrays, object_arrays
+
+if TYPE_CHECKING:
+    from ..spec.document import DatasetSpec
+    from .render_layers import DrawnChunk
+
+__all__ = ["DeferredMetas", "LazyColumn", "deferred_columns"]
+
+Meta = dict[str, Any]
+
+
+class DeferredMetas(Sequence[Meta]):
+    """The ``meta`` of every sample of ``chunks``, made on first read (thread-safe), then kept.
+
+    ``scene``: the scene that drew them, when it annotates (a
+    :class:`~glrec.scenes.capabilities.BatchAnnotated` scene, whose annotations depend only on the
+    layouts and times); ``finish(meta)``: a last step for each sample's meta (the stream's strict JSON).
+    An error raised while building is raised again by every later read.
+    """
+
+    def __init__(
+        self, spec: DatasetSpec, scene: object | None, chunks: list[DrawnChunk], finish: Callable[[Meta], Meta]
+    ) -> None:
+        self._spec, self._scene, self._chunks, self._finish = spec, scene, chunks, finish
+        self._n = sum(len(c.plans) for c in chunks)
+        self._lock = threading.Lock()
+        self._metas: list[Meta] | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def annotated(self) -> bool:
+        """Whether the samples' metadata lists objects (asked of the scene for the batch's first sample)."""
+        if self._metas is not None:
+            return bool(self._metas) and self._metas[0].get("objects") is not None
+        if self._scene is None or not self._chunks:
+            return False
+        first = self._chunks[0]
+        try:
+            probe = cast(BatchAnnotated, self._scene).annotations_batch([first.plans[0].layout], first.times[:1])
+            return probe[0].get("objects") is not None
+        except Exception:
+            self.materialise()  # raises, naming the sample
+            raise
+
+    def cameras(self, scene: BatchCameras) -> tuple[np.ndarray, np.ndarray] | None:
+        """Every sample's K (n, 3, 3) and world-to-camera (n, 4, 4) from ``scene``'s ``cameras_batch`` (None once
+        the metadata is made: take them from it); a camera that is not finite raises the metadata's error."""
+        if self._metas is not None:
+            return None
+        parts = [scene.cameras_batch([p.layout for p in c.plans], c.times) for c in self._chunks]
+        k = np.concatenate([p[0] for p in parts])
+        w2c = np.concatenate([p[1] for p in parts])
+        if not (np.isfinite(k).all() and np.isfinite(w2c).all()):
+            self.materialise()  # the annotations refuse it, naming the sample
+        return k, w2c
+
+    @property
+    def built(self) -> bool:
+        """Whether the metadata has been made (it is, once anything of it was read)."""
+        return self._metas is not None
+
+    def materialise(self) -> list[Meta]:
+        """Every sample's meta (made now if not yet)."""
+        with self._lock:
+            if self._error is not None:
+                raise self._error
+            if self._metas is None:
+                try:
+                    self._metas = self._build()
+                except BaseException as exc:
+                    self._error = exc
+                    raise
+                self._chunks = []  # what they were made from is no longer needed
+            return self._metas
+
+    def _build(self) -> list[Meta]:
+        from .sample import Sample, _add_visible, sample_meta
+
+        spec, out = self._spec, []
+        for chunk in self._chunks:
+            annotations = self._annotate(chunk)
+            for k, plan in enumerate(chunk.plans):
+                frame: Meta = {"t": chunk.times[k]}
+                if annotations is not None:
+                    frame.update(annotations[k])
+                boxes = chunk.boxes[k]
+                if boxes is not None and frame.get("objects") is not None:
+                    _add_visible(frame, boxes)
+                sample = Sample(index=plan.index, key=spec.key(plan.index), seed=plan.seed, params=plan.params)
+                out.append(self._finish(sample_meta(spec, sample, chunk.in_effect[k], [frame])))
+        return out
+
+    def _annotate(self, chunk: DrawnChunk) -> Sequence[Meta] | None:
+        if self._scene is None:
+            return None
+        scene = cast(BatchAnnotated, self._scene)
+        layouts = [p.layout for p in chunk.plans]
+        try:
+            out = scene.annotations_batch(layouts, chunk.times)
+            if len(out) == len(layouts):
+                return out
+        except Exception:
+            pass
+        for k, plan in enumerate(chunk.plans):  # find the sample the scene fails on, and name it
+            try:
+                scene.annotations_batch(layouts[k : k + 1], chunk.times[k : k + 1])
+            except GlrecError as exc:
+                raise SceneError(f"Sample {plan.index}: {exc}") from exc
+            except Exception as exc:
+                raise SceneError(
+                    f"Scene {self._spec.scene!r} failed to annotate sample {plan.index}: {type(exc).__name__}: {exc}"
+                ) from exc
+        raise SceneError(
+            f"Scene {self._spec.scene!r} gave a wrong number of annotations for a batch of {len(layouts)}."
+        )
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> Meta: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Meta]: ...
+    def __getitem__(self, i: int | slice) -> Meta | list[Meta]:
+        return self.materialise()[i]
+
+    def __iter__(self) -> Iterator[Meta]:
+        return iter(self.materialise())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (DeferredMetas, LazyColumn, list, tuple)):
+            return self.materialise() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (self.materialise(),))
+
+    def __repr__(self) -> str:
+        return repr(self.materialise()) if self.built else f"<{self._n} samples' meta, made when first read>"
+
+
+class LazyColumn(Sequence[Any]):
+    """One per-sample column made from a batch's :class:`DeferredMetas` when first read (``boxes``, ``labels``,
+    ``instances``: ``make(metas)`` gives every column at once, kept in ``shared``)."""
+
+    def __init__(self, metas: DeferredMetas, name: str, make: Callable[[list[Meta]], dict[str, list[Any]]],
+                 shared: dict[str, list[Any]], convert: Callable[[Any], Any] | None = None) -> None:  # fmt: skip
+        self._metas, self._name, self._make, self._shared, self._convert = metas, name, make, shared, convert
+        self._converted: list[Any] | None = None
+
+    def map(self, convert: Callable[[Any], Any]) -> LazyColumn:
+        """This column with ``convert`` applied to each value, when read (``to_torch``: tensors)."""
+        return LazyColumn(self._metas, self._name, self._make, self._shared, convert)
+
+    def materialise(self) -> list[Any]:
+        shared = self._shared
+        if self._name not in shared:
+            shared.update(self._make(self._metas.materialise()))
+        if self._convert is None:
+            return shared[self._name]
+        if self._converted is None:
+            self._converted = [self._convert(v) for v in shared[self._name]]
+        return self._converted
+
+    def __len__(self) -> int:
+        return len(self._metas)
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        return self.materialise()[i]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.materialise())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (DeferredMetas, LazyColumn, list, tuple)):
+            return self.materialise() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (self.materialise(),))
+
+    def __repr__(self) -> str:
+        made = self._name in self._shared and (self._convert is None or self._converted is not None)
+        return repr(self.materialise()) if made else f"<{len(self)} {self._name}, made when read>"
+
+
+def deferred_columns(scene: object, metas: DeferredMetas) -> dict[str, Any]:
+    """A streamed batch's columns from its deferred metadata: ``K`` and ``world_to_camera`` (from a
+    :class:`BatchCameras` scene; else the metadata is made now) and ``boxes``, ``labels`` and ``instances``,
+    made when first read."""
+    out: dict[str, Any] = {}
+    cams = metas.cameras(scene) if isinstance(scene, BatchCameras) else None
+    if cams is None:
+        out.update(camera_arrays(metas.materialise(), False))
+    else:
+        out["K"], out["world_to_camera"] = cams
+    if metas.annotated:
+        shared: dict[str, list[Any]] = {}
+        for name in ("boxes", "labels", "instances"):
+            out[name] = LazyColumn(metas, name, _object_columns, shared)
+    return out
+
+
+def _object_columns(metas: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    return object_arrays([m if m.get("objects") is not None else {**m, "objects": []} for m in metas])
