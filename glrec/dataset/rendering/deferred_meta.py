@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, cast, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 import numpy as np
 
@@ -30,9 +30,37 @@ if TYPE_CHECKING:
 __all__ = ["DeferredMetas", "LazyColumn", "deferred_columns"]
 
 Meta = dict[str, Any]
+T = TypeVar("T")
 
 
-class DeferredMetas(Sequence[Meta]):
+class _Made(Sequence[T]):
+    """A sequence made in full when first read (:meth:`materialise`): a list to every reader, and through pickle."""
+
+    def materialise(self) -> list[T]:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: int | slice) -> T | list[T]:
+        return self.materialise()[i]
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.materialise())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (_Made, list, tuple)):
+            return self.materialise() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (self.materialise(),))
+
+
+class DeferredMetas(_Made[Meta]):
     """The ``meta`` of every sample of ``chunks``, made on first read (thread-safe), then kept.
 
     ``scene``: the scene that drew them, when it annotates (a
@@ -140,31 +168,11 @@ class DeferredMetas(Sequence[Meta]):
     def __len__(self) -> int:
         return self._n
 
-    @overload
-    def __getitem__(self, i: int) -> Meta: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Meta]: ...
-    def __getitem__(self, i: int | slice) -> Meta | list[Meta]:
-        return self.materialise()[i]
-
-    def __iter__(self) -> Iterator[Meta]:
-        return iter(self.materialise())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (DeferredMetas, LazyColumn, list, tuple)):
-            return self.materialise() == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (list, (self.materialise(),))
-
     def __repr__(self) -> str:
         return repr(self.materialise()) if self.built else f"<{self._n} samples' meta, made when first read>"
 
 
-class LazyColumn(Sequence[Any]):
+class LazyColumn(_Made[Any]):
     """One per-sample column made from a batch's :class:`DeferredMetas` when first read (``boxes``, ``labels``,
     ``instances``: ``make(metas)`` gives every column at once, kept in ``shared``)."""
 
@@ -189,26 +197,6 @@ class LazyColumn(Sequence[Any]):
 
     def __len__(self) -> int:
         return len(self._metas)
-
-    @overload
-    def __getitem__(self, i: int) -> Any: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Any]: ...
-    def __getitem__(self, i: int | slice) -> Any:
-        return self.materialise()[i]
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.materialise())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (DeferredMetas, LazyColumn, list, tuple)):
-            return self.materialise() == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (list, (self.materialise(),))
 
     def __repr__(self) -> str:
         made = self._name in self._shared and (self._convert is None or self._converted is not None)
