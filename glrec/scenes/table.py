@@ -29,6 +29,37 @@ from .table_layout import PlacedObjects, TableLayout, gather, place_objects
 NEAR, FAR = 0.05, 50.0
 
 
+def _columns_ok(merged: list[dict[str, Any]], defaults: dict[str, Any]) -> bool:
+    """Whether every sample of ``merged`` passes :meth:`Table.check` (False: check them one at a time)."""
+    numbers = {}
+    for key, default in defaults.items():
+        if isinstance(default, float):
+            column = [p[key] for p in merged]
+            if not all(type(v) is float or type(v) is int for v in column):
+                return False  # bools, numpy scalars, strings: the one-sample check decides
+            numbers[key] = np.array(column, np.float64)
+    if not all(np.isfinite(v).all() for v in numbers.values()):
+        return False
+    fov = numbers["fov"]
+    if not ((fov > 0) & (fov < 180)).all() or not (numbers["camera_distance"] > 0).all():
+        return False
+    if not (numbers["table_size"] > 0).all():
+        return False
+    shapes = {tuple(p["shapes"]) if isinstance(p["shapes"], (list, tuple)) else None for p in merged}
+    if None in shapes or not all(s and all(x in MESHES for x in s) for s in shapes):
+        return False
+    objects, sizes = [p["objects"] for p in merged], [p["object_size"] for p in merged]
+    if not all(type(v) is int for v in objects) or not all(0 <= v <= 1000 for v in objects):
+        return False
+    if not all(type(v) in (list, tuple) and len(v) == 2 for v in sizes):
+        return False
+    lo_hi = np.array(sizes, dtype=object)
+    if not all(type(v) is float or type(v) is int for v in lo_hi.ravel().tolist()):
+        return False
+    lo, hi = lo_hi.astype(np.float64).T
+    return bool(((lo > 0) & (lo <= hi)).all())
+
+
 def _math(m: Matrix44) -> np.ndarray:
     """pyrr stores matrices for row vectors; glrec's maths uses column vectors (the transpose)."""
     column_major: np.ndarray = np.asarray(m, dtype=np.float64).T
@@ -159,13 +190,21 @@ class Table:
             raise SceneError(f"table: object_size {p['object_size']!r} must be [min, max] with 0 < min <= max.")
         return p
 
+    def check_batch(self, params: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """:meth:`check` of every sample: each column tested at once; where one fails (or holds what the
+        vectorised test does not take), one sample at a time, so the error names the value :meth:`check` names."""
+        merged = [{**self.parameters, **p} for p in params]
+        if not merged or _columns_ok(merged, self.parameters):
+            return merged
+        return [self.check(p) for p in params]
+
     def randomise_batch(self, params: Sequence[dict[str, Any]], seeds: np.ndarray) -> list[TableLayout]:
         """The layouts of a batch of samples, drawn at once (:class:`~glrec.scenes.capabilities.BatchRandomisable`).
 
         Layout ``j`` is a pure function of ``params[j]`` and ``seeds[j]`` (counter-based draws,
         :func:`glrec.scenes.table_layout.place_objects`), so a sample is the same in any batch.
         """
-        checked = [self.check(p) for p in params]
+        checked = self.check_batch(params)
         placed = place_objects(checked, np.asarray(seeds, np.uint64), self.classes)
         return [TableLayout(p, placed, j) for j, p in enumerate(checked)]
 
@@ -264,19 +303,21 @@ class Table:
         lays = [self.layout if lay is None else lay for lay in layouts]
         n = len(lays)
         views = np.zeros(n, _VIEW)
-        sizes, turns, table_colours = np.empty(n), np.empty(n), np.empty((n, 3))
-        eyes, gl_views = cameras([lay.params for lay in lays], [float(t) for t in times])
-        for j, (layout, t) in enumerate(zip(lays, times, strict=True)):
-            p = layout.params
-            eye, view, proj = eyes[j], gl_views[j], self._projection(float(p["fov"]))
+        params = [lay.params for lay in lays]
+        eyes, gl_views = cameras(params, [float(t) for t in times])
+        projections = np.stack([self._projection(float(p["fov"])) for p in params])
+        lights = []
+        for p in params:
             az, el = math.radians(float(p["light_azimuth"])), math.radians(float(p["light_elevation"]))
-            light = -np.array([math.cos(el) * math.sin(az), math.sin(el), math.cos(el) * math.cos(az)])
-            views["view"][j] = view.T.reshape(16)  # GL reads column-major
-            views["projection"][j] = proj.T.reshape(16)
-            views["light"][j] = [*light, float(p["ambient"])]
-            views["eye"][j, :3] = eye
-            sizes[j], turns[j] = float(p["table_size"]), float(p["spin"]) * float(t)
-            table_colours[j] = [float(c) for c in p["table_colour"]]
+            lights.append((-(math.cos(el) * math.sin(az)), -math.sin(el), -(math.cos(el) * math.cos(az)),
+                           float(p["ambient"])))  # fmt: skip
+        views["view"] = gl_views.transpose(0, 2, 1).reshape(n, 16)  # GL reads column-major
+        views["projection"] = projections.transpose(0, 2, 1).reshape(n, 16)
+        views["light"] = lights
+        views["eye"][:, :3] = eyes
+        sizes = np.array([float(p["table_size"]) for p in params])
+        turns = np.array([float(p["spin"]) * float(t) for p, t in zip(params, times, strict=True)])
+        table_colours = np.array([[float(c) for c in p["table_colour"]] for p in params])
         self.use_layout(lays[-1])  # the last one drawn is the one in use, as after render()
         counts, objs = gather(lays)
         m = len(objs.x)

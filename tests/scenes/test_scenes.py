@@ -137,3 +137,26 @@ def test_a_table_takes_objects_set_by_hand_and_annotates_them_in_one_sample_and_
     assert [o["instance"] for o in one["objects"]] == [2, 3, 4]  # their own ids, as given
     assert table.annotations_batch([table.layout], [0.3]) == [one]
     np.testing.assert_array_equal(table.models(0.3)[0], table.model(kept[0], 0.3))
+
+
+def test_the_tables_batch_check_takes_what_check_takes_and_refuses_with_checks_words():
+    import numpy as np
+
+    from glrec.errors import SceneError
+    from glrec.scenes.table import Table
+
+    table = Table()
+    good = [{"objects": 3, "fov": 50.0, "shapes": ["cone"]}, {"object_size": (0.2, 0.2)}, {"objects": 2.0},
+            {"camera_distance": 2, "ambient": np.float64(0.3)}, {"objects": True}]  # fmt: skip
+    assert table.check_batch(good) == [table.check(p) for p in good]
+    bad = [
+        {"fov": 180.0}, {"camera_distance": 0.0}, {"table_size": -1}, {"ambient": float("nan")},
+        {"light_azimuth": True}, {"shapes": []}, {"shapes": ["cube", "torus"]}, {"objects": 1001},
+        {"object_size": [0.5, 0.2]}, {"object_size": [0.0, 0.2]}, {"fov": "wide"},
+    ]  # fmt: skip
+    for p in bad:
+        with pytest.raises(SceneError) as one:
+            table.check(p)
+        with pytest.raises(SceneError) as batch:
+            table.check_batch([{}, p, {"fov": 0.0}])  # the first sample that fails is the one named
+        assert str(batch.value) == str(one.value)

@@ -12,8 +12,8 @@ instance id the chunk's layouts can have, read in one call.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, overload
 
 import moderngl
 import numpy as np
@@ -25,7 +25,7 @@ from ...scenes.camera import mask_boxes
 from ...scenes.layers import LayeredGBuffer
 from .pack import _UNITS, PackTarget, PassPacker, clear_table, pack_defines, release_attributes, set_sections
 
-__all__ = ["LayerPacker", "LayerResult"]
+__all__ = ["BoxTable", "LayerPacker", "LayerResult"]
 
 _GL_R32UI = 0x8236
 _READ_ONLY = 0x88B8
@@ -36,10 +36,39 @@ class LayerResult:
     """What :meth:`LayerPacker.run` gives: per layer the boxes (or None) and the passes' arrays on the host;
     ``meanwhile``: what the CPU work run while the GPU packed returned."""
 
-    def __init__(self, boxes: list[Boxes | None], arrays: list[dict[str, np.ndarray]], meanwhile: Any = None) -> None:
+    def __init__(
+        self, boxes: Sequence[Boxes | None], arrays: list[dict[str, np.ndarray]], meanwhile: Any = None
+    ) -> None:
         self.boxes = boxes
         self.arrays = arrays
         self.meanwhile = meanwhile
+
+
+class BoxTable(Sequence[Boxes | None]):
+    """Per layer, its boxes (instance id -> (``[x0, y0, x1, y1)``, pixels)) from the box pass's table, each made
+    into a dict when first asked for (a stream whose metadata is never read never makes them). ``over``: the
+    layers whose ids went beyond the table, boxed from their masks (on the GL thread, at once)."""
+
+    def __init__(self, table: np.ndarray, tops: np.ndarray, over: dict[int, Boxes]) -> None:
+        self._table, self._tops, self._made = table, tops, over  # table: (count, x1, y1, x0, y0) x (n, ids)
+
+    def __len__(self) -> int:
+        return len(self._tops)
+
+    @overload
+    def __getitem__(self, j: int) -> Boxes | None: ...
+    @overload
+    def __getitem__(self, j: slice) -> list[Boxes | None]: ...
+    def __getitem__(self, j: int | slice) -> Boxes | list[Boxes | None] | None:
+        if isinstance(j, slice):
+            return [self[k] for k in range(len(self))[j]]
+        made = self._made.get(j)
+        if made is None:
+            count, x1, y1, x0, y0 = (part[j] for part in self._table)
+            seen = (np.flatnonzero(count[1 : int(self._tops[j]) + 1]) + 1).tolist()
+            rows = np.stack([x0, y0, x1, y1], axis=1)[seen].tolist()
+            made = self._made[j] = dict(zip(seen, zip(rows, count[seen].tolist(), strict=True), strict=True))
+        return made
 
 
 class LayerPacker:
@@ -122,7 +151,7 @@ class LayerPacker:
                 base = j * stride
                 for name, (off, size) in self.sections.items():
                     arrays[j][name] = self.packer.view(name, data[base + off : base + off + size])
-        boxes: list[Boxes | None] = [None] * n
+        boxes: Sequence[Boxes | None] = [None] * n
         if table is not None:
             boxes = self._read_table(table, n, max(1, ids), fallback)
         return LayerResult(boxes, arrays, extra)
@@ -145,7 +174,7 @@ class LayerPacker:
 
     def _read_table(
         self, table: moderngl.Buffer, n: int, ids: int, fallback: Callable[[int], np.ndarray]
-    ) -> list[Boxes | None]:
+    ) -> Sequence[Boxes | None]:
         words = np.frombuffer(table.read((2 * n + 5 * n * ids) * 4), np.uint32)
         tops = words[: 2 * n].reshape(n, 2)
         for k, name in enumerate(("instance", "semantic")):
@@ -153,18 +182,8 @@ class LayerPacker:
                 raise EncoderError(f"{name} id {int(tops[:, k].max())} exceeds the 16 bits of {name}.png (65535).")
         if not self.packer.want_boxes:
             return [None] * n
-        count, x1, y1, x0, y0 = words[2 * n :].reshape(5, n, ids)
-        out: list[Boxes | None] = []
-        for j in range(n):
-            top = int(tops[j, 0])
-            if top >= ids:  # beyond the table: the mask itself, as the one-sample path does
-                out.append(mask_boxes(fallback(j)))
-                continue
-            seen = np.flatnonzero(count[j, 1 : top + 1]) + 1
-            out.append({
-                int(i): ([int(x0[j, i]), int(y0[j, i]), int(x1[j, i]), int(y1[j, i])], int(count[j, i])) for i in seen
-            })  # fmt: skip
-        return out
+        over = {j: mask_boxes(fallback(j)) for j in np.flatnonzero(tops[:, 0] >= ids).tolist()}
+        return BoxTable(words[2 * n :].reshape(5, n, ids), tops[:, 0], over)
 
     def release(self) -> None:
         """Free the buffers and shaders; safe twice."""

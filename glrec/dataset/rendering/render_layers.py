@@ -85,7 +85,7 @@ class DrawnChunk:
 
     plans: list[SamplePlan]
     times: list[float]
-    boxes: list[Boxes | None]
+    boxes: Sequence[Boxes | None]
     in_effect: list[dict[str, Any]]
     arrays: list[dict[str, np.ndarray]]
 
