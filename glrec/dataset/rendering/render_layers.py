@@ -81,13 +81,13 @@ def can_render_layers(renderer: SampleRenderer) -> bool:
 @dataclass
 class DrawnChunk:
     """A chunk :meth:`LayerRenderer.draw` rendered: sample k is ``plans[k]`` at ``times[k]``, with the boxes its
-    instance mask holds (``boxes[k]``), the scene's params in effect (``in_effect[k]``) and its packed arrays."""
+    instance mask holds (``boxes[k]``) and the scene's params in effect (``in_effect[k]``). It holds no pass
+    memory: what reads its metadata later never keeps a batch's buffer from being reused."""
 
     plans: list[SamplePlan]
     times: list[float]
     boxes: Sequence[Boxes | None]
     in_effect: list[dict[str, Any]]
-    arrays: list[dict[str, np.ndarray]]
 
 
 class LayerRenderer:
@@ -177,7 +177,7 @@ class LayerRenderer:
                 for plan in chunk:
                     cast(BatchRandomisable, r.scene).use_layout(plan.layout)
                     in_effect.append(r.in_effect())
-            chunks.append(DrawnChunk(chunk, times, result.boxes, in_effect or [{}] * len(chunk), result.arrays))
+            chunks.append(DrawnChunk(chunk, times, result.boxes, in_effect or [{}] * len(chunk)))
         return chunks
 
     @property
