@@ -142,7 +142,7 @@ def hsv_to_rgb(h: np.ndarray, s: np.ndarray, v: np.ndarray) -> np.ndarray:
     return out
 
 
-_FIRST_TRIES = 8  # tried for every sample at once; the rest only where none of these fits
+_FIRST_TRIES = 16  # tried for every sample at once; the rest only where none of these fits
 
 
 def _tries(
