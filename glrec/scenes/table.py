@@ -24,40 +24,9 @@ from .layers import LayeredGBuffer
 from .passes import PASSES, clear_passes
 from .primitives import MESHES
 from .table_batch import cameras
-from .table_layout import PlacedObjects, TableLayout, gather, place_objects
+from .table_layout import PlacedObjects, TableLayout, columns_ok, gather, place_objects
 
 NEAR, FAR = 0.05, 50.0
-
-
-def _columns_ok(merged: list[dict[str, Any]], defaults: dict[str, Any]) -> bool:
-    """Whether every sample of ``merged`` passes :meth:`Table.check` (False: check them one at a time)."""
-    numbers = {}
-    for key, default in defaults.items():
-        if isinstance(default, float):
-            column = [p[key] for p in merged]
-            if not all(type(v) is float or type(v) is int for v in column):
-                return False  # bools, numpy scalars, strings: the one-sample check decides
-            numbers[key] = np.array(column, np.float64)
-    if not all(np.isfinite(v).all() for v in numbers.values()):
-        return False
-    fov = numbers["fov"]
-    if not ((fov > 0) & (fov < 180)).all() or not (numbers["camera_distance"] > 0).all():
-        return False
-    if not (numbers["table_size"] > 0).all():
-        return False
-    shapes = {tuple(p["shapes"]) if isinstance(p["shapes"], (list, tuple)) else None for p in merged}
-    if None in shapes or not all(s and all(x in MESHES for x in s) for s in shapes):
-        return False
-    objects, sizes = [p["objects"] for p in merged], [p["object_size"] for p in merged]
-    if not all(type(v) is int for v in objects) or not all(0 <= v <= 1000 for v in objects):
-        return False
-    if not all(type(v) in (list, tuple) and len(v) == 2 for v in sizes):
-        return False
-    lo_hi = np.array(sizes, dtype=object)
-    if not all(type(v) is float or type(v) is int for v in lo_hi.ravel().tolist()):
-        return False
-    lo, hi = lo_hi.astype(np.float64).T
-    return bool(((lo > 0) & (lo <= hi)).all())
 
 
 def _math(m: Matrix44) -> np.ndarray:
@@ -194,7 +163,7 @@ class Table:
         """:meth:`check` of every sample: each column tested at once; where one fails (or holds what the
         vectorised test does not take), one sample at a time, so the error names the value :meth:`check` names."""
         merged = [{**self.parameters, **p} for p in params]
-        if not merged or _columns_ok(merged, self.parameters):
+        if not merged or columns_ok(merged, self.parameters, tuple(MESHES)):
             return merged
         return [self.check(p) for p in params]
 

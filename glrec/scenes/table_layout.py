@@ -21,7 +21,7 @@ import numpy as np
 
 from .draws import uniforms
 
-__all__ = ["TRIES", "PlacedObjects", "TableLayout", "gather", "hsv_to_rgb", "place_objects"]
+__all__ = ["TRIES", "PlacedObjects", "TableLayout", "columns_ok", "gather", "hsv_to_rgb", "place_objects"]
 
 #: Places tried for one object before it is left out (no room left on the table).
 TRIES = 100
@@ -119,6 +119,38 @@ def gather(layouts: Sequence[TableLayout]) -> tuple[np.ndarray, PlacedObjects]:
         columns = [np.concatenate([getattr(p, f)[a:b] for p, a, b in spans]) if spans else getattr(_EMPTY, f)
                    for f in _FIELDS]  # fmt: skip
     return counts, PlacedObjects(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), *columns)
+
+
+def columns_ok(merged: list[dict[str, Any]], defaults: dict[str, Any], meshes: Sequence[str]) -> bool:
+    """Whether every sample of ``merged`` (the table's params over ``defaults``; ``meshes``: its mesh kinds)
+    passes ``Table.check``, each column tested at once (False: check them one at a time)."""
+    numbers = {}
+    for key, default in defaults.items():
+        if isinstance(default, float):
+            column = [p[key] for p in merged]
+            if not all(type(v) is float or type(v) is int for v in column):
+                return False  # bools, numpy scalars, strings: the one-sample check decides
+            numbers[key] = np.array(column, np.float64)
+    if not all(np.isfinite(v).all() for v in numbers.values()):
+        return False
+    fov = numbers["fov"]
+    if not ((fov > 0) & (fov < 180)).all() or not (numbers["camera_distance"] > 0).all():
+        return False
+    if not (numbers["table_size"] > 0).all():
+        return False
+    shapes = {tuple(p["shapes"]) if isinstance(p["shapes"], (list, tuple)) else None for p in merged}
+    if None in shapes or not all(s and all(x in meshes for x in s) for s in shapes):
+        return False
+    objects, sizes = [p["objects"] for p in merged], [p["object_size"] for p in merged]
+    if not all(type(v) is int for v in objects) or not all(0 <= v <= 1000 for v in objects):
+        return False
+    if not all(type(v) in (list, tuple) and len(v) == 2 for v in sizes):
+        return False
+    lo_hi = np.array(sizes, dtype=object)
+    if not all(type(v) is float or type(v) is int for v in lo_hi.ravel().tolist()):
+        return False
+    lo, hi = lo_hi.astype(np.float64).T
+    return bool(((lo > 0) & (lo <= hi)).all())
 
 
 def hsv_to_rgb(h: np.ndarray, s: np.ndarray, v: np.ndarray) -> np.ndarray:
