@@ -118,7 +118,7 @@ class DeferredMetas(_Made[Meta]):
             if self._metas is None:
                 try:
                     self._metas = self._build()
-                except BaseException as exc:
+                except Exception as exc:  # kept; an interrupt (Ctrl-C) is not, so a later read tries again
                     self._error = exc
                     raise
                 self._chunks = []  # what they were made from is no longer needed
