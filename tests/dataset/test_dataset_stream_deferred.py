@@ -116,3 +116,21 @@ def test_an_annotation_that_fails_when_read_names_its_sample_and_fails_again(gl,
     for _ in range(2):
         with pytest.raises(SceneError, match=r"sample 6: ValueError: no camera for this one"):
             second["meta"][0]
+
+
+def test_an_interrupt_while_the_metadata_is_made_is_not_kept(gl, monkeypatch):
+    original = Table.annotations_batch
+    interrupted = []
+
+    def once(self, layouts, times):
+        if len(layouts) > 1 and not interrupted:  # the batch's call, not the one-sample probe
+            interrupted.append(True)
+            raise KeyboardInterrupt
+        return original(self, layouts, times)
+
+    monkeypatch.setattr(Table, "annotations_batch", once)
+    with stream(make_spec(4), 4) as s:
+        batch = next(iter(s))
+    with pytest.raises(KeyboardInterrupt):
+        batch["meta"][0]
+    assert batch["meta"][3]["index"] == 3 and len(batch["boxes"]) == 4  # read again: made this time
