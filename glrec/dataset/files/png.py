@@ -1,18 +1,23 @@
-"""PNG files of pass arrays, written here: rows filtered with NumPy, compressed by ISA-L (``isal``).
+"""PNG files of pass arrays, written here: rows filtered with NumPy, compressed by zlib-ng (``zlib-ng``).
 
 A PNG is the signature, an ``IHDR`` chunk, one ``IDAT`` chunk holding the zlib
 stream of the filtered rows, and ``IEND``. Every row uses one filter,
 ``Up`` (each byte minus the byte above it): for rendered images it compresses
 about as well as FFmpeg's per-row choice, and it is one vectorised subtraction.
-ISA-L compresses the whole image in one call that releases the GIL, so a dataset
+zlib-ng compresses the whole image in one call that releases the GIL, so a dataset
 worker's encode threads run on every core. The bytes depend only on the array,
-the level and the compressor's version, never on threads, batch sizes or runs.
-``benchmarks/png_encoders.py`` measured the candidates (FFmpeg through PyAV,
-Pillow, imagecodecs, zlib-ng, libdeflate, ISA-L): ISA-L level 2 made files of
-FFmpeg's level-3 size 8x faster.
+the level, the compressor's version and the CPU architecture (x86-64 and Arm may
+choose other matches for the same pixels), never on threads, batch sizes, worker
+counts or runs. ``benchmarks/png_encoders.py`` measured the candidates (FFmpeg
+through PyAV, Pillow, imagecodecs, zlib-ng, libdeflate, ISA-L). ISA-L was the
+fastest and was glrec's first choice, but on the H200 machine (AVX-512) it wrote other
+bytes for the same rows now and then (one member in 800 samples, 16 workers
+against one: the same pixels, the same length, other matches), so its output is not
+a function of its input there; zlib-ng's is (``tests/dataset/test_dataset_png.py``).
 
-``level`` is the spec's ``png_compression`` (0..9): 0 stores, 1..3 are ISA-L's
-levels 1..3 (fast), 4..9 zlib's (smaller, several times slower).
+``level`` is the spec's ``png_compression`` (0..9): zlib-ng's levels (0 stores; 1 is
+its fastest, with larger files; the default 2 makes files a fifth smaller than
+ISA-L's at about three times its time).
 """
 
 from __future__ import annotations
@@ -29,42 +34,19 @@ from ...errors import EncoderError
 __all__ = ["DEFAULT_LEVEL", "LEVELS", "compress", "encode_png", "png_rows"]
 
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
-#: The level of PNG passes when ``png_compression`` is not set: ISA-L's level 2.
+#: The level of PNG passes when ``png_compression`` is not set: zlib-ng's level 2.
 DEFAULT_LEVEL = 2
-#: The levels ``png_compression`` takes: 0 stores, 1..3 ISA-L, 4..9 zlib.
+#: The levels ``png_compression`` takes: zlib-ng's 0 (stored) to 9.
 LEVELS = range(10)
 #: PNG filter types (ISO 15948, 9.2).
 FILTER_NONE, FILTER_SUB, FILTER_UP = 0, 1, 2
 
 Compress = Callable[[bytes, int], bytes]
-#: Zero bytes after the input handed to ISA-L (more than its widest vector loads).
-_TAIL = 256
-
-
-def _padded(data: bytes) -> memoryview:
-    """``data`` copied to a 64-byte aligned buffer followed by zero bytes, as a view of its exact length.
-
-    On the H200 machine (AVX-512), PNGs of the same arrays differed between one process of 16
-    encode threads and 16 processes of one (2026-12-02; not reproduced on a machine without
-    AVX-512). Vectorised deflate code may read past the end of its input: with the bytes there
-    fixed (zeros) and the start aligned, what ISA-L reads depends on the data alone. A suspected
-    cause, not a proven one; the copy costs 0.07 ms for a 640x480 colour image (2-core development machine).
-    """
-    src = np.frombuffer(data, np.uint8)
-    n = src.size
-    raw = np.zeros(n + 64 + _TAIL, np.uint8)
-    start = (-raw.ctypes.data) % 64
-    raw[start : start + n] = src
-    return memoryview(raw[start : start + n].data)
-
-
 def compress(data: bytes, level: int) -> bytes:
     """A zlib stream of ``data`` at ``level`` (see the module docstring); the GIL is released while it runs."""
-    if 1 <= level <= 3:
-        from isal import isal_zlib  # a declared dependency; imported here so `import glrec` stays light
+    from zlib_ng import zlib_ng  # a declared dependency; imported here so `import glrec` stays light
 
-        return isal_zlib.compress(_padded(data), level)
-    return zlib.compress(data, level)
+    return zlib_ng.compress(data, level)
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
