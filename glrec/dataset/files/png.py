@@ -42,6 +42,8 @@ LEVELS = range(10)
 FILTER_NONE, FILTER_SUB, FILTER_UP = 0, 1, 2
 
 Compress = Callable[[bytes, int], bytes]
+
+
 def compress(data: bytes, level: int) -> bytes:
     """A zlib stream of ``data`` at ``level`` (see the module docstring); the GIL is released while it runs."""
     from zlib_ng import zlib_ng  # a declared dependency; imported here so `import glrec` stays light
