@@ -1,16 +1,21 @@
-"""A streamed batch's metadata arrays (cameras, visible boxes) from its samples' meta, and errors named by sample."""
+"""What a sample's ``meta.json`` holds (:func:`sample_meta`, :func:`add_visible`), a streamed batch's arrays made
+from its samples' meta (cameras, visible boxes), and errors named by sample."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...errors import GlrecError, SceneError
 
-__all__ = ["camera_arrays", "indexed", "object_arrays"]
+if TYPE_CHECKING:
+    from ..spec.document import DatasetSpec
+    from .sample import Sample
+
+__all__ = ["add_visible", "camera_arrays", "indexed", "object_arrays", "sample_meta"]
 
 
 def indexed(exc: BaseException, index: int) -> BaseException:
@@ -53,3 +58,30 @@ def object_arrays(metas: Sequence[dict[str, Any]]) -> dict[str, list[np.ndarray]
         labels.append(np.asarray([o.get("class", 0) for o in seen], np.int64))
         instances.append(np.asarray([o.get("instance", 0) for o in seen], np.int64))
     return {"boxes": boxes, "labels": labels, "instances": instances}
+
+
+def sample_meta(spec: DatasetSpec, sample: Sample, in_effect: dict[str, Any],
+                frames_meta: list[dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    """What ``meta.json`` holds for ``sample``: its identity, the scene's params in effect under the spec's,
+    and its frames' metadata (images: the one frame's, merged in)."""
+    meta: dict[str, Any] = {
+        "key": sample.key,
+        "index": sample.index,
+        "seed": sample.seed,
+        "scene": spec.scene,
+        "size": list(spec.size),
+        "params": {**in_effect, **sample.params},
+    }
+    if spec.is_clip:
+        meta.update(fps=spec.fps, frames=frames_meta)
+    else:
+        meta.update(frames_meta[0])
+    return meta
+
+
+def add_visible(meta: dict[str, Any], visible: dict[int, tuple[list[int], int]]) -> None:
+    """Each object of a frame's ``meta`` given its ``visible_bbox`` and ``visible_pixels`` from ``visible``."""
+    for obj in meta["objects"]:
+        box, pixels = visible.get(int(obj.get("instance", 0)), (None, 0))
+        obj["visible_bbox"] = box
+        obj["visible_pixels"] = pixels

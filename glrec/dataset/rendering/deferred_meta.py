@@ -21,7 +21,7 @@ import numpy as np
 
 from ...errors import GlrecError, SceneError
 from ...scenes.capabilities import BatchAnnotated, BatchCameras
-from .batch_meta import camera_arrays, object_arrays
+from .batch_meta import add_visible, camera_arrays, object_arrays, sample_meta
 
 if TYPE_CHECKING:
     from ..spec.document import DatasetSpec
@@ -125,7 +125,7 @@ class DeferredMetas(_Made[Meta]):
             return self._metas
 
     def _build(self) -> list[Meta]:
-        from .sample import Sample, _add_visible, sample_meta
+        from .sample import Sample
 
         spec, out = self._spec, []
         for chunk in self._chunks:
@@ -136,7 +136,7 @@ class DeferredMetas(_Made[Meta]):
                     frame.update(annotations[k])
                 boxes = chunk.boxes[k]
                 if boxes is not None and frame.get("objects") is not None:
-                    _add_visible(frame, boxes)
+                    add_visible(frame, boxes)
                 sample = Sample(index=plan.index, key=spec.key(plan.index), seed=plan.seed, params=plan.params)
                 out.append(self._finish(sample_meta(spec, sample, chunk.in_effect[k], [frame])))
         return out

@@ -36,6 +36,7 @@ from ...scenes.capabilities import (
     batch_drawable,
 )
 from ...scenes.layers import LayeredGBuffer, can_layer, layers_for
+from .batch_meta import add_visible
 from .colour import ColourImage
 from .layer_pack import LayerPacker
 from .pack import PackTarget
@@ -149,9 +150,7 @@ class LayerRenderer:
                     meta.update(batch[k] if batch is not None else _annotate(r, plan.index, times[k]))
                 boxes = result.boxes[k]
                 if boxes is not None and meta.get("objects") is not None:
-                    from .sample import _add_visible
-
-                    _add_visible(meta, boxes)
+                    add_visible(meta, boxes)
                 r.finish_meta(sample, [meta])
                 samples.append(sample)
         return samples

@@ -24,6 +24,7 @@ from ...scenes.capabilities import (
 from ...scenes.passes import PASS_ROWS, GBuffer
 from ..spec.document import DatasetSpec
 from ..spec.params import rng_for, sample_seeds
+from .batch_meta import add_visible, sample_meta
 from .colour import ColourEncoder, ColourImage
 from .pack import PackTarget, PassPacker
 from .plans import TIME_PARAM, SamplePlan, plan_samples, sample_plan
@@ -31,7 +32,7 @@ from .plans import TIME_PARAM, SamplePlan, plan_samples, sample_plan
 log = logging.getLogger("glrec")
 
 __all__ = ["TIME_PARAM", "Sample", "SamplePlan", "SampleRenderer", "check_scene", "finish_colour", "plan_samples",
-           "sample_meta", "sample_plan"]  # fmt: skip
+           "sample_plan"]  # fmt: skip
 
 
 @dataclass
@@ -319,7 +320,7 @@ class SampleRenderer:
                 ) from exc
         if self._instance_pass and meta.get("objects") is not None:
             instance = arrays["instance"] if "instance" in arrays else gb.read("instance")
-            _add_visible(meta, mask_boxes(instance))
+            add_visible(meta, mask_boxes(instance))
         return meta
 
     def _unpacked(self, name: str) -> np.ndarray:
@@ -356,7 +357,7 @@ class SampleRenderer:
         if self._annotated:
             meta.update(cast(Annotated, self.scene).annotations(t))
         if packed.boxes is not None and meta.get("objects") is not None:
-            _add_visible(meta, packed.boxes)
+            add_visible(meta, packed.boxes)
         return meta
 
     def close(self) -> None:
@@ -379,29 +380,3 @@ class SampleRenderer:
         finally:
             if gb is not None:
                 gb.release()
-
-
-def sample_meta(spec: DatasetSpec, sample: Sample, in_effect: dict[str, Any],
-                frames_meta: list[dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
-    """What ``meta.json`` holds for ``sample``: its identity, the scene's params in effect under the spec's,
-    and its frames' metadata (images: the one frame's, merged in)."""
-    meta: dict[str, Any] = {
-        "key": sample.key,
-        "index": sample.index,
-        "seed": sample.seed,
-        "scene": spec.scene,
-        "size": list(spec.size),
-        "params": {**in_effect, **sample.params},
-    }
-    if spec.is_clip:
-        meta.update(fps=spec.fps, frames=frames_meta)
-    else:
-        meta.update(frames_meta[0])
-    return meta
-
-
-def _add_visible(meta: dict[str, Any], visible: dict[int, tuple[list[int], int]]) -> None:
-    for obj in meta["objects"]:
-        box, pixels = visible.get(int(obj.get("instance", 0)), (None, 0))
-        obj["visible_bbox"] = box
-        obj["visible_pixels"] = pixels
