@@ -138,10 +138,10 @@ class LayerPacker:
             dispatch_compute(self._boxes.glo, (h + self.GROUP - 1) // self.GROUP, n)
         self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT)
         fence = Fence()  # one fence for the chunk
-        extra = None
-        if meanwhile is not None:
-            fence.signalled()  # flushes: the GPU starts on the chunk while the CPU works
-            extra = meanwhile()
+        # Flushed before anything waits: the GPU starts on the chunk while the CPU works. Waiting at once
+        # without it (the fence's own flush) was 1.5x slower on llvmpipe (2-core machine, 640x480 stream).
+        fence.signalled()
+        extra = meanwhile() if meanwhile is not None else None
         fence.wait()  # with the GIL released
         arrays: list[dict[str, np.ndarray]] = [{} for _ in range(n)]
         if host is not None and self.sections:
