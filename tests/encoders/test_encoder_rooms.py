@@ -12,6 +12,7 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
+from conftest import psnr
 
 import glrec
 from glrec.encoders import registry
@@ -121,8 +122,20 @@ def _cpu_frames(n: int, size: tuple[int, int]) -> list[HostFrame]:
     return out
 
 
-def test_encode_batch_gives_the_packets_of_encode_frame_by_frame():
-    video = VideoOptions.create((64, 48), 30, threads=1)
+def _decoded(packets, codec: str) -> list[np.ndarray]:
+    cc = av.CodecContext.create(codec, "r")
+    out = []
+    for p in packets:
+        out += [f.to_ndarray(format="gray") for f in cc.decode(av.Packet(p.data))]
+    return out + [f.to_ndarray(format="gray") for f in cc.decode(None)]
+
+
+@pytest.mark.parametrize("codec", ["mjpeg", "h264"])
+def test_encode_batch_gives_the_packets_of_encode_frame_by_frame(codec):
+    """Batches cut anywhere give encode's packets: the same bytes where the encoder is deterministic (FFmpeg's
+    MJPEG); for libx264 the same timestamps, picture types and pictures (libx264 on one thread has been seen
+    to write other bytes for the same frames on the development machine: 2a72b13)."""
+    video = VideoOptions.create((64, 48), 30, threads=1, codec=codec)
     asked = video.request("cpu")
     row = registry.ENCODERS["cpu"]
     one, batched = row.open(asked), row.open(asked)
@@ -131,8 +144,14 @@ def test_encode_batch_gives_the_packets_of_encode_frame_by_frame():
     together = batched.encode_batch(frames[:4]) + batched.encode_batch(frames[4:]) + batched.flush()
     one.close()
     batched.close()
-    assert [(p.pts, p.dts, p.keyframe, p.data) for p in together] == [(p.pts, p.dts, p.keyframe, p.data) for p in each]
+    assert [(p.pts, p.dts, p.keyframe) for p in together] == [(p.pts, p.dts, p.keyframe) for p in each]
     assert sorted(p.pts for p in each) == list(range(6))
+    if codec == "mjpeg":
+        assert [p.data for p in together] == [p.data for p in each]
+    else:
+        a, b = _decoded(each, codec), _decoded(together, codec)
+        assert len(a) == len(b) == 6
+        assert all(psnr(x, y) > 40 for x, y in zip(a, b, strict=True))
 
 
 def test_the_gl_encoders_batch_wraps_each_jpeg_in_frame_order():
