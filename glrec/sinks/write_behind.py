@@ -15,7 +15,6 @@ unbuffered file: the fsync at the end still makes it durable.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import io
 import logging
 from typing import Any
@@ -30,9 +29,8 @@ _SYNC_FILE_RANGE_WRITE = 2
 
 
 def _sync_file_range() -> Any:
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        call = libc.sync_file_range
+    try:  # the symbols already loaded into the process (libc's among them): no library search at import
+        call = ctypes.CDLL(None, use_errno=True).sync_file_range
     except (OSError, AttributeError):
         return None
     call.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
