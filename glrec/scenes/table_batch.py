@@ -42,16 +42,24 @@ def cameras(params: Sequence[Mapping[str, Any]], times: Sequence[float]) -> tupl
     return eyes, look_at_batch(eyes, _UP)
 
 
+def _annotation_cameras(
+    table: Table, params: Sequence[Mapping[str, Any]], times: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Eyes (n, 3), world-to-camera (n, 4, 4) in OpenCV's convention and intrinsics K (n, 3, 3) of a batch
+    (K made once per field of view)."""
+    eyes, views = cameras(params, times)
+    fovs = [float(p["fov"]) for p in params]
+    k_of = {fov: intrinsics(fov, table.size) for fov in set(fovs)}
+    return eyes, matmul_stack(GL_TO_CV, views), np.stack([k_of[fov] for fov in fovs])
+
+
 def camera_arrays(
     table: Table, layouts: Sequence[TableLayout], times: Sequence[float]
 ) -> tuple[np.ndarray, np.ndarray]:
     """K (n, 3, 3) and world-to-camera (n, 4, 4) of ``layouts[j]`` at ``times[j]``: :func:`annotate_batch`'s
     camera values (rounded alike) without the rest of the annotations."""
-    params = [lay.params for lay in layouts]
-    _, views = cameras(params, [float(t) for t in times])
-    ks_by_fov: dict[float, np.ndarray] = {}
-    ks = np.stack([ks_by_fov.setdefault(float(p["fov"]), intrinsics(float(p["fov"]), table.size)) for p in params])
-    return ks.round(9) + 0.0, matmul_stack(GL_TO_CV, views).round(9) + 0.0
+    _, w2c, ks = _annotation_cameras(table, [lay.params for lay in layouts], [float(t) for t in times])
+    return ks.round(9) + 0.0, w2c.round(9) + 0.0
 
 
 def _rounded(m: np.ndarray) -> list[Any]:
@@ -74,10 +82,7 @@ def annotate_batch(table: Table, layouts: Sequence[TableLayout], times: Sequence
         return []
     params = [lay.params for lay in layouts]
     times = [float(t) for t in times]
-    eyes, views = cameras(params, times)
-    w2c = matmul_stack(GL_TO_CV, views)
-    ks_by_fov: dict[float, np.ndarray] = {}
-    ks = np.stack([ks_by_fov.setdefault(float(p["fov"]), intrinsics(float(p["fov"]), table.size)) for p in params])
+    eyes, w2c, ks = _annotation_cameras(table, params, times)
     counts, objs = gather(layouts)
     m = len(objs.x)
     owner = np.repeat(np.arange(n), counts)

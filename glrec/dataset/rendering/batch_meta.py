@@ -1,10 +1,10 @@
-"""What a sample's ``meta.json`` holds (:func:`sample_meta`, :func:`add_visible`), a streamed batch's arrays made
+"""What a sample's ``meta.json`` holds (:func:`sample_meta`, :func:`frame_meta`), a streamed batch's arrays made
 from its samples' meta (cameras, visible boxes), and errors named by sample."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..spec.document import DatasetSpec
     from .sample import Sample
 
-__all__ = ["add_visible", "camera_arrays", "indexed", "object_arrays", "sample_meta"]
+__all__ = ["add_visible", "camera_arrays", "frame_meta", "indexed", "object_arrays", "sample_meta"]
 
 
 def indexed(exc: BaseException, index: int) -> BaseException:
@@ -79,8 +79,22 @@ def sample_meta(spec: DatasetSpec, sample: Sample, in_effect: dict[str, Any],
     return meta
 
 
-def add_visible(meta: dict[str, Any], visible: dict[int, tuple[list[int], int]]) -> None:
-    """Each object of a frame's ``meta`` given its ``visible_bbox`` and ``visible_pixels`` from ``visible``."""
+def frame_meta(
+    t: float, annotations: Mapping[str, Any] | None, visible: Mapping[int, tuple[list[int], int]] | None
+) -> dict[str, Any]:
+    """One frame's metadata: its time, the scene's annotations (if it annotates) and each object's visible box."""
+    meta: dict[str, Any] = {"t": t}
+    if annotations is not None:
+        meta.update(annotations)
+    add_visible(meta, visible)
+    return meta
+
+
+def add_visible(meta: dict[str, Any], visible: Mapping[int, tuple[list[int], int]] | None) -> None:
+    """Each object of a frame's ``meta`` given its ``visible_bbox`` and ``visible_pixels`` from ``visible``
+    (nothing where there are no boxes or the frame lists no objects)."""
+    if visible is None or meta.get("objects") is None:
+        return
     for obj in meta["objects"]:
         box, pixels = visible.get(int(obj.get("instance", 0)), (None, 0))
         obj["visible_bbox"] = box

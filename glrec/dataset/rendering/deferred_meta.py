@@ -21,7 +21,7 @@ import numpy as np
 
 from ...errors import GlrecError, SceneError
 from ...scenes.capabilities import BatchAnnotated, BatchCameras
-from .batch_meta import add_visible, camera_arrays, object_arrays, sample_meta
+from .batch_meta import camera_arrays, frame_meta, object_arrays, sample_meta
 
 if TYPE_CHECKING:
     from ..spec.document import DatasetSpec
@@ -131,12 +131,7 @@ class DeferredMetas(_Made[Meta]):
         for chunk in self._chunks:
             annotations = self._annotate(chunk)
             for k, plan in enumerate(chunk.plans):
-                frame: Meta = {"t": chunk.times[k]}
-                if annotations is not None:
-                    frame.update(annotations[k])
-                boxes = chunk.boxes[k]
-                if boxes is not None and frame.get("objects") is not None:
-                    add_visible(frame, boxes)
+                frame = frame_meta(chunk.times[k], None if annotations is None else annotations[k], chunk.boxes[k])
                 sample = Sample(index=plan.index, key=spec.key(plan.index), seed=plan.seed, params=plan.params)
                 out.append(self._finish(sample_meta(spec, sample, chunk.in_effect[k], [frame])))
         return out

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -36,7 +36,7 @@ from ...scenes.capabilities import (
     batch_drawable,
 )
 from ...scenes.layers import LayeredGBuffer, can_layer, layers_for
-from .batch_meta import add_visible
+from .batch_meta import frame_meta
 from .colour import ColourImage
 from .layer_pack import LayerPacker
 from .pack import PackTarget
@@ -125,16 +125,12 @@ class LayerRenderer:
         """Render samples ``indices``; chunk ``indices[j:j+n]`` is packed into ``target(j, n)`` (a host
         array of ``n * stride`` bytes, or a GL buffer and offset), sample ``j + k`` at ``k * stride``.
         Returns the samples (meta filled; ``frames`` holds the host arrays, or empty dicts)."""
-        from .sample import TIME_PARAM, Sample, plan_samples
+        from .sample import Sample
 
         r = self.renderer
         spec = r.spec
-        plans = plan_samples(spec, list(indices), r.scene)
         samples: list[Sample] = []
-        for j in range(0, len(plans), self.layers):
-            chunk = plans[j : j + self.layers]
-            times = [float(p.params.get(TIME_PARAM, 0.0)) for p in chunk]
-            layouts = [p.layout for p in chunk]
+        for j, chunk, times, layouts in self._planned(indices):
             # The chunk's annotations are computed on the CPU while the GPU draws and packs it.
             annotate = functools.partial(self._batch_annotations, layouts, times)
             result = self._chunk(layouts, times, target(j, len(chunk)), annotate)
@@ -144,14 +140,11 @@ class LayerRenderer:
                 sample = Sample(index=plan.index, key=spec.key(plan.index), seed=plan.seed, params=plan.params,
                                 packed=True, frames=[self._frame(deferred, result.arrays[k])],
                                 deferred_colour=deferred, plain_meta=batch is not None)  # fmt: skip
-                meta: dict[str, Any] = {"t": times[k]}
+                annotations = None
                 if self._annotated:
                     cast(BatchRandomisable, r.scene).use_layout(plan.layout)  # the layout drawn: its params in meta
-                    meta.update(batch[k] if batch is not None else _annotate(r, plan.index, times[k]))
-                boxes = result.boxes[k]
-                if boxes is not None and meta.get("objects") is not None:
-                    add_visible(meta, boxes)
-                r.finish_meta(sample, [meta])
+                    annotations = batch[k] if batch is not None else _annotate(r, plan.index, times[k])
+                r.finish_meta(sample, [frame_meta(times[k], annotations, result.boxes[k])])
                 samples.append(sample)
         return samples
 
@@ -160,16 +153,10 @@ class LayerRenderer:
         plans, times, visible boxes and the scene's params in effect, which
         :class:`~glrec.dataset.rendering.deferred_meta.DeferredMetas` annotates when (and if) it is read, on
         any thread. Only where :attr:`can_defer` (the annotations are a pure function of the layouts)."""
-        from .sample import TIME_PARAM, plan_samples
-
         assert self.can_defer
         r = self.renderer
-        plans = plan_samples(r.spec, list(indices), r.scene)
         chunks: list[DrawnChunk] = []
-        for j in range(0, len(plans), self.layers):
-            chunk = plans[j : j + self.layers]
-            times = [float(p.params.get(TIME_PARAM, 0.0)) for p in chunk]
-            layouts = [p.layout for p in chunk]
+        for j, chunk, times, layouts in self._planned(indices):
             result = self._chunk(layouts, times, target(j, len(chunk)))
             in_effect = []
             if r._reports_params:
@@ -178,6 +165,16 @@ class LayerRenderer:
                     in_effect.append(r.in_effect())
             chunks.append(DrawnChunk(chunk, times, result.boxes, in_effect or [{}] * len(chunk)))
         return chunks
+
+    def _planned(self, indices: Sequence[int]) -> Iterator[tuple[int, list[SamplePlan], list[float], list[Any]]]:
+        """The batch planned at once, then per chunk of up to :attr:`layers` samples: its first position, plans,
+        times and layouts."""
+        from .plans import TIME_PARAM, plan_samples
+
+        plans = plan_samples(self.renderer.spec, list(indices), self.renderer.scene)
+        for j in range(0, len(plans), self.layers):
+            chunk = plans[j : j + self.layers]
+            yield j, chunk, [float(p.params.get(TIME_PARAM, 0.0)) for p in chunk], [p.layout for p in chunk]
 
     @property
     def can_defer(self) -> bool:

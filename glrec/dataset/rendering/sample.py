@@ -24,7 +24,7 @@ from ...scenes.capabilities import (
 from ...scenes.passes import PASS_ROWS, GBuffer
 from ..spec.document import DatasetSpec
 from ..spec.params import rng_for, sample_seeds
-from .batch_meta import add_visible, sample_meta
+from .batch_meta import add_visible, frame_meta, sample_meta
 from .colour import ColourEncoder, ColourImage
 from .pack import PackTarget, PassPacker
 from .plans import TIME_PARAM, SamplePlan, plan_samples, sample_plan
@@ -353,12 +353,8 @@ class SampleRenderer:
         if self.keep_rgb and "rgb" in packed.arrays:
             arrays["rgb"] = packed.arrays["rgb"]
         sample.frames.append(arrays)
-        meta: dict[str, Any] = {"t": t}
-        if self._annotated:
-            meta.update(cast(Annotated, self.scene).annotations(t))
-        if packed.boxes is not None and meta.get("objects") is not None:
-            add_visible(meta, packed.boxes)
-        return meta
+        annotations = cast(Annotated, self.scene).annotations(t) if self._annotated else None
+        return frame_meta(t, annotations, packed.boxes)
 
     def close(self) -> None:
         """Release the scene, the packer and the G-buffer. Safe to call twice."""
