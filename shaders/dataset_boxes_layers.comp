@@ -6,12 +6,22 @@
 //   count, x1, y1 [layers * IDS] each   (cleared to 0)
 //   x0, y0 [layers * IDS] each          (cleared to 0xFFFFFFFF)
 // entry (array k, layer l, id i) at 2 * layers + (k * layers + l) * IDS + i. Ids >= IDS are
-// only counted in the maximum (the host then falls back to that layer's mask).
+// only counted in the maximum (the host then falls back to that layer's mask). MASKED (0/1): the id
+// targets were not cleared; a pixel's ids count where the depth-test buffer was written (< 1), else 0.
+#ifndef MASKED
+#define MASKED 0
+#endif
 layout(local_size_x = 64) in;
 
 layout(r32ui, binding = 2) readonly uniform uimage2DArray instance_img;
 layout(r32ui, binding = 3) readonly uniform uimage2DArray semantic_img;
 layout(std430, binding = 1) buffer Boxes { uint table[]; };
+#if MASKED
+layout(binding = 5) uniform sampler2DArray drawn_tex;  // the depth-test buffer
+#define DRAWN(x) (texelFetch(drawn_tex, ivec3(x, row, layer), 0).r < 1.0)
+#else
+#define DRAWN(x) true
+#endif
 
 uniform ivec2 size;
 uniform int layers;
@@ -33,13 +43,14 @@ void main() {
     int layer = int(gl_GlobalInvocationID.y);
     if (y >= size.y) return;
     int row = size.y - 1 - y;
-    uint run_id = imageLoad(instance_img, ivec3(0, row, layer)).r;
+    uint run_id = DRAWN(0) ? imageLoad(instance_img, ivec3(0, row, layer)).r : 0u;
     uint top_id = run_id;
     uint top_class = 0u;
     int start = 0;
     for (int x = 0; x < size.x; x++) {
-        uint id = imageLoad(instance_img, ivec3(x, row, layer)).r;
-        top_class = max(top_class, imageLoad(semantic_img, ivec3(x, row, layer)).r);
+        bool drawn = DRAWN(x);
+        uint id = drawn ? imageLoad(instance_img, ivec3(x, row, layer)).r : 0u;
+        top_class = max(top_class, drawn ? imageLoad(semantic_img, ivec3(x, row, layer)).r : 0u);
         if (id != run_id) {
             add_run(run_id, start, x, y, layer);
             top_id = max(top_id, id);

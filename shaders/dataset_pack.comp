@@ -2,6 +2,9 @@
 #ifndef LAYERED
 #define LAYERED 0
 #endif
+#ifndef MASKED
+#define MASKED 0
+#endif
 // Dataset passes, packed on the GPU into the bytes their files hold, so the host reads
 // back only those bytes: rows top-down (GL stores them bottom-up), then per pass
 //   rgb       3 bytes per pixel (RGB of the colour target)
@@ -13,7 +16,9 @@
 // One invocation makes 4 consecutive pixels of the row-major image, so every section
 // gets whole 32-bit words (3 for RGB, 1 per pixel for depth, 2 for the ids...).
 // Defines: RGB, DEPTH, INSTANCE, SEMANTIC (0/1), NORMAL (0, 1, 2), LAYERED (0/1: the targets are
-// texture arrays, one sample per layer; work group row y packs layer y at y * stride words).
+// texture arrays, one sample per layer; work group row y packs layer y at y * stride words),
+// MASKED (0/1, LAYERED only: the targets but colour were not cleared; a pixel's depth, ids and normal
+// are read where the depth-test buffer was written (< 1) and are the cleared 0 elsewhere).
 layout(local_size_x = 64) in;
 
 #if LAYERED
@@ -22,6 +27,9 @@ layout(binding = 1) uniform sampler2DArray depth_tex;
 layout(r32ui, binding = 2) readonly uniform uimage2DArray instance_img;
 layout(r32ui, binding = 3) readonly uniform uimage2DArray semantic_img;
 layout(binding = 4) uniform sampler2DArray normal_tex;
+#if MASKED
+layout(binding = 5) uniform sampler2DArray drawn_tex;  // the depth-test buffer
+#endif
 #define FETCH(t, p) texelFetch(t, ivec3(p, layer), 0)
 #define LOAD(i, p) imageLoad(i, ivec3(p, layer))
 #else
@@ -75,6 +83,15 @@ void main() {
             y++;
         }
     }
+    // Where the passes other than colour hold what was drawn (the rest: their cleared value, 0).
+    bool drawn[4];
+    for (int i = 0; i < 4; i++) {
+#if MASKED
+        drawn[i] = inside[i] && FETCH(drawn_tex, at[i]).r < 1.0;
+#else
+        drawn[i] = inside[i];
+#endif
+    }
     uint b[12];
     uint ids[4];
 #if RGB
@@ -87,23 +104,23 @@ void main() {
 #endif
 #if DEPTH
     for (int i = 0; i < 4; i++) {
-        float z = inside[i] ? FETCH(depth_tex, at[i]).r : 0.0;
+        float z = drawn[i] ? FETCH(depth_tex, at[i]).r : 0.0;
         words[o + at_depth + p0 + i] = floatBitsToUint(z);
     }
 #endif
 #if INSTANCE
-    for (int i = 0; i < 4; i++) ids[i] = inside[i] ? LOAD(instance_img, at[i]).r & 0xFFFFu : 0u;
+    for (int i = 0; i < 4; i++) ids[i] = drawn[i] ? LOAD(instance_img, at[i]).r & 0xFFFFu : 0u;
     words[o + at_instance + 2 * g] = ids[0] | (ids[1] << 16);
     words[o + at_instance + 2 * g + 1] = ids[2] | (ids[3] << 16);
 #endif
 #if SEMANTIC
-    for (int i = 0; i < 4; i++) ids[i] = inside[i] ? LOAD(semantic_img, at[i]).r & 0xFFFFu : 0u;
+    for (int i = 0; i < 4; i++) ids[i] = drawn[i] ? LOAD(semantic_img, at[i]).r & 0xFFFFu : 0u;
     words[o + at_semantic + 2 * g] = ids[0] | (ids[1] << 16);
     words[o + at_semantic + 2 * g + 1] = ids[2] | (ids[3] << 16);
 #endif
 #if NORMAL
     for (int i = 0; i < 4; i++) {
-        vec3 n = inside[i] ? FETCH(normal_tex, at[i]).xyz : vec3(0.0);
+        vec3 n = drawn[i] ? FETCH(normal_tex, at[i]).xyz : vec3(0.0);
 #if NORMAL == 1
         bool none = all(equal(n, vec3(0.0)));
         b[3 * i] = none ? 0u : normal_byte(n.x);

@@ -22,6 +22,15 @@ place instead of probing attributes with ``getattr``:
   pass (the vertex shader writes ``gl_Layer``). The dataset renderer and the
   training stream then render a chunk of samples per GL pass with one fence;
   a scene without it is rendered one sample at a time.
+- :class:`BatchPrepared`: ``render_batch`` in two halves, ``prepare_batch(layouts, times)`` (the CPU
+  work, no GL: it is called on the dataset renderer's planning thread, beside the draw of the batch
+  before) and ``render_prepared(target, prepared)`` (the GL calls). The render thread then only issues
+  GL commands and waits for the GPU (:func:`batch_prepared` says when a scene's halves are used).
+- :class:`DepthMarksDrawn`: ``depth_marks_drawn = True`` says every fragment its batch draw writes passes
+  a depth test that writes depth, and writes every pass it lists. The layered G-buffer then clears only
+  colour and depth before a chunk (on the H200 clearing every target took more GPU time than the draw):
+  the packer and the box pass read the other passes where depth was written and the cleared value
+  (0) elsewhere, so the bytes are those of a full clear (:func:`marks_drawn`).
 - :class:`ReportsParams`: ``params``, the values in effect after ``randomise`` (its
   defaults and what it drew), merged under the spec's values in ``meta.json``.
 - :class:`Classified`: names its class ids (``classes``).
@@ -72,6 +81,18 @@ class BatchRandomisable(Protocol):
 @runtime_checkable
 class BatchDrawable(Protocol):
     def render_batch(self, target: Any, layouts: Sequence[Any], times: Sequence[float]) -> None: ...
+
+
+@runtime_checkable
+class BatchPrepared(Protocol):
+    def prepare_batch(self, layouts: Sequence[Any], times: Sequence[float]) -> Any: ...
+
+    def render_prepared(self, target: Any, prepared: Any) -> None: ...
+
+
+@runtime_checkable
+class DepthMarksDrawn(Protocol):
+    depth_marks_drawn: bool
 
 
 @runtime_checkable
@@ -149,6 +170,21 @@ def batch_drawable(scene: object) -> bool:
     return single is None or (batch is not None and issubclass(batch, single))
 
 
+def batch_prepared(scene: object) -> bool:
+    """Whether ``scene``'s :class:`BatchPrepared` halves may stand for its ``render_batch``: it draws batches
+    (:func:`batch_drawable`) and overrides no ``render_batch`` below the classes giving the two halves."""
+    if not (isinstance(scene, BatchPrepared) and batch_drawable(scene)):
+        return False
+    batch = _owner(type(scene), "render_batch")
+    halves = (_owner(type(scene), "prepare_batch"), _owner(type(scene), "render_prepared"))
+    return batch is None or all(h is not None and issubclass(h, batch) for h in halves)
+
+
+def marks_drawn(scene: object) -> bool:
+    """Whether ``scene`` says its depth marks every pixel it draws (:class:`DepthMarksDrawn`, set to True)."""
+    return isinstance(scene, DepthMarksDrawn) and scene.depth_marks_drawn is True
+
+
 def parameters_of(scene: object) -> Mapping[str, Any] | None:
     """The parameters a spec may set on ``scene`` (name -> default), or None where it does not list them."""
     return scene.parameters if isinstance(scene, Parameterised) else None
@@ -168,8 +204,10 @@ __all__ = [
     "BatchAnnotated",
     "BatchCameras",
     "BatchDrawable",
+    "BatchPrepared",
     "BatchRandomisable",
     "Classified",
+    "DepthMarksDrawn",
     "Finite",
     "Interactive",
     "Parameterised",
@@ -178,8 +216,10 @@ __all__ = [
     "WritesPasses",
     "batch_annotated",
     "batch_drawable",
+    "batch_prepared",
     "batch_randomisable",
     "classes_of",
+    "marks_drawn",
     "parameters_of",
     "params_in_effect",
     "passes_of",

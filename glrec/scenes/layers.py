@@ -102,6 +102,9 @@ class LayeredGBuffer:
         _gl("glCreateFramebuffers", ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(1, ids)
         self._fbo = int(ids[0])
         self._scratch = 0  # a framebuffer for clearing one layer (made when first needed)
+        #: Passes whose targets :meth:`clear` leaves as they are: whoever reads them takes the cleared value
+        #: (0) wherever the depth-test buffer is still 1 (nothing drawn); see DepthMarksDrawn.
+        self.masked: frozenset[str] = frozenset()
         attach = _gl("glNamedFramebufferTexture", ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_int)
         self._slots = {name: locations.index(name) for name in self.textures}  # pass -> fragment output location
         for name, tex in self.textures.items():
@@ -139,13 +142,16 @@ class LayeredGBuffer:
         """Clear the bound layered framebuffer: layer j's colour to ``backgrounds[j]``, depth to 1, the rest to 0.
 
         ``glClearBuffer*`` clears every layer at once; where the layers' backgrounds differ, each
-        layer's colour is then cleared on its own (``glClearTexSubImage``) to its value.
+        layer's colour is then cleared on its own (``glClearTexSubImage``) to its value. The targets of
+        :attr:`masked` passes are not cleared.
         """
         fv = _gl("glClearBufferfv", ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_float))
         uiv = _gl("glClearBufferuiv", ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))
         first = tuple(float(c) for c in backgrounds[0]) if backgrounds else (0.0, 0.0, 0.0)
         for r in self.rows:
             i = self._slots[r.name]
+            if r.name in self.masked:
+                continue
             if i == 0:
                 fv(_COLOR, 0, (ctypes.c_float * 4)(*first, 1.0))
             elif r.gl_dtype.startswith(("u", "i")):
@@ -170,6 +176,11 @@ class LayeredGBuffer:
             for j, b in rest:
                 layer(self._scratch, _COLOR0, glo, 0, j)
                 clear(self._scratch, _COLOR, 0, (ctypes.c_float * 4)(*(float(c) for c in b), 1.0))
+
+    @property
+    def depth_texture(self) -> int:
+        """The depth-test buffer: a GL texture array (1 where nothing was drawn since :meth:`clear`)."""
+        return self._depth
 
     def release(self) -> None:
         """Free the GL objects. Safe to call twice."""

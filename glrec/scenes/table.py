@@ -22,9 +22,10 @@ from ..gl import glsl
 from .camera import GL_TO_CV, as_list, intrinsics, matmul, matmul_stack, pixel_boxes
 from .layers import LayeredGBuffer
 from .passes import PASSES, clear_passes
-from .primitives import MESHES
+from .primitives import MESHES, indexed_meshes
 from .table_batch import cameras
-from .table_layout import PlacedObjects, TableLayout, columns_ok, gather, place_objects
+from .table_draw import INSTANCE, TableDraw, prepare
+from .table_layout import PlacedObjects, TableLayout, columns_ok, place_objects
 
 NEAR, FAR = 0.05, 50.0
 
@@ -74,10 +75,6 @@ def models_of(scale: np.ndarray, yaw: np.ndarray, x: np.ndarray, z: np.ndarray, 
 
 #: The table top's lift (its top face at y = 0), as :func:`_math` gives it.
 _TOP_SHIFT = _math(Matrix44.from_translation([0.0, -0.05, 0.0]))
-#: One object's record in its mesh kind's instance buffer (matches table.vert's i_* inputs).
-_INSTANCE = np.dtype([("model", "<f4", (16,)), ("colour", "<f4", (4,)), ("ids", "<u4", (3,))])
-#: One sample's record in the Samples storage buffer (matches table.vert's SampleView, std430).
-_VIEW = np.dtype([("view", "<f4", (16,)), ("projection", "<f4", (16,)), ("light", "<f4", (4,)), ("eye", "<f4", (4,))])
 
 
 class Table:
@@ -93,6 +90,9 @@ class Table:
 
     passes: tuple[str, ...] = PASSES
     classes: tuple[str, ...] = ("background", "table", *MESHES)
+    #: Every fragment it draws is depth-tested with depth writes and writes every pass
+    #: (:class:`~glrec.scenes.capabilities.DepthMarksDrawn`): a layered G-buffer clears colour and depth only.
+    depth_marks_drawn = True
     #: Parameters and their defaults; a spec may set any of them (constant or a distribution).
     parameters: dict[str, Any] = {  # noqa: RUF012 - read-only table
         "objects": 5,
@@ -116,6 +116,7 @@ class Table:
         self.ctx: moderngl.Context | None = None
         self._prog: moderngl.Program | None = None
         self._vbo: moderngl.Buffer | None = None
+        self._ibo: moderngl.Buffer | None = None
         self._instances: dict[str, tuple[moderngl.Buffer, moderngl.VertexArray]] = {}
         self._views: moderngl.Buffer | None = None
         self.size = (0, 0)
@@ -233,92 +234,51 @@ class Table:
         self._prog = glsl.program(
             ctx, glsl.source("table.vert"), glsl.source("table.frag"), origin="table.vert/table.frag"
         )
-        meshes = {name: build().astype("f4") for name, build in MESHES.items()}
-        self._ranges: dict[str, tuple[int, int]] = {}
+        vertices, indices = indexed_meshes()
+        self._ranges: dict[str, tuple[int, int]] = {}  # mesh kind -> (its first index, its index count)
         first = 0
-        for name, mesh in meshes.items():
-            self._ranges[name] = (first, len(mesh))
-            first += len(mesh)
-        self._vbo = ctx.buffer(np.vstack(list(meshes.values())).tobytes())
+        for name, idx in indices.items():
+            self._ranges[name] = (first, len(idx))
+            first += len(idx)
+        self._vbo = ctx.buffer(vertices.tobytes())
+        self._ibo = ctx.buffer(np.concatenate(list(indices.values())).tobytes())
         self._instances = {}  # mesh kind -> (its instance buffer, a vertex array reading it)
         for name in MESHES:
-            buf = ctx.buffer(reserve=_INSTANCE.itemsize * 64, dynamic=True)
+            buf = ctx.buffer(reserve=INSTANCE.itemsize * 64, dynamic=True)
             vao = ctx.vertex_array(
                 self._prog,
                 [
                     (self._vbo, "3f 3f", "in_position", "in_normal"),
                     (buf, "16f 4f 3u/i", "i_model", "i_colour", "i_ids"),
                 ],
+                index_buffer=self._ibo,
+                index_element_size=4,
             )
             self._instances[name] = (buf, vao)
 
     def _draw(self, shape: str, rows: np.ndarray) -> None:
-        """One instanced draw of every object of mesh kind ``shape`` (``rows``: their :data:`_INSTANCE` records)."""
+        """One instanced draw of every object of mesh kind ``shape`` (``rows``: their :data:`INSTANCE` records)."""
         buf, vao = self._instances[shape]
         if buf.size < rows.nbytes:
             buf.orphan(rows.nbytes * 2)
-        buf.write(rows.tobytes())
+        buf.write(rows)
         first, count = self._ranges[shape]
         vao.render(moderngl.TRIANGLES, vertices=count, first=first, instances=len(rows))
 
-    def _draw_batch(self, layouts: Sequence[TableLayout | None], times: Sequence[float]) -> None:
-        """Draw sample j (``layouts[j]``, None: the current one) at ``times[j]`` into layer j, a draw per mesh kind.
-
-        Instance records run sample by sample, each the table top (a cube) then the objects in
-        placement order, so each mesh kind's draw meets a sample's instances in the order the
-        one-sample draw does (ties in depth resolve alike); matrices are computed for the batch at once.
-        """
+    def _submit(self, draw: TableDraw) -> None:
+        """Give GL a prepared draw (:func:`glrec.scenes.table_draw.prepare`): the views, then a draw per mesh kind."""
         assert self.ctx is not None
-        lays = [self.layout if lay is None else lay for lay in layouts]
-        n = len(lays)
-        views = np.zeros(n, _VIEW)
-        params = [lay.params for lay in lays]
-        eyes, gl_views = cameras(params, [float(t) for t in times])
-        projections = np.stack([self._projection(float(p["fov"])) for p in params])
-        lights = []
-        for p in params:
-            az, el = math.radians(float(p["light_azimuth"])), math.radians(float(p["light_elevation"]))
-            lights.append((-(math.cos(el) * math.sin(az)), -math.sin(el), -(math.cos(el) * math.cos(az)),
-                           float(p["ambient"])))  # fmt: skip
-        views["view"] = gl_views.transpose(0, 2, 1).reshape(n, 16)  # GL reads column-major
-        views["projection"] = projections.transpose(0, 2, 1).reshape(n, 16)
-        views["light"] = lights
-        views["eye"][:, :3] = eyes
-        sizes = np.array([float(p["table_size"]) for p in params])
-        turns = np.array([float(p["spin"]) * float(t) for p, t in zip(params, times, strict=True)])
-        table_colours = np.array([[float(c) for c in p["table_colour"]] for p in params])
-        self.use_layout(lays[-1])  # the last one drawn is the one in use, as after render()
-        counts, objs = gather(lays)
-        m = len(objs.x)
-        scale = np.zeros((n, 4, 4))
-        scale[:, 0, 0], scale[:, 1, 1], scale[:, 2, 2], scale[:, 3, 3] = sizes, 0.1, sizes, 1.0
-        tops = matmul_stack(_TOP_SHIFT, scale)  # translation @ scale, in matmul's order
-        rows = np.zeros(n + m, _INSTANCE)
-        at_top = np.cumsum(counts + 1) - (counts + 1)
-        is_object = np.ones(len(rows), bool)
-        is_object[at_top] = False
-        rows["model"][at_top] = tops.transpose(0, 2, 1).reshape(n, 16)
-        rows["colour"][at_top, :3] = table_colours
-        rows["colour"][at_top, 3] = 0.25
-        rows["ids"][at_top] = np.stack([np.zeros(n), np.full(n, self.classes.index("table")), np.arange(n)], 1)
-        kinds = np.full(len(rows), "cube", dtype=object)
-        if m:
-            models = models_of(objs.scale, objs.yaw, objs.x, objs.z, np.repeat(turns, counts))
-            rows["model"][is_object] = models.transpose(0, 2, 1).reshape(m, 16)
-            rows["colour"][is_object, :3] = objs.colour
-            rows["ids"][is_object] = np.column_stack([objs.instance, objs.klass, np.repeat(np.arange(n), counts)])
-            kinds[is_object] = objs.shape
+        self.use_layout(draw.last)  # the last one drawn is the one in use, as after render()
+        views = draw.views
         if self._views is None or self._views.size < views.nbytes:
             if self._views is not None:
                 self._views.release()
             self._views = self.ctx.buffer(reserve=views.nbytes * 2)
-        self._views.write(views.tobytes())
+        self._views.write(views)
         self._views.bind_to_storage_buffer(0)
         self.ctx.enable(moderngl.DEPTH_TEST)
-        for shape in self._instances:  # one draw per mesh kind, for the whole batch
-            pick = kinds == shape
-            if pick.any():
-                self._draw(shape, rows[pick])
+        for shape, rows in draw.kinds.items():  # one draw per mesh kind, for the whole batch
+            self._draw(shape, rows)
         self.ctx.disable(moderngl.DEPTH_TEST)
 
     def render(self, t: float) -> None:
@@ -326,15 +286,26 @@ class Table:
         if self.ctx is None or self._prog is None:
             raise SceneError("table: call setup() before render().")
         clear_passes(self.ctx, tuple(float(c) for c in self.params["background"]))  # type: ignore[arg-type]
-        self._draw_batch([None], [t])
+        self._submit(prepare(self, [self.layout], [t]))
 
     def render_batch(self, target: LayeredGBuffer, layouts: Sequence[TableLayout], times: Sequence[float]) -> None:
         """Clear ``target`` (bound) and draw sample j (``layouts[j]`` at ``times[j]``) into its layer j
         (:class:`~glrec.scenes.capabilities.BatchDrawable`); :meth:`render` is the same draw with one sample."""
+        self.render_prepared(target, self.prepare_batch(layouts, times))
+
+    def prepare_batch(self, layouts: Sequence[TableLayout], times: Sequence[float]) -> TableDraw:
+        """The CPU half of :meth:`render_batch`, no GL: any thread
+        (:class:`~glrec.scenes.capabilities.BatchPrepared`)."""
+        if not self.size[1]:
+            raise SceneError("table: call setup() before prepare_batch().")
+        return prepare(self, layouts, times)
+
+    def render_prepared(self, target: LayeredGBuffer, draw: TableDraw) -> None:
+        """The GL half of :meth:`render_batch`: clear ``target`` (bound) and draw what :meth:`prepare_batch` made."""
         if self.ctx is None or self._prog is None:
             raise SceneError("table: call setup() before render_batch().")
-        target.clear([tuple(float(c) for c in lay.params["background"]) for lay in layouts])  # type: ignore[misc]
-        self._draw_batch(layouts, times)
+        target.clear(draw.backgrounds)
+        self._submit(draw)
 
     def annotations_batch(self, layouts: Sequence[TableLayout], times: Sequence[float]) -> list[dict[str, Any]]:
         """:meth:`annotations` of sample j (``layouts[j]`` at ``times[j]``) for a whole batch, computed at once
@@ -394,7 +365,7 @@ class Table:
         for buf, vao in instances.values():
             vao.release()
             buf.release()
-        for name in ("_views", "_vbo", "_prog"):
+        for name in ("_views", "_vbo", "_ibo", "_prog"):
             obj = getattr(self, name, None)
             setattr(self, name, None)
             if obj is not None:

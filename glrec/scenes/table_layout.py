@@ -153,28 +153,22 @@ def columns_ok(merged: list[dict[str, Any]], defaults: dict[str, Any], meshes: S
     return bool(((lo > 0) & (lo <= hi)).all())
 
 
+#: Which of (v, t, p, q) each of r, g, b is, per sector of the hue circle (as colorsys picks them).
+_HSV_PICK = np.array([[0, 1, 2], [3, 0, 2], [2, 0, 1], [2, 3, 0], [1, 2, 0], [0, 2, 3]])
+
+
 def hsv_to_rgb(h: np.ndarray, s: np.ndarray, v: np.ndarray) -> np.ndarray:
     """``colorsys.hsv_to_rgb`` over arrays: (n,) each -> (n, 3)."""
     i = np.floor(h * 6.0)
     f = h * 6.0 - i
     p, q, t = v * (1.0 - s), v * (1.0 - s * f), v * (1.0 - s * (1.0 - f))
     sector = i.astype(np.int64) % 6
-    table = np.stack(
-        [
-            np.stack([v, t, p], -1),
-            np.stack([q, v, p], -1),
-            np.stack([p, v, t], -1),
-            np.stack([p, q, v], -1),
-            np.stack([t, p, v], -1),
-            np.stack([v, p, q], -1),
-        ],
-        1,
-    )
-    out: np.ndarray = table[np.arange(len(h)), sector]
+    out: np.ndarray = np.stack([v, t, p, q])[_HSV_PICK[sector], np.arange(len(h))[:, None]]
     return out
 
 
-_FIRST_TRIES = 16  # tried for every sample at once; the rest only where none of these fits
+#: Tries tested together, stage after stage, each only for the samples no earlier stage placed.
+_STAGES = ((0, 4), (4, 16), (16, TRIES))
 
 
 def _tries(
@@ -182,7 +176,8 @@ def _tries(
     xs: np.ndarray, zs: np.ndarray, rs: np.ndarray, placed: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """Tries ``start..stop-1`` of object slot ``k`` (half table ``h``, radius ``r``, each (a, 1)) against the
-    objects placed before it: (fits (a, tries), x, z)."""
+    objects placed before it (``xs``, ``zs``, ``rs``, ``placed``: (k, a), slot first, so the test over them is an
+    element-wise AND of k slabs, not a reduction along a short last axis): (fits (a, tries), x, z)."""
     tries = stop - start
     u = uniforms(seeds, "table:place", 2 * tries, first=2 * (k * TRIES + start)).reshape(len(seeds), tries, 2)
     room = h > r
@@ -191,9 +186,16 @@ def _tries(
     z = np.where(room, -h + r + span * u[:, :, 1], 0.0)
     if not k:
         return np.ones((len(seeds), tries), bool), x, z
-    dist = np.hypot(x[:, :, None] - xs[:, None, :], z[:, :, None] - zs[:, None, :])
-    clear = (dist > r[:, :, None] + rs[:, None, :]) | ~placed[:, None, :]
-    return clear.all(axis=2), x, z
+    dx, dz = x[None] - xs[:, :, None], z[None] - zs[:, :, None]  # (k, a, tries)
+    apart = r[None] + rs[:, :, None]
+    # hypot(dx, dz) > apart, decided on the squares (4x faster than hypot); where the squares are too close to
+    # call, hypot itself decides, so the decision is hypot's bit for bit whatever the rounding of the squares.
+    d2, a2 = dx * dx + dz * dz, apart * apart
+    far = d2 > a2
+    unsure = np.abs(d2 - a2) <= 1e-9 * a2
+    if unsure.any():
+        far[unsure] = np.hypot(dx[unsure], dz[unsure]) > apart[unsure]
+    return (far | ~placed[:, :, None]).all(axis=0), x, z
 
 
 def place_objects(params: Sequence[dict[str, Any]], seeds: np.ndarray, classes: Sequence[str]) -> PlacedObjects:
@@ -205,8 +207,8 @@ def place_objects(params: Sequence[dict[str, Any]], seeds: np.ndarray, classes: 
     half = np.array([float(p["table_size"]) / 2 for p in params])
     nshapes = np.array([len(p["shapes"]) for p in params], np.int64)
     most = int(count.max(initial=0))
-    xs, zs, rs = np.zeros((n, most)), np.zeros((n, most)), np.zeros((n, most))
-    placed = np.zeros((n, most), bool)
+    xs, zs, rs = np.zeros((most, n)), np.zeros((most, n)), np.zeros((most, n))  # slot first (see _tries)
+    placed = np.zeros((most, n), bool)
     slots = np.full((n, most), -1, np.int64)  # the slot's row in `draws`, or -1 when left out
     draws = uniforms(seeds, "table:object", _PER_OBJECT * most).reshape(n, most, _PER_OBJECT) if most else None
     for k in range(most):
@@ -214,26 +216,30 @@ def place_objects(params: Sequence[dict[str, Any]], seeds: np.ndarray, classes: 
         active = np.flatnonzero(count > k)
         scale = lo[active] + (hi[active] - lo[active]) * draws[active, k, 1]
         radius = scale * 0.71  # footprint circle of the unit solid (the cube's half diagonal)
-        # The object takes its first try that overlaps no object placed before it: the first few tries of
-        # every sample at once, then the rest for the samples none of those fitted (counter-based: the same draws).
+        # The object takes its first try that overlaps no object placed before it: a few tries of every sample
+        # at once, then more for the samples none of those fitted, and so on (counter-based: the same draws,
+        # so the same first fit as testing all TRIES at once; most objects fit at their first try).
         h, r = half[active][:, None], radius[:, None]
-        ok, x, z = _tries(seeds[active], k, 0, _FIRST_TRIES, h, r, xs[active, :k], zs[active, :k], rs[active, :k],
-                          placed[active, :k])  # fmt: skip
-        left = np.flatnonzero(~ok.any(axis=1))
-        if len(left):
-            a = active[left]
-            ok2, x2, z2 = _tries(seeds[a], k, _FIRST_TRIES, TRIES, h[left], r[left], xs[a, :k], zs[a, :k], rs[a, :k],
-                                 placed[a, :k])  # fmt: skip
-            ok, x, z = (np.concatenate([c, np.zeros((len(c), TRIES - _FIRST_TRIES), c.dtype)], 1) for c in (ok, x, z))
-            ok[left, _FIRST_TRIES:], x[left, _FIRST_TRIES:], z[left, _FIRST_TRIES:] = ok2, x2, z2
-        found = ok.any(axis=1)
-        first = ok.argmax(axis=1)
+        found = np.zeros(len(active), bool)
+        fx, fz = np.zeros(len(active)), np.zeros(len(active))
+        todo = np.arange(len(active))
+        for first_try, end_try in _STAGES:
+            a = active[todo]
+            ok, x, z = _tries(seeds[a], k, first_try, end_try, h[todo], r[todo], xs[:k, a], zs[:k, a], rs[:k, a],
+                              placed[:k, a])  # fmt: skip
+            hit = ok.any(axis=1)
+            first = ok.argmax(axis=1)[hit]
+            fit = todo[hit]
+            fx[fit], fz[fit], found[fit] = x[hit, first], z[hit, first], True
+            todo = todo[~hit]
+            if not len(todo):
+                break
         rows = active[found]
-        xs[rows, k] = x[found, first[found]]
-        zs[rows, k] = z[found, first[found]]
-        rs[rows, k] = radius[found]
-        placed[rows, k] = True
-        slots[active, k] = np.where(placed[active, k], 1, -1)
+        xs[k, rows] = fx[found]
+        zs[k, rows] = fz[found]
+        rs[k, rows] = radius[found]
+        placed[k, rows] = True
+        slots[active, k] = np.where(placed[k, active], 1, -1)
     if not most:
         return PlacedObjects(np.zeros(n + 1, np.int64), *(getattr(_EMPTY, f) for f in _FIELDS))
     assert draws is not None
@@ -243,6 +249,7 @@ def place_objects(params: Sequence[dict[str, Any]], seeds: np.ndarray, classes: 
     ).reshape(n, most, 3)
     yaws = 2 * math.pi * draws[:, :, 5]
     shape_ix = np.minimum(np.floor(draws[:, :, 0] * nshapes[:, None]), nshapes[:, None] - 1).astype(np.int64)
+    xs, zs, rs = xs.T, zs.T, rs.T  # sample first again
     keep = slots >= 0  # placed slots, sample after sample, in slot (= placement) order
     counts = keep.sum(axis=1)
     lists = [tuple(p["shapes"]) for p in params]

@@ -184,16 +184,16 @@ def test_the_stream_takes_the_layered_path_and_matches_one_by_one(gl, monkeypatc
     calls = []
     original = LayerRenderer.draw  # the stream draws, and leaves the metadata until it is read
 
-    def counting(self, indices, target):
-        calls.append(list(indices))
-        return original(self, indices, target)
+    def counting(self, indices, target, then=None):
+        calls.append((list(indices), None if then is None else list(then)))
+        return original(self, indices, target, then)
 
     monkeypatch.setattr(LayerRenderer, "draw", counting)
     got = {}
     for b in stream(spec, 3):
         for j, i in enumerate(b["index"].tolist()):
             got[i] = (b["rgb"][j].copy(), b["instance"][j].copy(), b["boxes"][j], b["meta"][j])
-    assert calls == [[0, 1, 2], [3, 4, 5], [6]]
+    assert calls == [([0, 1, 2], [3, 4, 5]), ([3, 4, 5], [6]), ([6], None)]  # each batch names the next
     for i, (rgb, instance, boxes, meta) in got.items():
         alone = render_sample(spec, i)
         assert rgb.tobytes() == alone.frames[0]["rgb"].tobytes()
@@ -239,14 +239,14 @@ def test_shard_workers_draw_chunks_per_gl_pass_and_write_the_same_files(tmp_path
     calls = []
     original = LayerRenderer.render
 
-    def counting(self, indices, target):
-        calls.append(list(indices))
-        return original(self, indices, target)
+    def counting(self, indices, target, then=None):
+        calls.append((list(indices), None if then is None else list(then)))
+        return original(self, indices, target, then)
 
     monkeypatch.setattr(runner, "SHARD_CHUNK", 3)
     monkeypatch.setattr(LayerRenderer, "render", counting)
     layered = shard_files(spec, tmp_path / "layered", monkeypatch, True)
-    assert calls == [[0, 1, 2], [3, 4, 5], [6], [7, 8]]
+    assert calls == [([0, 1, 2], [3, 4, 5]), ([3, 4, 5], [6]), ([6], []), ([7, 8], [])]  # per shard
     calls.clear()
     alone = shard_files(spec, tmp_path / "alone", monkeypatch, False)
     assert calls == []
@@ -298,3 +298,24 @@ def test_only_the_passes_read_get_layered_targets(gl):
         r.close()
     assert state_bytes((10, 10), {"rgb", "depth", "instance", "semantic"}) == 100 * 20
     assert state_bytes((10, 10)) == 100 * 36
+
+
+@pytest.mark.parametrize("marks", [True, False])
+def test_targets_left_uncleared_read_as_cleared_where_nothing_was_drawn_across_chunks(gl, monkeypatch, marks):
+    # The table says its depth marks what it drew, so only colour and depth are cleared per chunk and the packer
+    # masks the rest by depth; a scene that does not say so gets every target cleared. Both: the same bytes.
+    monkeypatch.setattr(Table, "depth_marks_drawn", marks)
+    spec = make_spec(objects={"int": [0, 6]})
+    r = SampleRenderer(spec, gl.mgl, None, keep_rgb=True, packed=True)
+    try:
+        want = one_by_one(r, range(8))
+        samples, chunks = batch(r, range(8), max_layers=3)  # later chunks draw over what earlier ones left
+        masked = r._layers.gbuffer.masked
+    finally:
+        r.close()
+    assert masked == ({"depth", "instance", "semantic", "normal"} if marks else set())
+    assert len(chunks) == 3
+    for s in samples:
+        frames, meta = want[s.index]
+        assert {k: v.tobytes() for k, v in s.frames[0].items()} == {k: v.tobytes() for k, v in frames.items()}
+        assert json.dumps(s.meta, sort_keys=True) == meta

@@ -126,10 +126,11 @@ class ShardWorker:
             assert self._gl is not None
             for first in range(indices.start, indices.stop, SHARD_CHUNK):
                 chunk = range(first, min(indices.stop, first + SHARD_CHUNK))
+                then = range(chunk.stop, min(indices.stop, chunk.stop + SHARD_CHUNK))  # planned while this draws
                 mark(first)  # a worker that dies now names the chunk's first sample
                 try:
-                    with self._gl.active():
-                        samples = renderer.render_batch(chunk, lambda j, n: None)  # a new host array per chunk
+                    with self._gl.active():  # a new host array per chunk
+                        samples = renderer.render_batch(chunk, lambda j, n: None, then=then)
                 except GlrecError as exc:  # drawn again one by one, so the error names its sample
                     log.debug("glrec: samples %d..%d failed as a batch (%s); drawing them one by one", first,
                               chunk[-1], exc)  # fmt: skip

@@ -28,6 +28,7 @@ from .pack import _UNITS, PackTarget, PassPacker, clear_table, pack_defines, rel
 __all__ = ["BoxTable", "LayerPacker", "LayerResult"]
 
 _GL_R32UI = 0x8236
+_DRAWN_UNIT = 5  # the depth-test buffer, where targets are masked (dataset_pack.comp's drawn_tex)
 _READ_ONLY = 0x88B8
 Boxes = dict[int, tuple[list[int], int]]
 
@@ -85,10 +86,12 @@ class LayerPacker:
         self.nbytes = packer.nbytes
         self._normal = packer.normal
         self._ids = bool(self.wanted & {"instance", "semantic"}) or packer.want_boxes
-        defines = pack_defines(self.wanted, self._normal, LAYERED=1)
+        # Targets left uncleared (gbuffer.masked) are read where the depth-test buffer says a fragment was drawn.
+        self._masked = bool(gbuffer.masked)
+        defines = pack_defines(self.wanted, self._normal, LAYERED=1, MASKED=int(self._masked))
         self._pack = glsl.compute(ctx, "dataset_pack.comp", defines) if self.nbytes else None
         self._boxes: moderngl.ComputeShader | None = (
-            glsl.compute(ctx, "dataset_boxes_layers.comp") if self._ids else None
+            glsl.compute(ctx, "dataset_boxes_layers.comp", {"MASKED": int(self._masked)}) if self._ids else None
         )
         set_sections((self._pack, self._boxes), gbuffer.size, self.sections)
         #: The largest storage block this GL takes, in bytes: one chunk's packed bytes must fit.
@@ -124,6 +127,10 @@ class LayerPacker:
                 bind_image(_UNITS[name], tex.glo, 0, 1, 0, _READ_ONLY, _GL_R32UI)  # layered: every layer
             else:
                 tex.use(_UNITS[name])
+        if self._masked:
+            gl_function("glBindTextureUnit", None, ctypes.c_uint, ctypes.c_uint)(
+                _DRAWN_UNIT, self.gbuffer.depth_texture
+            )
         if self._pack is not None:
             self._pack["stride"].value = stride // 4
             out.bind_to_storage_buffer(0, offset=offset, size=n * stride)

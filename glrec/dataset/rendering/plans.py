@@ -42,7 +42,11 @@ def plan_samples(spec: DatasetSpec, indices: list[int] | range, scene: object = 
     if scene is None or not batch_randomisable(scene):
         return [SamplePlan(i, int(s), p) for i, s, p in zip(indices, seeds, params, strict=True)]
     assert isinstance(scene, BatchRandomisable)
-    scene_params = [{k: v for k, v in p.items() if k != TIME_PARAM} for p in params]
+    # The scene gets its own dicts (it may change them), without the time (every sample's dict has the same keys).
+    timed = bool(params) and TIME_PARAM in params[0]
+    scene_params = (
+        [{k: v for k, v in p.items() if k != TIME_PARAM} for p in params] if timed else [dict(p) for p in params]
+    )
     try:
         layouts = list(scene.randomise_batch(scene_params, seeds))
     except Exception:

@@ -18,7 +18,9 @@ from __future__ import annotations
 import ctypes
 import functools
 import logging
+import os
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -31,9 +33,13 @@ from ...scenes.capabilities import (
     Annotated,
     BatchAnnotated,
     BatchDrawable,
+    BatchPrepared,
     BatchRandomisable,
     batch_annotated,
     batch_drawable,
+    batch_prepared,
+    marks_drawn,
+    passes_of,
 )
 from ...scenes.layers import LayeredGBuffer, can_layer, layers_for
 from .batch_meta import frame_meta
@@ -53,7 +59,10 @@ __all__ = ["DrawnChunk", "LayerRenderer", "budget_of", "can_render_layers"]
 #: GPU memory for one chunk's render targets: about 1 GiB on a GPU, 64 MiB on software GL
 #: (llvmpipe rasterises a layer at a time; bigger chunks only cost memory there).
 GPU_BUDGET, SOFTWARE_BUDGET = 1 << 30, 64 << 20
-_RED_INTEGER, _UNSIGNED_INT = 0x8D94, 0x1405
+_RED_INTEGER, _UNSIGNED_INT, _DEPTH_COMPONENT, _FLOAT = 0x8D94, 0x1405, 0x1902, 0x1406
+#: Threads that plan the next batch's chunks while one draws, at most (and at most half the cores): their numpy
+#: runs beside the render thread, their Python takes turns with it (four slowed the render thread on the H200).
+PLANNERS = 2
 
 
 def budget_of(ctx: moderngl.Context) -> int:
@@ -112,6 +121,8 @@ class LayerRenderer:
         layers = min(layers_for(ctx, size, batch, budget_of(ctx), read), max(1, block // self.stride))
         self.layers = max(1, min(layers, max_layers or layers))
         self.gbuffer: LayeredGBuffer | None = LayeredGBuffer(ctx, size, self.layers, read)
+        if marks_drawn(renderer.scene):  # only colour and depth are cleared; the packer masks the rest by depth
+            self.gbuffer.masked = frozenset(set(self.gbuffer.textures) & set(passes_of(renderer.scene)) - {"rgb"})
         try:
             self.packer: LayerPacker | None = LayerPacker(ctx, self.gbuffer, packer)
         except BaseException:
@@ -119,21 +130,27 @@ class LayerRenderer:
             raise
         self._annotated = isinstance(renderer.scene, Annotated)
         self._batch_annotated = batch_annotated(renderer.scene)
+        self._prepares = batch_prepared(renderer.scene)
+        self._planner: ThreadPoolExecutor | None = None
+        self._ahead: tuple[tuple[int, ...], list[Future[tuple[list[SamplePlan], Any]]]] | None = None
         log.debug("glrec: dataset batches drawn %d samples per GL pass (%d bytes each)", self.layers, self.stride)
 
-    def render(self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None]) -> list[Sample]:
+    def render(
+        self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None], then: Sequence[int] | None = None
+    ) -> list[Sample]:
         """Render samples ``indices``; chunk ``indices[j:j+n]`` is packed into ``target(j, n)`` (a host
         array of ``n * stride`` bytes, or a GL buffer and offset), sample ``j + k`` at ``k * stride``.
+        ``then``: the batch that comes next, planned meanwhile (:meth:`plan_ahead`).
         Returns the samples (meta filled; ``frames`` holds the host arrays, or empty dicts)."""
         from .sample import Sample
 
         r = self.renderer
         spec = r.spec
         samples: list[Sample] = []
-        for j, chunk, times, layouts in self._planned(indices):
+        for j, chunk, times, layouts, prepared in self._planned(indices, then):
             # The chunk's annotations are computed on the CPU while the GPU draws and packs it.
             annotate = functools.partial(self._batch_annotations, layouts, times)
-            result = self._chunk(layouts, times, target(j, len(chunk)), annotate)
+            result = self._chunk(layouts, times, target(j, len(chunk)), annotate, prepared)
             batch = result.meanwhile
             for k, plan in enumerate(chunk):
                 deferred: list[ColourImage] = []
@@ -148,7 +165,9 @@ class LayerRenderer:
                 samples.append(sample)
         return samples
 
-    def draw(self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None]) -> list[DrawnChunk]:
+    def draw(
+        self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None], then: Sequence[int] | None = None
+    ) -> list[DrawnChunk]:
         """Render samples ``indices`` as :meth:`render` does, but leave their metadata for later: each chunk's
         plans, times, visible boxes and the scene's params in effect, which
         :class:`~glrec.dataset.rendering.deferred_meta.DeferredMetas` annotates when (and if) it is read, on
@@ -156,8 +175,8 @@ class LayerRenderer:
         assert self.can_defer
         r = self.renderer
         chunks: list[DrawnChunk] = []
-        for j, chunk, times, layouts in self._planned(indices):
-            result = self._chunk(layouts, times, target(j, len(chunk)))
+        for j, chunk, times, layouts, prepared in self._planned(indices, then):
+            result = self._chunk(layouts, times, target(j, len(chunk)), prepared=prepared)
             in_effect = []
             if r._reports_params:
                 for plan in chunk:
@@ -166,15 +185,72 @@ class LayerRenderer:
             chunks.append(DrawnChunk(chunk, times, result.boxes, in_effect or [{}] * len(chunk)))
         return chunks
 
-    def _planned(self, indices: Sequence[int]) -> Iterator[tuple[int, list[SamplePlan], list[float], list[Any]]]:
-        """The batch planned at once, then per chunk of up to :attr:`layers` samples: its first position, plans,
-        times and layouts."""
+    def plan_ahead(self, indices: Sequence[int]) -> None:
+        """Start planning samples ``indices`` (the next batch) on the planning threads while this batch draws,
+        a chunk per task: its plans and, for a :func:`~glrec.scenes.capabilities.batch_prepared` scene, the CPU
+        half of its draw. The next :meth:`render` or :meth:`draw` of exactly those indices takes them from
+        there, a chunk at a time. Plans are pure functions of (seed, index), so where they are made changes
+        nothing; an error is raised by that call as if it had planned them itself."""
+        self._drop_ahead()
+        if self._planner is None:
+            self._planner = ThreadPoolExecutor(max(1, min(PLANNERS, (os.cpu_count() or 1) // 2)),
+                                               thread_name_prefix="glrec-plan")  # fmt: skip
+        key = tuple(indices)
+        step = self.layers
+        self._ahead = (
+            key,
+            [self._planner.submit(self._plan_chunk, key[i : i + step]) for i in range(0, len(key), step)],
+        )
+
+    def _plan_chunk(self, indices: Sequence[int]) -> tuple[list[SamplePlan], Any]:
+        """A chunk's plans and, where the scene prepares draws, its prepared draw (None: drawn from the layouts)."""
         from .plans import TIME_PARAM, plan_samples
 
-        plans = plan_samples(self.renderer.spec, list(indices), self.renderer.scene)
-        for j in range(0, len(plans), self.layers):
-            chunk = plans[j : j + self.layers]
-            yield j, chunk, [float(p.params.get(TIME_PARAM, 0.0)) for p in chunk], [p.layout for p in chunk]
+        r = self.renderer
+        plans = plan_samples(r.spec, list(indices), r.scene)
+        if not self._prepares:
+            return plans, None
+        try:
+            times = [float(p.params.get(TIME_PARAM, 0.0)) for p in plans]
+            return plans, cast(BatchPrepared, r.scene).prepare_batch([p.layout for p in plans], times)
+        except Exception as exc:  # drawn from the layouts on the render thread, which names the failure there
+            log.debug("glrec: preparing a chunk's draw failed (%s); it is drawn from its layouts", exc)
+            return plans, None
+
+    def _drop_ahead(self) -> None:
+        ahead, self._ahead = self._ahead, None
+        _settle(ahead[1] if ahead is not None else [])
+
+    def _planned(
+        self, indices: Sequence[int], then: Sequence[int] | None
+    ) -> Iterator[tuple[int, list[SamplePlan], list[float], list[Any], Any]]:
+        """Per chunk of up to :attr:`layers` samples: its first position, plans, times, layouts and prepared draw
+        (or None). Planned ahead (:meth:`plan_ahead`) or here, at once; ``then`` is planned ahead from here."""
+        from .plans import TIME_PARAM, plan_samples
+
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead[0] != tuple(indices):
+            _settle(ahead[1])
+            ahead = None
+        if then is not None and len(then):
+            self.plan_ahead(then)  # queued behind this batch's chunks
+        if ahead is None:
+            plans = plan_samples(self.renderer.spec, list(indices), self.renderer.scene)
+            parts = [(plans[j : j + self.layers], None) for j in range(0, len(plans), self.layers)]
+        j = 0
+        try:
+            for k in range(len(ahead[1]) if ahead is not None else len(parts)):
+                chunk, prepared = ahead[1][k].result() if ahead is not None else parts[k]
+                yield (
+                    j,
+                    chunk,
+                    [float(p.params.get(TIME_PARAM, 0.0)) for p in chunk],
+                    [p.layout for p in chunk],
+                    prepared,
+                )
+                j += len(chunk)
+        finally:  # after a chunk that failed (or a caller that stopped), the rest are waited for, not left running
+            _settle(ahead[1] if ahead is not None else [])
 
     @property
     def can_defer(self) -> bool:
@@ -209,12 +285,15 @@ class LayerRenderer:
         return arrays
 
     def _chunk(self, layouts: list[Any], times: list[float], into: PackTarget | None,
-               meanwhile: Callable[[], Any] | None = None) -> Any:  # fmt: skip
+               meanwhile: Callable[[], Any] | None = None, prepared: Any = None) -> Any:  # fmt: skip
         assert self.gbuffer is not None and self.packer is not None
         gb, scene = self.gbuffer, self.renderer.scene
         with gb.bound():
             try:
-                cast(BatchDrawable, scene).render_batch(gb, layouts, times)
+                if prepared is not None:  # the CPU half done on a planning thread
+                    cast(BatchPrepared, scene).render_prepared(gb, prepared)
+                else:
+                    cast(BatchDrawable, scene).render_batch(gb, layouts, times)
             except GlrecError:
                 raise
             except Exception as exc:
@@ -226,7 +305,8 @@ class LayerRenderer:
         return self.packer.run(len(layouts), self.stride, ids, into, self._instance_layer, meanwhile)
 
     def _instance_layer(self, layer: int) -> np.ndarray:
-        """Layer ``layer``'s instance mask, top-down (the box fallback for ids beyond the table)."""
+        """Layer ``layer``'s instance mask, top-down (the box fallback for ids beyond the table); 0 where nothing
+        was drawn when the target was left uncleared (:attr:`LayeredGBuffer.masked`)."""
         assert self.gbuffer is not None
         w, h = self.gbuffer.size
         out = np.empty((h, w), np.uint32)
@@ -234,16 +314,32 @@ class LayerRenderer:
                          ctypes.c_uint, ctypes.c_int, ctypes.c_void_p)  # fmt: skip
         fn(self.gbuffer.textures["instance"].glo, 0, 0, 0, layer, w, h, 1, _RED_INTEGER, _UNSIGNED_INT,
            out.nbytes, out.ctypes.data)  # fmt: skip
+        if "instance" in self.gbuffer.masked:
+            depth = np.empty((h, w), np.float32)
+            fn(self.gbuffer.depth_texture, 0, 0, 0, layer, w, h, 1, _DEPTH_COMPONENT, _FLOAT, depth.nbytes,
+               depth.ctypes.data)  # fmt: skip
+            out[depth >= 1.0] = 0
         return np.ascontiguousarray(out[::-1])
 
     def release(self) -> None:
-        """Free the targets and the packer; safe twice."""
+        """Free the targets and the packer, and stop the planning thread; safe twice."""
+        self._drop_ahead()
+        planner, self._planner = self._planner, None
+        if planner is not None:
+            planner.shutdown()
         packer, self.packer = self.packer, None
         if packer is not None:
             packer.release()
         gb, self.gbuffer = self.gbuffer, None
         if gb is not None:
             gb.release()
+
+
+def _settle(futures: Sequence[Future[Any]]) -> None:
+    """Cancel what has not started; wait for what has (its result or error is nobody's now)."""
+    for future in futures:
+        if not future.cancel():
+            future.exception()
 
 
 def _annotate(r: SampleRenderer, index: int, t: float) -> dict[str, Any]:

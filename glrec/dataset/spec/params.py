@@ -206,8 +206,11 @@ def rng_for(seed: int, stream: str) -> np.random.Generator:
 
 def params_batch(dists: dict[str, Distribution], seeds: np.ndarray) -> list[dict[str, Any]]:
     """Every parameter for each sample seed in ``seeds``, drawn for the batch at once (each from its own stream)."""
-    columns = {name: d.draw(np.asarray(seeds, np.uint64)) for name, d in dists.items()}
-    return [{name: col[j] for name, col in columns.items()} for j in range(len(seeds))]
+    s = np.asarray(seeds, np.uint64)
+    names, columns = list(dists), [d.draw(s) for d in dists.values()]
+    if not names:
+        return [{} for _ in range(len(s))]
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
 def sample_params(dists: dict[str, Distribution], seed: int) -> dict[str, Any]:

@@ -150,8 +150,9 @@ class _Producer:
 
                     self.slots = CudaSlots(gl.mgl, device, layout.nbytes, self.buffers)
                     device = None  # the slots own it now
-                for indices in self.ranges:
-                    self.out.put(self._batch(renderer, layout, indices))
+                ranges = self.ranges
+                for k, indices in enumerate(ranges):  # the next batch is planned while this one draws
+                    self.out.put(self._batch(renderer, layout, indices, ranges[k + 1] if k + 1 < len(ranges) else None))
             self.out.put(_END)
         except _Stopped:
             pass
@@ -162,14 +163,14 @@ class _Producer:
             if device is not None:
                 device.release()
 
-    def _batch(self, renderer: SampleRenderer, layout: BatchLayout, indices: range) -> Batch:
+    def _batch(self, renderer: SampleRenderer, layout: BatchLayout, indices: range, then: range | None) -> Batch:
         assert self.slots is not None
         slots = self.slots
         slot = slots.acquire(self.abort)
         lease = slots.lease(slot)
         try:
             self.abort()
-            metas = self._layered(renderer, layout, slot, indices) if renderer.batch_ready else None
+            metas = self._layered(renderer, layout, slot, indices, then) if renderer.batch_ready else None
             if metas is None:
                 metas = self._one_by_one(renderer, layout, slot, indices)
             arrays = slots.arrays(lease, layout, len(indices))
@@ -189,7 +190,7 @@ class _Producer:
         return batch
 
     def _layered(
-        self, renderer: SampleRenderer, layout: BatchLayout, slot: int, indices: range
+        self, renderer: SampleRenderer, layout: BatchLayout, slot: int, indices: range, then: range | None
     ) -> Sequence[dict[str, Any]] | None:
         """The batch N samples per GL pass (:meth:`SampleRenderer.draw_batch`: its metadata made when first
         read; or :meth:`~SampleRenderer.render_batch`), or None after an error (then the one-by-one path
@@ -204,11 +205,11 @@ class _Producer:
             return slots.target(slot, layout.frame_offset(j), n * layout.sample_stride)
 
         try:
-            chunks = renderer.draw_batch(indices, target)
+            chunks = renderer.draw_batch(indices, target, then)
             if chunks is not None:
                 return DeferredMetas(self.spec, renderer.scene if batch_annotated(renderer.scene) else None, chunks,
                                      _strict_params)  # fmt: skip
-            samples = renderer.render_batch(indices, target)
+            samples = renderer.render_batch(indices, target, then=then)
             return [_plain(s) if s.plain_meta else dict(json.loads(meta_json(s.meta, s.key))) for s in samples]
         except _Stopped:
             raise

@@ -1,0 +1,247 @@
+"""Where a training-stream batch's time goes, per thread and on the GPU: wall time in each stage, GL timer queries.
+
+Wraps the stream's stages (slot acquire, planning, the scene's batch draw, the packer, its fence wait, the box
+table read, the deferred columns) with wall-clock timers per thread, and brackets each chunk's draw and pack with
+GL timestamp queries (``glQueryCounter``), read after the chunk's fence: the GPU time of the draw and of the
+packing, and how much of the run's wall time the GPU spent on GL work. The consumer sums every pass on the GPU
+(as ``dataset_stream.py --device cuda``).
+
+python benchmarks/gpu/stream_timeline.py --device cuda --size 128x128 --passes rgb,depth --batch 4096 --batches 6
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import sys
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from glrec.dataset import DatasetSpec, stream  # noqa: E402
+from glrec.options import parse_size  # noqa: E402
+
+TIMES: dict[tuple[str, str], float] = defaultdict(float)
+CALLS: dict[tuple[str, str], int] = defaultdict(int)
+GPU: list[tuple[int, ...]] = []  # per chunk: clear start, end, draw start, end, pack end (ns, the GPU's clock)
+_TIMESTAMP, _RESULT = 0x8E28, 0x8866
+
+
+def timed(owner: Any, name: str, label: str) -> None:
+    original = getattr(owner, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            key = (threading.current_thread().name, label)
+            TIMES[key] += time.perf_counter() - started
+            CALLS[key] += 1
+
+    setattr(owner, name, wrapper)
+
+
+def _query() -> int:
+    from glrec.gl.fences import gl_function
+
+    q = ctypes.c_uint()
+    gl_function("glGenQueries", None, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(1, ctypes.byref(q))
+    gl_function("glQueryCounter", None, ctypes.c_uint, ctypes.c_uint)(q.value, _TIMESTAMP)
+    return q.value
+
+
+def _result(q: int) -> int:
+    from glrec.gl.fences import gl_function
+
+    out = ctypes.c_uint64()
+    gl_function("glGetQueryObjectui64v", None, ctypes.c_uint, ctypes.c_uint, ctypes.POINTER(ctypes.c_uint64))(
+        q, _RESULT, ctypes.byref(out)
+    )
+    gl_function("glDeleteQueries", None, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(1, ctypes.byref(ctypes.c_uint(q)))
+    return out.value
+
+
+def instrument() -> None:
+    from glrec.cuda.pool import DevicePool
+    from glrec.dataset.rendering import layer_pack, plans, render_layers
+    from glrec.dataset.rendering.memory import HostSlots
+    from glrec.dataset.streaming import tensors
+    from glrec.gl import fences
+    from glrec.scenes.layers import LayeredGBuffer
+    from glrec.scenes.table import Table
+
+    timed(DevicePool, "acquire", "slot acquire (consumer holds buffers)")
+    timed(HostSlots, "acquire", "slot acquire (consumer holds buffers)")
+    timed(plans, "plan_samples", "plan (params + layouts)")
+    timed(layer_pack.LayerPacker, "_read_table", "box table read")
+    timed(fences.Fence, "wait", "GL fence wait")
+    timed(tensors, "deferred_columns", "deferred columns")
+    timed(tensors.SampleStream, "__next__", "consumer: next()")
+    timed(render_layers.LayerRenderer, "_planned", "planned generator")  # generator creation only
+
+    # Per chunk, GPU timestamps: before and after the clear, before the first instanced draw, after the
+    # scene's draw, before the fence (after the packing): the GPU's work without the gaps where it waited for
+    # the CPU to issue commands.
+    stamps: dict[int, dict[str, int]] = {}
+
+    def stamp(label: str) -> None:
+        stamps.setdefault(threading.get_ident(), {})[label] = _query()
+
+    clear = LayeredGBuffer.clear
+
+    def clear_stamped(self: Any, *args: Any) -> None:
+        stamps.pop(threading.get_ident(), None)
+        stamp("clear0")
+        clear(self, *args)
+        stamp("clear1")
+
+    LayeredGBuffer.clear = clear_stamped  # type: ignore[method-assign]
+    one = Table._draw
+
+    def draw_stamped(self: Table, *args: Any) -> None:
+        mine = stamps.get(threading.get_ident(), {})
+        if "draw0" not in mine:
+            stamp("draw0")
+        one(self, *args)
+
+    Table._draw = draw_stamped  # type: ignore[method-assign]
+    draw = Table.render_batch
+
+    def render_batch(self: Table, *args: Any) -> None:
+        started = time.perf_counter()
+        draw(self, *args)
+        key = (threading.current_thread().name, "scene draw (CPU, GL calls)")
+        TIMES[key] += time.perf_counter() - started
+        CALLS[key] += 1
+        stamp("draw1")  # (again, where render_batch is the two halves)
+
+    Table.render_batch = render_batch  # type: ignore[method-assign]
+    gl_half = getattr(Table, "render_prepared", None)
+    if gl_half is not None:  # a chunk prepared on a planning thread: only its GL half runs here
+
+        def render_prepared(self: Table, *args: Any) -> None:
+            started = time.perf_counter()
+            gl_half(self, *args)
+            key = (threading.current_thread().name, "scene draw, GL half (prepared)")
+            TIMES[key] += time.perf_counter() - started
+            CALLS[key] += 1
+            stamp("draw1")
+
+        Table.render_prepared = render_prepared  # type: ignore[method-assign]
+    run = layer_pack.LayerPacker.run
+    init = fences.Fence.__init__
+
+    def fence_init(self: Any) -> None:
+        mine = stamps.get(threading.get_ident())
+        if mine is not None and "draw1" in mine and "fence" not in mine:
+            stamp("fence")
+        init(self)
+
+    fences.Fence.__init__ = fence_init  # type: ignore[method-assign]
+
+    def packer_run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return run(self, *args, **kwargs)
+        finally:
+            key = (threading.current_thread().name, "packer run (dispatch, wait, read)")
+            TIMES[key] += time.perf_counter() - started
+            CALLS[key] += 1
+            mine = stamps.pop(threading.get_ident(), None)
+            if mine is not None and len(mine) == 5:
+                t = {k: _result(q) for k, q in mine.items()}
+                GPU.append((t["clear0"], t["clear1"], t["draw0"], t["draw1"], t["fence"]))
+
+    layer_pack.LayerPacker.run = packer_run  # type: ignore[method-assign]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--spec", default=str(ROOT / "examples" / "dataset.toml"))
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--size", default="128x128")
+    ap.add_argument("--passes", default="rgb,depth")
+    ap.add_argument("--batch", type=int, default=4096)
+    ap.add_argument("--batches", type=int, default=6)
+    ap.add_argument("--json", default="")
+    ap.add_argument("--cull", action="store_true", help="an experiment: the table drawn with back faces culled")
+    args = ap.parse_args()
+    n = args.batch
+    spec = DatasetSpec.load(args.spec).with_(samples=n * args.batches, shard_size=n, size=parse_size(args.size))
+    spec = spec.with_(output=replace(spec.output, passes=tuple(args.passes.split(","))))
+    consume: Callable[[dict[str, Any]], Any]
+    if args.device == "cpu":
+        import numpy as np
+
+        def consume(batch: dict[str, Any]) -> Any:
+            return sum(float(np.asarray(batch[p]).sum()) for p in spec.output.passes)
+    else:
+        import torch
+
+        def consume(batch: dict[str, Any]) -> Any:
+            return float(sum(torch.from_dlpack(batch[p]).sum(dtype=torch.float64) for p in spec.output.passes))
+
+    def run() -> float:
+        started = time.perf_counter()
+        with stream(spec, n, device=args.device) as s:
+            for batch in s:
+                t = time.perf_counter()
+                consume(batch)
+                TIMES[("MainThread", "consumer: sum every pass")] += time.perf_counter() - t
+        return time.perf_counter() - started
+
+    if args.cull:
+        import moderngl
+
+        from glrec.scenes.table import Table
+
+        submit = Table._submit
+
+        def culled(self: Any, *a: Any) -> None:
+            self.ctx.enable(moderngl.CULL_FACE)
+            try:
+                submit(self, *a)
+            finally:
+                self.ctx.disable(moderngl.CULL_FACE)
+
+        Table._submit = culled  # type: ignore[method-assign]
+    warm = run()
+    instrument()
+    TIMES.clear()
+    CALLS.clear()
+    took = run()
+    lines = [f"{args.size} passes {args.passes} batch {n} x {args.batches}, device {args.device}: "
+             f"warm-up {spec.samples / warm:.0f} samples/s, instrumented {spec.samples / took:.0f} samples/s "
+             f"({took:.3f} s)"]  # fmt: skip
+    for (thread, label), secs in sorted(TIMES.items(), key=lambda kv: -kv[1]):
+        per = 1e6 * secs / spec.samples
+        lines.append(f"  {thread:24s} {label:40s} {secs:8.3f} s  {secs / took:6.1%}  "
+                     f"{per:8.2f} us/sample  ({CALLS.get((thread, label), 0)} calls)")  # fmt: skip
+    if GPU:
+        clears = sum(c1 - c0 for c0, c1, *_ in GPU) / 1e9
+        draws = sum(d1 - d0 for _, _, d0, d1, _ in GPU) / 1e9
+        packs = sum(f - d1 for *_, d1, f in GPU) / 1e9
+        gaps = sum(d0 - c1 for _, c1, d0, *_ in GPU) / 1e9
+        span = (GPU[-1][-1] - GPU[0][0]) / 1e9
+        busy = clears + draws + packs
+        us = 1e6 / spec.samples
+        lines.append(f"  GPU (timer queries, {len(GPU)} chunks), us/sample: clear {clears * us:.2f}, instanced draws "
+                     f"{draws * us:.2f}, pack + boxes {packs * us:.2f} (waiting for the CPU between clear and draws "
+                     f"{gaps * us:.2f}); GL busy {busy / span:.1%} of its span {span:.3f} s")  # fmt: skip
+        lines.append(f"  GPU-alone rate of clear + draws + pack: {spec.samples / busy:.0f} samples/s")
+    print("\n".join(lines), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"lines": lines, "gpu_chunks": GPU}) + "\n")
+
+
+if __name__ == "__main__":
+    main()
