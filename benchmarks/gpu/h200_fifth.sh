@@ -47,3 +47,9 @@ if [ "$1" = clear ]; then
   python3 $T $small 2>&1 | quiet
   python3 $T $large 2>&1 | quiet
 fi
+# After the masked targets: where the time goes, then the stream before / after.
+if [ "$1" = final ]; then
+  python3 $T $small 2>&1 | quiet
+  python3 $T $large 2>&1 | quiet
+  bash "$0" stream
+fi

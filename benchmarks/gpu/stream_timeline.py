@@ -72,7 +72,7 @@ def _result(q: int) -> int:
 
 def instrument() -> None:
     from glrec.cuda.pool import DevicePool
-    from glrec.dataset.rendering import layer_pack, plans, render_layers
+    from glrec.dataset.rendering import layer_pack, plans
     from glrec.dataset.rendering.memory import HostSlots
     from glrec.dataset.streaming import tensors
     from glrec.gl import fences
@@ -86,7 +86,9 @@ def instrument() -> None:
     timed(fences.Fence, "wait", "GL fence wait")
     timed(tensors, "deferred_columns", "deferred columns")
     timed(tensors.SampleStream, "__next__", "consumer: next()")
-    timed(render_layers.LayerRenderer, "_planned", "planned generator")  # generator creation only
+    import concurrent.futures
+
+    timed(concurrent.futures.Future, "result", "waiting for planned chunks")
 
     # Per chunk, GPU timestamps: before and after the clear, before the first instanced draw, after the
     # scene's draw, before the fence (after the packing): the GPU's work without the gaps where it waited for

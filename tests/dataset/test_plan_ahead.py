@@ -61,7 +61,7 @@ def test_plans_made_ahead_for_other_samples_are_dropped_and_the_batch_is_planned
         r.render_batch(range(0, 4), lambda j, n: None, then=range(4, 8))
         got = r.render_batch(range(6, 10), lambda j, n: None)  # not what was planned ahead
         layers = r._layers
-        assert isinstance(layers, LayerRenderer) and layers._ahead is None
+        assert isinstance(layers, LayerRenderer) and layers._planner.planned_ahead is None
     finally:
         r.close()
     assert [s.index for s in got] == [6, 7, 8, 9]

@@ -18,9 +18,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import logging
-import os
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -44,8 +42,9 @@ from ...scenes.capabilities import (
 from ...scenes.layers import LayeredGBuffer, can_layer, layers_for
 from .batch_meta import frame_meta
 from .colour import ColourImage
-from .layer_pack import LayerPacker
+from .layer_pack import Issued, LayerPacker
 from .pack import PackTarget
+from .plan_ahead import ChunkPlanner
 
 if TYPE_CHECKING:
     from .layer_pack import Boxes
@@ -54,15 +53,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("glrec")
 
-__all__ = ["DrawnChunk", "LayerRenderer", "budget_of", "can_render_layers"]
+__all__ = ["DrawnChunk", "LayerRenderer", "budget_of", "can_render_layers", "target_sets"]
 
 #: GPU memory for one chunk's render targets: about 1 GiB on a GPU, 64 MiB on software GL
 #: (llvmpipe rasterises a layer at a time; bigger chunks only cost memory there).
 GPU_BUDGET, SOFTWARE_BUDGET = 1 << 30, 64 << 20
 _RED_INTEGER, _UNSIGNED_INT, _DEPTH_COMPONENT, _FLOAT = 0x8D94, 0x1405, 0x1902, 0x1406
-#: Threads that plan the next batch's chunks while one draws, at most (and at most half the cores): their numpy
-#: runs beside the render thread, their Python takes turns with it (four slowed the render thread on the H200).
-PLANNERS = 2
 
 
 def budget_of(ctx: moderngl.Context) -> int:
@@ -118,21 +114,29 @@ class LayerRenderer:
         # Targets for the passes packed, plus instance and semantic where boxes or ids are counted.
         ids = packer.want_boxes or bool(packer.wanted & {"instance", "semantic"})  # the box pass reads both
         read = set(packer.wanted) | ({"instance", "semantic"} if ids else set())
-        layers = min(layers_for(ctx, size, batch, budget_of(ctx), read), max(1, block // self.stride))
+        sets = target_sets(ctx)
+        layers = min(layers_for(ctx, size, batch, budget_of(ctx) // sets, read), max(1, block // self.stride))
         self.layers = max(1, min(layers, max_layers or layers))
-        self.gbuffer: LayeredGBuffer | None = LayeredGBuffer(ctx, size, self.layers, read)
-        if marks_drawn(renderer.scene):  # only colour and depth are cleared; the packer masks the rest by depth
-            self.gbuffer.masked = frozenset(set(self.gbuffer.textures) & set(passes_of(renderer.scene)) - {"rgb"})
+        # Target sets: :meth:`draw` draws a chunk into one while the GPU packs the one before from the other.
+        self._sets: list[tuple[LayeredGBuffer, LayerPacker]] = []
         try:
-            self.packer: LayerPacker | None = LayerPacker(ctx, self.gbuffer, packer)
+            for _ in range(sets):
+                gb = LayeredGBuffer(ctx, size, self.layers, read)
+                if marks_drawn(renderer.scene):  # only colour and depth are cleared; the packer masks the rest
+                    gb.masked = frozenset(set(gb.textures) & set(passes_of(renderer.scene)) - {"rgb"})
+                try:
+                    self._sets.append((gb, LayerPacker(ctx, gb, packer)))
+                except BaseException:
+                    gb.release()
+                    raise
         except BaseException:
-            self.gbuffer.release()
+            self._release_sets()
             raise
+        self.gbuffer: LayeredGBuffer | None = self._sets[0][0]
+        self.packer: LayerPacker | None = self._sets[0][1]
         self._annotated = isinstance(renderer.scene, Annotated)
         self._batch_annotated = batch_annotated(renderer.scene)
-        self._prepares = batch_prepared(renderer.scene)
-        self._planner: ThreadPoolExecutor | None = None
-        self._ahead: tuple[tuple[int, ...], list[Future[tuple[list[SamplePlan], Any]]]] | None = None
+        self._planner = ChunkPlanner(renderer.spec, renderer.scene, self.layers, batch_prepared(renderer.scene))
         log.debug("glrec: dataset batches drawn %d samples per GL pass (%d bytes each)", self.layers, self.stride)
 
     def render(
@@ -147,7 +151,7 @@ class LayerRenderer:
         r = self.renderer
         spec = r.spec
         samples: list[Sample] = []
-        for j, chunk, times, layouts, prepared in self._planned(indices, then):
+        for j, chunk, times, layouts, prepared in self._planner.chunks(indices, then):
             # The chunk's annotations are computed on the CPU while the GPU draws and packs it.
             annotate = functools.partial(self._batch_annotations, layouts, times)
             result = self._chunk(layouts, times, target(j, len(chunk)), annotate, prepared)
@@ -173,84 +177,42 @@ class LayerRenderer:
         :class:`~glrec.dataset.rendering.deferred_meta.DeferredMetas` annotates when (and if) it is read, on
         any thread. Only where :attr:`can_defer` (the annotations are a pure function of the layouts)."""
         assert self.can_defer
-        r = self.renderer
         chunks: list[DrawnChunk] = []
-        for j, chunk, times, layouts, prepared in self._planned(indices, then):
-            result = self._chunk(layouts, times, target(j, len(chunk)), prepared=prepared)
-            in_effect = []
-            if r._reports_params:
-                for plan in chunk:
-                    cast(BatchRandomisable, r.scene).use_layout(plan.layout)
-                    in_effect.append(r.in_effect())
-            chunks.append(DrawnChunk(chunk, times, result.boxes, in_effect or [{}] * len(chunk)))
+        pending: tuple[list[SamplePlan], list[float], Issued, int] | None = None
+        try:
+            for k, (j, chunk, times, layouts, prepared) in enumerate(self._planner.chunks(indices, then)):
+                which = k % len(self._sets)  # drawn while the GPU still packs the chunk before, from the other set
+                if pending is not None and pending[3] == which:  # one set: that chunk is finished first
+                    chunks.append(self._drawn(*pending))
+                    pending = None
+                issued = self._issue(which, layouts, times, target(j, len(chunk)), prepared)
+                if pending is not None:
+                    chunks.append(self._drawn(*pending))
+                pending = (chunk, times, issued, which)
+            if pending is not None:
+                chunks.append(self._drawn(*pending))
+                pending = None
+        finally:
+            if pending is not None:  # an error after the chunk was issued: let the GPU finish with it
+                pending[2].fence.wait()
         return chunks
 
-    def plan_ahead(self, indices: Sequence[int]) -> None:
-        """Start planning samples ``indices`` (the next batch) on the planning threads while this batch draws,
-        a chunk per task: its plans and, for a :func:`~glrec.scenes.capabilities.batch_prepared` scene, the CPU
-        half of its draw. The next :meth:`render` or :meth:`draw` of exactly those indices takes them from
-        there, a chunk at a time. Plans are pure functions of (seed, index), so where they are made changes
-        nothing; an error is raised by that call as if it had planned them itself."""
-        self._drop_ahead()
-        if self._planner is None:
-            self._planner = ThreadPoolExecutor(max(1, min(PLANNERS, (os.cpu_count() or 1) // 2)),
-                                               thread_name_prefix="glrec-plan")  # fmt: skip
-        key = tuple(indices)
-        step = self.layers
-        self._ahead = (
-            key,
-            [self._planner.submit(self._plan_chunk, key[i : i + step]) for i in range(0, len(key), step)],
-        )
-
-    def _plan_chunk(self, indices: Sequence[int]) -> tuple[list[SamplePlan], Any]:
-        """A chunk's plans and, where the scene prepares draws, its prepared draw (None: drawn from the layouts)."""
-        from .plans import TIME_PARAM, plan_samples
-
+    def _drawn(self, plans: list[SamplePlan], times: list[float], issued: Issued, which: int) -> DrawnChunk:
+        """An issued chunk waited for: its boxes read (the fallback from its own set's targets) and the params."""
         r = self.renderer
-        plans = plan_samples(r.spec, list(indices), r.scene)
-        if not self._prepares:
-            return plans, None
-        try:
-            times = [float(p.params.get(TIME_PARAM, 0.0)) for p in plans]
-            return plans, cast(BatchPrepared, r.scene).prepare_batch([p.layout for p in plans], times)
-        except Exception as exc:  # drawn from the layouts on the render thread, which names the failure there
-            log.debug("glrec: preparing a chunk's draw failed (%s); it is drawn from its layouts", exc)
-            return plans, None
+        gb, packer = self._sets[which]
+        result = packer.collect(issued, functools.partial(self._instance_layer, gbuffer=gb))
+        in_effect = []
+        if r._reports_params:
+            for plan in plans:
+                cast(BatchRandomisable, r.scene).use_layout(plan.layout)
+                in_effect.append(r.in_effect())
+        return DrawnChunk(plans, times, result.boxes, in_effect or [{}] * len(plans))
 
-    def _drop_ahead(self) -> None:
-        ahead, self._ahead = self._ahead, None
-        _settle(ahead[1] if ahead is not None else [])
-
-    def _planned(
-        self, indices: Sequence[int], then: Sequence[int] | None
-    ) -> Iterator[tuple[int, list[SamplePlan], list[float], list[Any], Any]]:
-        """Per chunk of up to :attr:`layers` samples: its first position, plans, times, layouts and prepared draw
-        (or None). Planned ahead (:meth:`plan_ahead`) or here, at once; ``then`` is planned ahead from here."""
-        from .plans import TIME_PARAM, plan_samples
-
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None and ahead[0] != tuple(indices):
-            _settle(ahead[1])
-            ahead = None
-        if then is not None and len(then):
-            self.plan_ahead(then)  # queued behind this batch's chunks
-        if ahead is None:
-            plans = plan_samples(self.renderer.spec, list(indices), self.renderer.scene)
-            parts = [(plans[j : j + self.layers], None) for j in range(0, len(plans), self.layers)]
-        j = 0
-        try:
-            for k in range(len(ahead[1]) if ahead is not None else len(parts)):
-                chunk, prepared = ahead[1][k].result() if ahead is not None else parts[k]
-                yield (
-                    j,
-                    chunk,
-                    [float(p.params.get(TIME_PARAM, 0.0)) for p in chunk],
-                    [p.layout for p in chunk],
-                    prepared,
-                )
-                j += len(chunk)
-        finally:  # after a chunk that failed (or a caller that stopped), the rest are waited for, not left running
-            _settle(ahead[1] if ahead is not None else [])
+    def plan_ahead(self, indices: Sequence[int]) -> None:
+        """Start planning samples ``indices`` (the next batch) while this one draws
+        (:meth:`~glrec.dataset.rendering.plan_ahead.ChunkPlanner.ahead`)."""
+        self._planner.ahead(indices)
 
     @property
     def can_defer(self) -> bool:
@@ -286,8 +248,18 @@ class LayerRenderer:
 
     def _chunk(self, layouts: list[Any], times: list[float], into: PackTarget | None,
                meanwhile: Callable[[], Any] | None = None, prepared: Any = None) -> Any:  # fmt: skip
-        assert self.gbuffer is not None and self.packer is not None
-        gb, scene = self.gbuffer, self.renderer.scene
+        """Draw and pack a chunk into the first target set and wait for it (``meanwhile`` runs as the GPU works)."""
+        issued = self._issue(0, layouts, times, into, prepared)
+        extra = meanwhile() if meanwhile is not None else None
+        result = self._sets[0][1].collect(issued, self._instance_layer)
+        result.meanwhile = extra
+        return result
+
+    def _issue(self, which: int, layouts: list[Any], times: list[float], into: PackTarget | None,
+               prepared: Any) -> Issued:  # fmt: skip
+        """Draw a chunk into target set ``which`` and issue its packing (flushed, not waited for)."""
+        gb, packer = self._sets[which]
+        scene = self.renderer.scene
         with gb.bound():
             try:
                 if prepared is not None:  # the CPU half done on a planning thread
@@ -302,44 +274,43 @@ class LayerRenderer:
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
         ids = 1 + max((_object_count(lay) for lay in layouts), default=0)
-        return self.packer.run(len(layouts), self.stride, ids, into, self._instance_layer, meanwhile)
+        return packer.issue(len(layouts), self.stride, ids, into)
 
-    def _instance_layer(self, layer: int) -> np.ndarray:
-        """Layer ``layer``'s instance mask, top-down (the box fallback for ids beyond the table); 0 where nothing
-        was drawn when the target was left uncleared (:attr:`LayeredGBuffer.masked`)."""
-        assert self.gbuffer is not None
-        w, h = self.gbuffer.size
+    def _instance_layer(self, layer: int, gbuffer: LayeredGBuffer | None = None) -> np.ndarray:
+        """Layer ``layer``'s instance mask in ``gbuffer`` (the first set's), top-down (the box fallback for ids
+        beyond the table); 0 where nothing was drawn when the target was left uncleared (``masked``)."""
+        gb = gbuffer or self.gbuffer
+        assert gb is not None
+        w, h = gb.size
         out = np.empty((h, w), np.uint32)
         fn = gl_function("glGetTextureSubImage", None, ctypes.c_uint, *(ctypes.c_int,) * 7, ctypes.c_uint,
                          ctypes.c_uint, ctypes.c_int, ctypes.c_void_p)  # fmt: skip
-        fn(self.gbuffer.textures["instance"].glo, 0, 0, 0, layer, w, h, 1, _RED_INTEGER, _UNSIGNED_INT,
+        fn(gb.textures["instance"].glo, 0, 0, 0, layer, w, h, 1, _RED_INTEGER, _UNSIGNED_INT,
            out.nbytes, out.ctypes.data)  # fmt: skip
-        if "instance" in self.gbuffer.masked:
+        if "instance" in gb.masked:
             depth = np.empty((h, w), np.float32)
-            fn(self.gbuffer.depth_texture, 0, 0, 0, layer, w, h, 1, _DEPTH_COMPONENT, _FLOAT, depth.nbytes,
+            fn(gb.depth_texture, 0, 0, 0, layer, w, h, 1, _DEPTH_COMPONENT, _FLOAT, depth.nbytes,
                depth.ctypes.data)  # fmt: skip
             out[depth >= 1.0] = 0
         return np.ascontiguousarray(out[::-1])
 
     def release(self) -> None:
         """Free the targets and the packer, and stop the planning thread; safe twice."""
-        self._drop_ahead()
-        planner, self._planner = self._planner, None
-        if planner is not None:
-            planner.shutdown()
-        packer, self.packer = self.packer, None
-        if packer is not None:
+        self._planner.close()
+        self.packer = self.gbuffer = None
+        self._release_sets()
+
+    def _release_sets(self) -> None:
+        sets, self._sets = self._sets, []
+        for gb, packer in sets:
             packer.release()
-        gb, self.gbuffer = self.gbuffer, None
-        if gb is not None:
             gb.release()
 
 
-def _settle(futures: Sequence[Future[Any]]) -> None:
-    """Cancel what has not started; wait for what has (its result or error is nobody's now)."""
-    for future in futures:
-        if not future.cancel():
-            future.exception()
+def target_sets(ctx: moderngl.Context) -> int:
+    """Target sets a :class:`LayerRenderer` alternates between: 2 on a GPU (a chunk is drawn while the GPU still
+    packs the one before; each set gets half the budget), 1 on software GL (the CPU does both: no overlap)."""
+    return 1 if budget_of(ctx) == SOFTWARE_BUDGET else 2
 
 
 def _annotate(r: SampleRenderer, index: int, t: float) -> dict[str, Any]:

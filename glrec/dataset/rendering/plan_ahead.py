@@ -1,0 +1,114 @@
+"""The chunks of a batch planned ahead: on planning threads, while the batch before draws.
+
+Planning a batch (each sample's parameters and the scene's layout, :func:`~glrec.dataset.rendering.plans.plan_samples`)
+and, for a :func:`~glrec.scenes.capabilities.batch_prepared` scene, the CPU half of its draw take about as long as
+the GPU's draw of it at small sizes (the H200, 128x128). :class:`ChunkPlanner` does both for the next batch on up
+to :data:`PLANNERS` threads, a chunk per task, while the render thread draws this one. Plans are pure functions of
+(seed, index), so where they are made changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, cast
+
+from ...scenes.capabilities import BatchPrepared
+
+if TYPE_CHECKING:
+    from ..spec.document import DatasetSpec
+    from .plans import SamplePlan
+
+log = logging.getLogger("glrec")
+
+__all__ = ["PLANNERS", "ChunkPlanner"]
+
+#: Threads that plan the next batch's chunks while one draws, at most (and at most half the cores): their numpy
+#: runs beside the render thread, their Python takes turns with it (four slowed the render thread on the H200).
+PLANNERS = 2
+
+
+class ChunkPlanner:
+    """Plans of ``spec``'s samples for ``scene``, in chunks of ``layers``; ``prepares``: also the draws' CPU half."""
+
+    def __init__(self, spec: DatasetSpec, scene: object, layers: int, prepares: bool) -> None:
+        self.spec, self.scene, self.layers, self.prepares = spec, scene, layers, prepares
+        self._pool: ThreadPoolExecutor | None = None
+        self._ahead: tuple[tuple[int, ...], list[Future[tuple[list[SamplePlan], Any]]]] | None = None
+
+    @property
+    def planned_ahead(self) -> tuple[int, ...] | None:
+        """The samples planned (or being planned) ahead, if any."""
+        return None if self._ahead is None else self._ahead[0]
+
+    def ahead(self, indices: Sequence[int]) -> None:
+        """Start planning samples ``indices`` (the next batch) on the planning threads while this batch draws,
+        a chunk per task: its plans and, for a :func:`~glrec.scenes.capabilities.batch_prepared` scene, the CPU
+        half of its draw. The next :meth:`chunks` of exactly those indices takes them from there, a chunk at a
+        time; an error is raised there as if it had planned them itself."""
+        self._drop_ahead()
+        if self._pool is None:
+            threads = max(1, min(PLANNERS, (os.cpu_count() or 1) // 2))
+            self._pool = ThreadPoolExecutor(threads, thread_name_prefix="glrec-plan")
+        key, step = tuple(indices), self.layers
+        self._ahead = (key, [self._pool.submit(self._plan_chunk, key[i : i + step]) for i in range(0, len(key), step)])
+
+    def _plan_chunk(self, indices: Sequence[int]) -> tuple[list[SamplePlan], Any]:
+        """A chunk's plans and, where the scene prepares draws, its prepared draw (None: drawn from the layouts)."""
+        from .plans import TIME_PARAM, plan_samples
+
+        plans = plan_samples(self.spec, list(indices), self.scene)
+        if not self.prepares:
+            return plans, None
+        try:
+            times = [float(p.params.get(TIME_PARAM, 0.0)) for p in plans]
+            return plans, cast(BatchPrepared, self.scene).prepare_batch([p.layout for p in plans], times)
+        except Exception as exc:  # drawn from the layouts on the render thread, which names the failure there
+            log.debug("glrec: preparing a chunk's draw failed (%s); it is drawn from its layouts", exc)
+            return plans, None
+
+    def _drop_ahead(self) -> None:
+        ahead, self._ahead = self._ahead, None
+        _settle(ahead[1] if ahead is not None else [])
+
+    def chunks(
+        self, indices: Sequence[int], then: Sequence[int] | None
+    ) -> Iterator[tuple[int, list[SamplePlan], list[float], list[Any], Any]]:
+        """Per chunk of up to :attr:`layers` samples: its first position, plans, times, layouts and prepared draw
+        (or None). Planned ahead (:meth:`ahead`) or here, at once; ``then`` is planned ahead from here."""
+        from .plans import TIME_PARAM, plan_samples
+
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead[0] != tuple(indices):
+            _settle(ahead[1])
+            ahead = None
+        if then is not None and len(then):
+            self.ahead(then)  # queued behind this batch's chunks
+        if ahead is None:
+            plans = plan_samples(self.spec, list(indices), self.scene)
+            parts = [(plans[j : j + self.layers], None) for j in range(0, len(plans), self.layers)]
+        j = 0
+        try:
+            for k in range(len(ahead[1]) if ahead is not None else len(parts)):
+                chunk, prepared = ahead[1][k].result() if ahead is not None else parts[k]
+                times = [float(p.params.get(TIME_PARAM, 0.0)) for p in chunk]
+                yield j, chunk, times, [p.layout for p in chunk], prepared
+                j += len(chunk)
+        finally:  # after a chunk that failed (or a caller that stopped), the rest are waited for, not left running
+            _settle(ahead[1] if ahead is not None else [])
+
+    def close(self) -> None:
+        """Drop what was planned ahead and stop the threads; safe twice."""
+        self._drop_ahead()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown()
+
+
+def _settle(futures: Sequence[Future[Any]]) -> None:
+    """Cancel what has not started; wait for what has (its result or error is nobody's now)."""
+    for future in futures:
+        if not future.cancel():
+            future.exception()
