@@ -92,16 +92,16 @@ def instrument() -> None:
 
     # Per chunk, GPU timestamps: before and after the clear, before the first instanced draw, after the
     # scene's draw, before the fence (after the packing): the GPU's work without the gaps where it waited for
-    # the CPU to issue commands.
-    stamps: dict[int, dict[str, int]] = {}
+    # the CPU to issue commands. Chunks may be in flight two at a time (two target sets): oldest first.
+    chunks: list[dict[str, int]] = []
 
     def stamp(label: str) -> None:
-        stamps.setdefault(threading.get_ident(), {})[label] = _query()
+        chunks[-1][label] = _query()
 
     clear = LayeredGBuffer.clear
 
     def clear_stamped(self: Any, *args: Any) -> None:
-        stamps.pop(threading.get_ident(), None)
+        chunks.append({})
         stamp("clear0")
         clear(self, *args)
         stamp("clear1")
@@ -110,60 +110,54 @@ def instrument() -> None:
     one = Table._draw
 
     def draw_stamped(self: Table, *args: Any) -> None:
-        mine = stamps.get(threading.get_ident(), {})
-        if "draw0" not in mine:
+        if chunks and "draw0" not in chunks[-1]:
             stamp("draw0")
         one(self, *args)
 
     Table._draw = draw_stamped  # type: ignore[method-assign]
-    draw = Table.render_batch
+    for name, label in (("render_batch", "scene draw (CPU, GL calls)"),
+                        ("render_prepared", "scene draw, GL half (prepared)")):  # fmt: skip
+        original = getattr(Table, name, None)
+        if original is None:
+            continue
 
-    def render_batch(self: Table, *args: Any) -> None:
-        started = time.perf_counter()
-        draw(self, *args)
-        key = (threading.current_thread().name, "scene draw (CPU, GL calls)")
-        TIMES[key] += time.perf_counter() - started
-        CALLS[key] += 1
-        stamp("draw1")  # (again, where render_batch is the two halves)
-
-    Table.render_batch = render_batch  # type: ignore[method-assign]
-    gl_half = getattr(Table, "render_prepared", None)
-    if gl_half is not None:  # a chunk prepared on a planning thread: only its GL half runs here
-
-        def render_prepared(self: Table, *args: Any) -> None:
+        def drawn(self: Table, *args: Any, _original: Any = original, _label: str = label) -> None:
             started = time.perf_counter()
-            gl_half(self, *args)
-            key = (threading.current_thread().name, "scene draw, GL half (prepared)")
+            _original(self, *args)
+            key = (threading.current_thread().name, _label)
             TIMES[key] += time.perf_counter() - started
             CALLS[key] += 1
-            stamp("draw1")
+            stamp("draw1")  # (render_batch: again after its GL half's)
 
-        Table.render_prepared = render_prepared  # type: ignore[method-assign]
-    run = layer_pack.LayerPacker.run
+        setattr(Table, name, drawn)
     init = fences.Fence.__init__
 
     def fence_init(self: Any) -> None:
-        mine = stamps.get(threading.get_ident())
-        if mine is not None and "draw1" in mine and "fence" not in mine:
+        if chunks and "draw1" in chunks[-1] and "fence" not in chunks[-1]:
             stamp("fence")
         init(self)
 
     fences.Fence.__init__ = fence_init  # type: ignore[method-assign]
+    packer = layer_pack.LayerPacker
+    has_collect = hasattr(packer, "collect")  # run() is issue + collect since the chunks are pipelined
+    for name in ("run", "collect") if has_collect else ("run",):
+        original = getattr(packer, name)
 
-    def packer_run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return run(self, *args, **kwargs)
-        finally:
-            key = (threading.current_thread().name, "packer run (dispatch, wait, read)")
-            TIMES[key] += time.perf_counter() - started
-            CALLS[key] += 1
-            mine = stamps.pop(threading.get_ident(), None)
-            if mine is not None and len(mine) == 5:
-                t = {k: _result(q) for k, q in mine.items()}
-                GPU.append((t["clear0"], t["clear1"], t["draw0"], t["draw1"], t["fence"]))
+        def finished(self: Any, *args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return _original(self, *args, **kwargs)
+            finally:
+                key = (threading.current_thread().name, f"packer {_name} (wait, read)")
+                TIMES[key] += time.perf_counter() - started
+                CALLS[key] += 1
+                done = next((c for c in chunks if len(c) == 5), None)
+                if done is not None and (_name == "collect" or not has_collect):
+                    chunks.remove(done)
+                    t = {k: _result(q) for k, q in done.items()}
+                    GPU.append((t["clear0"], t["clear1"], t["draw0"], t["draw1"], t["fence"]))
 
-    layer_pack.LayerPacker.run = packer_run  # type: ignore[method-assign]
+        setattr(packer, name, finished)
 
 
 def main() -> None:
