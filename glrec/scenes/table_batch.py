@@ -26,20 +26,43 @@ if TYPE_CHECKING:
     from .table import Table
     from .table_layout import TableLayout
 
-__all__ = ["annotate_batch", "camera_arrays", "cameras"]
+__all__ = ["annotate_batch", "camera_arrays", "cameras", "column", "lights"]
 
 _UP = np.array([0.0, 1.0, 0.0])
+#: ``math.radians``'s factor (CPython multiplies by pi / 180, one rounding).
+_TO_RADIANS = math.pi / 180.0
+
+
+def column(params: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
+    """``float(p[key])`` of every sample, as a float64 array."""
+    return np.fromiter((float(p[key]) for p in params), np.float64, len(params))
+
+
+def libm(fn: Any, x: np.ndarray) -> np.ndarray:
+    """``fn`` (``math.cos``, ``math.sin``) of every element, through ``math`` itself: numpy's own sin and cos
+    may differ from the C library's in the last bit (SIMD versions), and a sample must keep its bits."""
+    return np.fromiter(map(fn, x.tolist()), np.float64, len(x))
 
 
 def cameras(params: Sequence[Mapping[str, Any]], times: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
-    """Eyes (n, 3) and GL views (n, 4, 4) of samples with ``params[j]`` at ``times[j]`` (Table's camera, batched)."""
-    eyes = np.empty((len(params), 3))
-    for j, (p, t) in enumerate(zip(params, times, strict=True)):
-        az = math.radians(float(p["camera_azimuth"]) + float(p["orbit"]) * t)
-        el = math.radians(float(p["camera_elevation"]))
-        d = float(p["camera_distance"])
-        eyes[j] = (d * math.cos(el) * math.sin(az), d * math.sin(el), d * math.cos(el) * math.cos(az))
+    """Eyes (n, 3) and GL views (n, 4, 4) of samples with ``params[j]`` at ``times[j]`` (Table's camera, batched:
+    the operations of the one-sample formula, element-wise, in its order; radians as ``math.radians`` does)."""
+    t = np.asarray(times, np.float64)
+    az = (column(params, "camera_azimuth") + column(params, "orbit") * t) * _TO_RADIANS
+    el = column(params, "camera_elevation") * _TO_RADIANS
+    d = column(params, "camera_distance")
+    cos_el = libm(math.cos, el)
+    eyes = np.stack([d * cos_el * libm(math.sin, az), d * libm(math.sin, el), d * cos_el * libm(math.cos, az)], 1)
     return eyes, look_at_batch(eyes, _UP)
+
+
+def lights(params: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """(n, 4): the direction the light travels (unit) and the ambient term of each sample (Table's light)."""
+    az = column(params, "light_azimuth") * _TO_RADIANS
+    el = column(params, "light_elevation") * _TO_RADIANS
+    cos_el = libm(math.cos, el)
+    return np.stack([-(cos_el * libm(math.sin, az)), -libm(math.sin, el), -(cos_el * libm(math.cos, az)),
+                     column(params, "ambient")], 1)  # fmt: skip
 
 
 def _annotation_cameras(

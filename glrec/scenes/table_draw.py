@@ -11,7 +11,6 @@ chunk on its planning thread while the GPU draws this one
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -20,7 +19,7 @@ import numpy as np
 
 from .camera import matmul_stack
 from .primitives import MESHES
-from .table_batch import cameras
+from .table_batch import cameras, column, lights
 from .table_layout import gather
 
 if TYPE_CHECKING:
@@ -60,19 +59,18 @@ def prepare(table: Table, layouts: Sequence[TableLayout], times: Sequence[float]
     params = [lay.params for lay in layouts]
     times = [float(t) for t in times]
     eyes, gl_views = cameras(params, times)
-    projections = np.stack([table._projection(float(p["fov"])) for p in params])
-    lights = []
-    for p in params:
-        az, el = math.radians(float(p["light_azimuth"])), math.radians(float(p["light_elevation"]))
-        lights.append((-(math.cos(el) * math.sin(az)), -math.sin(el), -(math.cos(el) * math.cos(az)),
-                       float(p["ambient"])))  # fmt: skip
+    fovs = column(params, "fov")
+    if len(fovs) and (fovs == fovs[0]).all():  # one field of view for the batch (a constant parameter)
+        projections = np.broadcast_to(table._projection(float(fovs[0])), (n, 4, 4))
+    else:
+        projections = np.stack([table._projection(float(f)) for f in fovs.tolist()])
     views["view"] = gl_views.transpose(0, 2, 1).reshape(n, 16)  # GL reads column-major
     views["projection"] = projections.transpose(0, 2, 1).reshape(n, 16)
-    views["light"] = lights
+    views["light"] = lights(params)
     views["eye"][:, :3] = eyes
-    sizes = np.array([float(p["table_size"]) for p in params])
-    turns = np.array([float(p["spin"]) * t for p, t in zip(params, times, strict=True)])
-    table_colours = np.array([[float(c) for c in p["table_colour"]] for p in params])
+    sizes = column(params, "table_size")
+    turns = column(params, "spin") * np.asarray(times, np.float64)
+    table_colours = np.array([[float(c) for c in p["table_colour"]] for p in params]).reshape(n, 3)
     counts, objs = gather(layouts)
     m = len(objs.x)
     scale = np.zeros((n, 4, 4))
