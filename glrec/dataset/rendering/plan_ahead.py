@@ -76,7 +76,7 @@ class ChunkPlanner:
     def chunks(
         self, indices: Sequence[int], then: Sequence[int] | None
     ) -> Iterator[tuple[int, list[SamplePlan], list[float], list[Any], Any]]:
-        """Per chunk of up to :attr:`layers` samples: its first position, plans, times, layouts and prepared draw
+        """Per chunk of up to ``layers`` samples: its first position, plans, times, layouts and prepared draw
         (or None). Planned ahead (:meth:`ahead`) or here, at once; ``then`` is planned ahead from here."""
         from .plans import TIME_PARAM, plan_samples
 
