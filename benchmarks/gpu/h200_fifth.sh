@@ -53,3 +53,14 @@ if [ "$1" = final ]; then
   python3 $T $large 2>&1 | quiet
   bash "$0" stream
 fi
+# The last run: the stream after the mapped box tables, and the GPU tier (bounded).
+if [ "$1" = last ]; then
+  python3 $T $large 2>&1 | quiet | grep -v glrec-plan_1
+  S="benchmarks/dataset_stream.py --device cuda --workers= --rounds 2 --tag nvidia-h200"
+  python3 $S --samples 4096 --batch-size 256 --gl-bound --name fifth-640x480-last 2>&1 | grep median
+  python3 $S --samples 32768 --size 128x128 --passes rgb,depth --batch-size 4096 --name fifth-128x128-last 2>&1 | grep median
+  timeout ${TIER_S:-170} python3 -m pytest -q -p no:cacheprovider -m "gpu or gl" tests/gpu/test_dataset_stream_gpu.py \
+    tests/gpu/test_dataset_colour_gpu.py tests/dataset/test_dataset_layers.py tests/dataset/test_plan_ahead.py \
+    tests/dataset/test_dataset_stream_deferred.py tests/dataset/test_dataset_packed.py tests/scenes 2>&1 | tail -4
+  timeout ${GPU_S:-100} python3 -m pytest -q -p no:cacheprovider -m gpu -x 2>&1 | tail -4
+fi
