@@ -170,6 +170,7 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=6)
     ap.add_argument("--json", default="")
     ap.add_argument("--cull", action="store_true", help="an experiment: the table drawn with back faces culled")
+    ap.add_argument("--sets", type=int, default=0, help="target sets the layered path alternates (0: its choice)")
     args = ap.parse_args()
     n = args.batch
     spec = DatasetSpec.load(args.spec).with_(samples=n * args.batches, shard_size=n, size=parse_size(args.size))
@@ -195,6 +196,10 @@ def main() -> None:
                 TIMES[("MainThread", "consumer: sum every pass")] += time.perf_counter() - t
         return time.perf_counter() - started
 
+    if args.sets:
+        from glrec.dataset.rendering import render_layers
+
+        render_layers.target_sets = lambda ctx: args.sets  # type: ignore[assignment]
     if args.cull:
         import moderngl
 
@@ -215,7 +220,7 @@ def main() -> None:
     TIMES.clear()
     CALLS.clear()
     took = run()
-    lines = [f"{args.size} passes {args.passes} batch {n} x {args.batches}, device {args.device}: "
+    lines = [f"{args.size} passes {args.passes} batch {n} x {args.batches}, device {args.device}, sets {args.sets or 'auto'}: "
              f"warm-up {spec.samples / warm:.0f} samples/s, instrumented {spec.samples / took:.0f} samples/s "
              f"({took:.3f} s)"]  # fmt: skip
     for (thread, label), secs in sorted(TIMES.items(), key=lambda kv: -kv[1]):
