@@ -220,7 +220,8 @@ def main() -> None:
     TIMES.clear()
     CALLS.clear()
     took = run()
-    lines = [f"{args.size} passes {args.passes} batch {n} x {args.batches}, device {args.device}, sets {args.sets or 'auto'}: "
+    sets = args.sets or "auto"
+    lines = [f"{args.size} passes {args.passes} batch {n} x {args.batches}, device {args.device}, sets {sets}: "
              f"warm-up {spec.samples / warm:.0f} samples/s, instrumented {spec.samples / took:.0f} samples/s "
              f"({took:.3f} s)"]  # fmt: skip
     for (thread, label), secs in sorted(TIMES.items(), key=lambda kv: -kv[1]):
