@@ -22,7 +22,6 @@ import numpy as np
 from ...errors import EncoderError
 from ...gl import glsl
 from ...gl.fences import Fence, dispatch_compute, gl_function
-from ...gl.mapped import CLIENT_MAPPED_BARRIER, MappedBuffer
 from ...scenes.camera import mask_boxes
 from ...scenes.layers import LayeredGBuffer
 from .pack import _UNITS, PackTarget, PassPacker, clear_table, pack_defines, release_attributes, set_sections
@@ -56,7 +55,7 @@ class Issued:
     ids: int
     out: moderngl.Buffer
     host: np.ndarray | None
-    table: MappedBuffer | None
+    table: moderngl.Buffer | None
     fence: Fence
 
 
@@ -112,7 +111,7 @@ class LayerPacker:
         #: The largest storage block this GL takes, in bytes: one chunk's packed bytes must fit.
         self.max_block = int(ctx.info.get("GL_MAX_SHADER_STORAGE_BLOCK_SIZE", 2**27))
         self._out: moderngl.Buffer | None = None
-        self._table: MappedBuffer | None = None  # read through its mapping: no driver round trip
+        self._table: moderngl.Buffer | None = None
 
     def run(
         self, n: int, stride: int, ids: int, into: PackTarget | None, fallback: Callable[[int], np.ndarray],
@@ -166,7 +165,7 @@ class LayerPacker:
             self._boxes["IDS"].value = ids
             table.bind_to_storage_buffer(1, size=(2 * n + 5 * n * ids) * 4)
             dispatch_compute(self._boxes.glo, (h + self.GROUP - 1) // self.GROUP, n)
-        self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT | CLIENT_MAPPED_BARRIER)
+        self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT)
         fence = Fence()  # one fence for the chunk
         # Flushed before anything waits: the GPU starts on the chunk while the CPU works. Waiting at once
         # without it (the fence's own flush) was 1.5x slower on llvmpipe (2-core machine, 640x480 stream).
@@ -197,19 +196,19 @@ class LayerPacker:
             self._out = self.ctx.buffer(reserve=max(16, nbytes))
         return self._out
 
-    def _clear_table(self, n: int, ids: int) -> MappedBuffer:
+    def _clear_table(self, n: int, ids: int) -> moderngl.Buffer:
         nbytes = (2 * n + 5 * n * ids) * 4
         if self._table is None or self._table.size < nbytes:
             if self._table is not None:
                 self._table.release()
-            self._table = MappedBuffer(nbytes)
+            self._table = self.ctx.buffer(reserve=nbytes)
         clear_table(self._table, (2 * n + 3 * n * ids) * 4, nbytes)  # tops, count, x1, y1 | x0, y0
         return self._table
 
     def _read_table(
-        self, table: MappedBuffer, n: int, ids: int, fallback: Callable[[int], np.ndarray]
+        self, table: moderngl.Buffer, n: int, ids: int, fallback: Callable[[int], np.ndarray]
     ) -> Sequence[Boxes | None]:
-        words = table.words(2 * n + 5 * n * ids)
+        words = np.frombuffer(table.read((2 * n + 5 * n * ids) * 4), np.uint32)
         tops = words[: 2 * n].reshape(n, 2)
         for k, name in enumerate(("instance", "semantic")):
             if name in self.wanted and int(tops[:, k].max(initial=0)) > 65535:

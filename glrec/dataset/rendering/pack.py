@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 import moderngl
 import numpy as np
@@ -55,7 +55,7 @@ def set_sections(shaders: tuple[moderngl.ComputeShader | None, ...], size: tuple
                 uniform.value = value  # type: ignore[union-attr]
 
 
-def clear_table(table: Any, split: int, nbytes: int) -> None:
+def clear_table(table: moderngl.Buffer, split: int, nbytes: int) -> None:
     """A box table's first ``split`` bytes (header, counts, x1, y1) to 0, the rest up to ``nbytes`` (x0, y0) to ~0."""
     clear = gl_function("glClearNamedBufferSubData", None, ctypes.c_uint, ctypes.c_uint, ctypes.c_ssize_t,
                         ctypes.c_ssize_t, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p)  # fmt: skip
