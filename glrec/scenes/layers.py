@@ -177,6 +177,20 @@ class LayeredGBuffer:
                 layer(self._scratch, _COLOR0, glo, 0, j)
                 clear(self._scratch, _COLOR, 0, (ctypes.c_float * 4)(*(float(c) for c in b), 1.0))
 
+    def clear_to(self, values: dict[str, tuple[float, ...]], depth: float) -> None:
+        """Clear the bound layered framebuffer's targets named in ``values`` to those values (RGBA; integers
+        for the id targets) and its depth-test buffer to ``depth``, every layer (a driver check's set-up)."""
+        fv = _gl("glClearBufferfv", ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_float))
+        uiv = _gl("glClearBufferuiv", ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))
+        for r in self.rows:
+            if r.name in values:
+                v = values[r.name]
+                if r.gl_dtype.startswith(("u", "i")):
+                    uiv(_COLOR, self._slots[r.name], (ctypes.c_uint * 4)(*(int(x) for x in v)))
+                else:
+                    fv(_COLOR, self._slots[r.name], (ctypes.c_float * 4)(*v))
+        fv(_DEPTH, 0, (ctypes.c_float * 4)(depth))
+
     @property
     def depth_texture(self) -> int:
         """The depth-test buffer: a GL texture array (1 where nothing was drawn since :meth:`clear`)."""

@@ -261,6 +261,7 @@ def test_boxes_fall_back_to_the_mask_for_ids_beyond_the_table(gl, monkeypatch):
     r = SampleRenderer(spec, gl.mgl, None, keep_rgb=True, packed=True)
     try:
         want = one_by_one(r, range(4))
+        r._layers_for(4, None)  # made (and its driver check run) before the table is shrunk
         issue, layer = LayerPacker.issue, LayerRenderer._instance_layer
         fell_back = []
 
@@ -361,3 +362,26 @@ def test_draw_alternates_two_target_sets_and_packs_the_bytes_and_boxes_render_ma
         for name, (off, size) in sections.items():
             packed = got[2][0][j * stride + off : j * stride + off + size]
             assert view(name, packed).tobytes() == s.frames[0][name].tobytes(), (j, name)
+
+
+def test_a_driver_that_fails_the_masking_check_gets_every_target_cleared_and_the_same_bytes(gl, monkeypatch, caplog):
+    # A packer that ignores the depth-test buffer (as a driver whose depth reads misbehaved would) reads the
+    # markers left in the uncleared targets: the check at the renderer's start catches it and clears everything.
+    from glrec.dataset.rendering import layer_pack
+
+    defines = layer_pack.pack_defines
+    monkeypatch.setattr(layer_pack, "pack_defines", lambda *a, **k: {**defines(*a, **k), "MASKED": 0})
+    spec = make_spec(objects={"int": [0, 6]})
+    r = SampleRenderer(spec, gl.mgl, None, keep_rgb=True, packed=True)
+    try:
+        want = one_by_one(r, range(6))
+        with caplog.at_level("WARNING", logger="glrec"):
+            samples, chunks = batch(r, range(6), max_layers=2)
+        masked = r._layers.gbuffer.masked
+    finally:
+        r.close()
+    assert masked == frozenset() and len(chunks) == 3
+    assert any("failed the check" in rec.getMessage() for rec in caplog.records)
+    for s in samples:
+        frames = want[s.index][0]
+        assert {k: v.tobytes() for k, v in s.frames[0].items()} == {k: v.tobytes() for k, v in frames.items()}

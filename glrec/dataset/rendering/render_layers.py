@@ -132,6 +132,13 @@ class LayerRenderer:
         except BaseException:
             self._release_sets()
             raise
+        if self._sets[0][0].masked and not self._masking_works():
+            log.warning("glrec: this GL driver failed the check of reading passes where depth was written; every "
+                        "target is cleared for each chunk instead (slower on big GPUs, the same bytes)")  # fmt: skip
+            for k, (gb, old) in enumerate(self._sets):
+                gb.masked = frozenset()
+                self._sets[k] = (gb, LayerPacker(ctx, gb, packer))
+                old.release()
         self.gbuffer: LayeredGBuffer | None = self._sets[0][0]
         self.packer: LayerPacker | None = self._sets[0][1]
         self._annotated = isinstance(renderer.scene, Annotated)
@@ -208,6 +215,25 @@ class LayerRenderer:
                 cast(BatchRandomisable, r.scene).use_layout(plan.layout)
                 in_effect.append(r.in_effect())
         return DrawnChunk(plans, times, result.boxes, in_effect or [{}] * len(plans))
+
+    def _masking_works(self) -> bool:
+        """Whether this driver's packer reads the passes left uncleared where the depth-test buffer was written
+        and 0 elsewhere: one layer with marker values in those targets, depth cleared to 1 (nothing drawn:
+        all 0), then to 0.5 (drawn: the markers), packed and compared. Runs once per renderer."""
+        gb, packer = self._sets[0]
+        markers = {"depth": (5.0, 0.0, 0.0, 0.0), "instance": (7, 0, 0, 0), "semantic": (9, 0, 0, 0),
+                   "normal": (0.5, 0.5, 0.5, 0.0)}  # fmt: skip
+        for depth, drawn in ((1.0, False), (0.5, True)):
+            with gb.bound():
+                gb.clear_to({k: v for k, v in markers.items() if k in gb.masked}, depth)
+            arrays = packer.run(1, self.stride, 1, None, functools.partial(self._instance_layer, gbuffer=gb)).arrays
+            for name in gb.masked & set(arrays[0]):
+                got = arrays[0][name]
+                if bool((got != 0).all()) if drawn else not got.any():
+                    continue
+                log.debug("glrec: the masked %s pass read %s with depth %g", name, got.ravel()[:4], depth)
+                return False
+        return True
 
     def plan_ahead(self, indices: Sequence[int]) -> None:
         """Start planning samples ``indices`` (the next batch) while this one draws
@@ -308,9 +334,12 @@ class LayerRenderer:
 
 
 def target_sets(ctx: moderngl.Context) -> int:
-    """Target sets a :class:`LayerRenderer` alternates between: 2 on a GPU (a chunk is drawn while the GPU still
-    packs the one before; each set gets half the budget), 1 on software GL (the CPU does both: no overlap)."""
-    return 1 if budget_of(ctx) == SOFTWARE_BUDGET else 2
+    """Target sets a :class:`LayerRenderer` alternates between: 1. With 2 (each half the budget) ``draw``
+    issues a chunk while the GPU still packs the one before; on the H200 that measured slower (2,387 against
+    2,826 samples/s at 640x480), because reading a chunk's box table (``glGetBufferSubData``) waited, with
+    the GIL held, for the chunk issued after it. It stays off until a read that does not wait is measured
+    there (``benchmarks/gpu/stream_timeline.py --sets 2``); the two-set path is tested on Mesa."""
+    return 1
 
 
 def _annotate(r: SampleRenderer, index: int, t: float) -> dict[str, Any]:
