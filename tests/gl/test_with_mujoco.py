@@ -136,3 +136,40 @@ done(
     assert out["same_with"] and out["same_after"]
     assert out["frames"] == out["decoded"] == 6
     assert min(out["psnr"]) >= 40, out["psnr"]
+
+
+def test_a_dataset_stream_beside_mujoco_leaves_its_frames_and_current_context_alone() -> None:
+    # The stream renders on its own thread and context, plans on two more threads and draws chunks into layered
+    # targets; MuJoCo's frames on the main thread, between batches and after, are the ones it drew before.
+    need("mujoco")
+    out = run_child(
+        SETUP
+        + """
+import ctypes
+import numpy as np
+import glrec.dataset
+egl = ctypes.CDLL("libEGL.so.1")
+egl.eglGetCurrentContext.restype = ctypes.c_void_p
+renderer = mujoco.Renderer(model, H, W)
+before = shot(renderer)
+current = egl.eglGetCurrentContext()
+spec = glrec.dataset.DatasetSpec.from_dict({
+    "dataset": {"scene": "table", "samples": 12, "size": "64x48", "seed": 3},
+    "params": {"objects": {"int": [2, 5]}, "camera_azimuth": {"uniform": [0, 360]}},
+})
+between, drawn = [], 0
+with glrec.dataset.stream(spec, 4) as s:
+    for batch in s:
+        between.append(bool(np.array_equal(shot(renderer), before)))
+        drawn += int((np.asarray(batch["instance"]) > 0).any(axis=(1, 2)).sum())
+after = shot(renderer)
+done(black=bool(before.max() == 0), between=between, after=bool(np.array_equal(after, before)),
+     same_context=egl.eglGetCurrentContext() == current, drawn=drawn)
+renderer.close()
+""",
+        MUJOCO_ENV,
+    )
+    assert not out["black"]
+    assert out["between"] == [True, True, True] and out["after"]
+    assert out["same_context"]
+    assert out["drawn"] == 12  # every streamed sample has objects in its instance pass
