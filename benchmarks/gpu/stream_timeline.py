@@ -92,7 +92,7 @@ def instrument() -> None:
 
     # Per chunk, GPU timestamps: before and after the clear, before the first instanced draw, after the
     # scene's draw, before the fence (after the packing): the GPU's work without the gaps where it waited for
-    # the CPU to issue commands. Chunks may be in flight two at a time (two target sets): oldest first.
+    # the CPU to issue commands.
     chunks: list[dict[str, int]] = []
 
     def stamp(label: str) -> None:
@@ -138,26 +138,22 @@ def instrument() -> None:
         init(self)
 
     fences.Fence.__init__ = fence_init  # type: ignore[method-assign]
-    packer = layer_pack.LayerPacker
-    has_collect = hasattr(packer, "collect")  # run() is issue + collect since the chunks are pipelined
-    for name in ("run", "collect") if has_collect else ("run",):
-        original = getattr(packer, name)
+    run = layer_pack.LayerPacker.run
 
-        def finished(self: Any, *args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return _original(self, *args, **kwargs)
-            finally:
-                key = (threading.current_thread().name, f"packer {_name} (wait, read)")
-                TIMES[key] += time.perf_counter() - started
-                CALLS[key] += 1
-                done = next((c for c in chunks if len(c) == 5), None)
-                if done is not None and (_name == "collect" or not has_collect):
-                    chunks.remove(done)
-                    t = {k: _result(q) for k, q in done.items()}
-                    GPU.append((t["clear0"], t["clear1"], t["draw0"], t["draw1"], t["fence"]))
+    def packer_run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return run(self, *args, **kwargs)
+        finally:
+            key = (threading.current_thread().name, "packer run (dispatch, wait, read)")
+            TIMES[key] += time.perf_counter() - started
+            CALLS[key] += 1
+            done = chunks.pop(0) if chunks and len(chunks[0]) == 5 else None
+            if done is not None:
+                t = {k: _result(q) for k, q in done.items()}
+                GPU.append((t["clear0"], t["clear1"], t["draw0"], t["draw1"], t["fence"]))
 
-        setattr(packer, name, finished)
+    layer_pack.LayerPacker.run = packer_run  # type: ignore[method-assign]
 
 
 def main() -> None:
@@ -170,7 +166,6 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=6)
     ap.add_argument("--json", default="")
     ap.add_argument("--cull", action="store_true", help="an experiment: the table drawn with back faces culled")
-    ap.add_argument("--sets", type=int, default=0, help="target sets the layered path alternates (0: its choice)")
     args = ap.parse_args()
     n = args.batch
     spec = DatasetSpec.load(args.spec).with_(samples=n * args.batches, shard_size=n, size=parse_size(args.size))
@@ -196,10 +191,6 @@ def main() -> None:
                 TIMES[("MainThread", "consumer: sum every pass")] += time.perf_counter() - t
         return time.perf_counter() - started
 
-    if args.sets:
-        from glrec.dataset.rendering import render_layers
-
-        render_layers.target_sets = lambda ctx: args.sets  # type: ignore[assignment]
     if args.cull:
         import moderngl
 
@@ -220,8 +211,7 @@ def main() -> None:
     TIMES.clear()
     CALLS.clear()
     took = run()
-    sets = args.sets or "auto"
-    lines = [f"{args.size} passes {args.passes} batch {n} x {args.batches}, device {args.device}, sets {sets}: "
+    lines = [f"{args.size} passes {args.passes} batch {n} x {args.batches}, device {args.device}: "
              f"warm-up {spec.samples / warm:.0f} samples/s, instrumented {spec.samples / took:.0f} samples/s "
              f"({took:.3f} s)"]  # fmt: skip
     for (thread, label), secs in sorted(TIMES.items(), key=lambda kv: -kv[1]):

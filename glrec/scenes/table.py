@@ -291,6 +291,8 @@ class Table:
     def render_batch(self, target: LayeredGBuffer, layouts: Sequence[TableLayout], times: Sequence[float]) -> None:
         """Clear ``target`` (bound) and draw sample j (``layouts[j]`` at ``times[j]``) into its layer j
         (:class:`~glrec.scenes.capabilities.BatchDrawable`); :meth:`render` is the same draw with one sample."""
+        if self.ctx is None or self._prog is None:
+            raise SceneError("table: call setup() before render_batch().")
         self.render_prepared(target, self.prepare_batch(layouts, times))
 
     def prepare_batch(self, layouts: Sequence[TableLayout], times: Sequence[float]) -> TableDraw:

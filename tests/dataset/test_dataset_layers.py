@@ -262,18 +262,17 @@ def test_boxes_fall_back_to_the_mask_for_ids_beyond_the_table(gl, monkeypatch):
     try:
         want = one_by_one(r, range(4))
         r._layers_for(4, None)  # made (and its driver check run) before the table is shrunk
-        issue, layer = LayerPacker.issue, LayerRenderer._instance_layer
+        run = LayerPacker.run
         fell_back = []
 
-        def small_table(self, n, stride, ids, into):
-            return issue(self, n, stride, 2, into)  # room for instance id 1 only
+        def small_table(self, n, stride, ids, into, fallback, meanwhile=None):
+            def counted(layer):
+                fell_back.append(layer)
+                return fallback(layer)
 
-        def counted(self, j, gbuffer=None):
-            fell_back.append(j)
-            return layer(self, j, gbuffer)
+            return run(self, n, stride, 2, into, counted, meanwhile)  # room for instance id 1 only
 
-        monkeypatch.setattr(LayerPacker, "issue", small_table)
-        monkeypatch.setattr(LayerRenderer, "_instance_layer", counted)
+        monkeypatch.setattr(LayerPacker, "run", small_table)
         samples, _ = batch(r, range(4))
     finally:
         r.close()
@@ -321,47 +320,6 @@ def test_targets_left_uncleared_read_as_cleared_where_nothing_was_drawn_across_c
         frames, meta = want[s.index]
         assert {k: v.tobytes() for k, v in s.frames[0].items()} == {k: v.tobytes() for k, v in frames.items()}
         assert json.dumps(s.meta, sort_keys=True) == meta
-
-
-@pytest.mark.parametrize("small_table", [False, True])
-def test_draw_alternates_two_target_sets_and_packs_the_bytes_and_boxes_render_makes(gl, monkeypatch, small_table):
-    # On a GPU, draw() issues chunk k + 1 into one target set while the GPU still packs chunk k from the other;
-    # forced here on Mesa (which gets one set): the bytes and boxes equal one set's and the serial render's. With
-    # a box table too small for the ids, each chunk's boxes come from its own set's instance masks.
-    from glrec.dataset.rendering import render_layers
-    from glrec.dataset.rendering.layer_pack import LayerPacker
-
-    if small_table:
-        issue = LayerPacker.issue
-        monkeypatch.setattr(LayerPacker, "issue", lambda self, n, stride, ids, into: issue(self, n, stride, 2, into))
-
-    spec = make_spec(samples=10, background={"choice": [[0.1, 0.2, 0.3], [0.5, 0.1, 0.0]]})
-    r = SampleRenderer(spec, gl.mgl, None, keep_rgb=True, packed=True)
-    got = {}
-    try:
-        serial, _ = batch(r, range(9), max_layers=2)
-        for sets in (1, 2):
-            monkeypatch.setattr(render_layers, "target_sets", lambda ctx, sets=sets: sets)
-            layers = LayerRenderer(r, 9, max_layers=2)
-            try:
-                assert len(layers._sets) == sets
-                stride = layers.stride
-                memory = np.zeros(9 * stride, np.uint8)
-                drawn = layers.draw(range(9), lambda j, n, m=memory, k=stride: m[j * k : (j + n) * k])
-            finally:
-                layers.release()
-            assert [len(c.plans) for c in drawn] == [2, 2, 2, 2, 1]
-            got[sets] = (memory, [dict(b) for c in drawn for b in c.boxes])
-        sections = r.packer.sections
-        view = r.packer.view
-    finally:
-        r.close()
-    assert got[2][1] == got[1][1] and any(got[2][1])  # the boxes of every layer
-    assert got[2][0].tobytes() == got[1][0].tobytes()
-    for j, s in enumerate(serial):
-        for name, (off, size) in sections.items():
-            packed = got[2][0][j * stride + off : j * stride + off + size]
-            assert view(name, packed).tobytes() == s.frames[0][name].tobytes(), (j, name)
 
 
 def test_a_driver_that_fails_the_masking_check_gets_every_target_cleared_and_the_same_bytes(gl, monkeypatch, caplog):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, overload
 
 import moderngl
@@ -26,7 +25,7 @@ from ...scenes.camera import mask_boxes
 from ...scenes.layers import LayeredGBuffer
 from .pack import _UNITS, PackTarget, PassPacker, clear_table, pack_defines, release_attributes, set_sections
 
-__all__ = ["BoxTable", "Issued", "LayerPacker", "LayerResult"]
+__all__ = ["BoxTable", "LayerPacker", "LayerResult"]
 
 _GL_R32UI = 0x8236
 _DRAWN_UNIT = 5  # the depth-test buffer, where targets are masked (dataset_pack.comp's drawn_tex)
@@ -44,19 +43,6 @@ class LayerResult:
         self.boxes = boxes
         self.arrays = arrays
         self.meanwhile = meanwhile
-
-
-@dataclass
-class Issued:
-    """A chunk :meth:`LayerPacker.issue` gave the GPU: what :meth:`LayerPacker.collect` reads once its fence signals."""
-
-    n: int
-    stride: int
-    ids: int
-    out: moderngl.Buffer
-    host: np.ndarray | None
-    table: moderngl.Buffer | None
-    fence: Fence
 
 
 class BoxTable(Sequence[Boxes | None]):
@@ -127,15 +113,6 @@ class LayerPacker:
         ``into``: a host uint8 array of ``n * stride`` bytes (the arrays are views of it; None: a new
         one), or ``(buffer, offset)`` to pack into a GL buffer and leave there (then no arrays).
         """
-        issued = self.issue(n, stride, ids, into)
-        extra = meanwhile() if meanwhile is not None else None
-        result = self.collect(issued, fallback)
-        result.meanwhile = extra
-        return result
-
-    def issue(self, n: int, stride: int, ids: int, into: PackTarget | None) -> Issued:
-        """:meth:`run`'s GL commands, flushed with a fence, not waited for: :meth:`collect` finishes the chunk.
-        One chunk of this packer in flight at a time (its box table and host buffer are its own)."""
         w, h = self.gbuffer.size
         if n * stride > self.max_block:
             raise EncoderError(f"A chunk of {n} x {stride} bytes exceeds GL's storage block ({self.max_block} bytes).")
@@ -170,24 +147,20 @@ class LayerPacker:
         # Flushed before anything waits: the GPU starts on the chunk while the CPU works. Waiting at once
         # without it (the fence's own flush) was 1.5x slower on llvmpipe (2-core machine, 640x480 stream).
         fence.signalled()
-        return Issued(n, stride, ids, out, host, table, fence)
-
-    def collect(self, issued: Issued, fallback: Callable[[int], np.ndarray]) -> LayerResult:
-        """Wait for an :meth:`issue`'d chunk (the GIL released) and read its boxes and host bytes."""
-        n, stride = issued.n, issued.stride
-        issued.fence.wait()
+        extra = meanwhile() if meanwhile is not None else None
+        fence.wait()  # with the GIL released
         arrays: list[dict[str, np.ndarray]] = [{} for _ in range(n)]
-        if issued.host is not None and self.sections:
-            data = issued.host[: n * stride]
-            issued.out.read_into(data, size=n * stride)
+        if host is not None and self.sections:
+            data = host[: n * stride]
+            out.read_into(data, size=n * stride)
             for j in range(n):
                 base = j * stride
                 for name, (off, size) in self.sections.items():
                     arrays[j][name] = self.packer.view(name, data[base + off : base + off + size])
         boxes: Sequence[Boxes | None] = [None] * n
-        if issued.table is not None:
-            boxes = self._read_table(issued.table, n, issued.ids, fallback)
-        return LayerResult(boxes, arrays)
+        if table is not None:
+            boxes = self._read_table(table, n, ids, fallback)
+        return LayerResult(boxes, arrays, extra)
 
     def _own(self, nbytes: int) -> moderngl.Buffer:
         if self._out is None or self._out.size < nbytes:

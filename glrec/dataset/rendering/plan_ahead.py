@@ -86,18 +86,21 @@ class ChunkPlanner:
             ahead = None
         if then is not None and len(then):
             self.ahead(then)  # queued behind this batch's chunks
-        if ahead is None:
+        if ahead is None:  # planned here, at once: the same chunks, already done
             plans = plan_samples(self.spec, list(indices), self.scene)
-            parts = [(plans[j : j + self.layers], None) for j in range(0, len(plans), self.layers)]
+            ahead = (
+                tuple(indices),
+                [_done((plans[j : j + self.layers], None)) for j in range(0, len(plans), self.layers)],
+            )
         j = 0
         try:
-            for k in range(len(ahead[1]) if ahead is not None else len(parts)):
-                chunk, prepared = ahead[1][k].result() if ahead is not None else parts[k]
+            for task in ahead[1]:
+                chunk, prepared = task.result()
                 times = [float(p.params.get(TIME_PARAM, 0.0)) for p in chunk]
                 yield j, chunk, times, [p.layout for p in chunk], prepared
                 j += len(chunk)
         finally:  # after a chunk that failed (or a caller that stopped), the rest are waited for, not left running
-            _settle(ahead[1] if ahead is not None else [])
+            _settle(ahead[1])
 
     def close(self) -> None:
         """Drop what was planned ahead and stop the threads; safe twice."""
@@ -105,6 +108,13 @@ class ChunkPlanner:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown()
+
+
+def _done(value: Any) -> Future[Any]:
+    """A future that has ``value`` already."""
+    future: Future[Any] = Future()
+    future.set_result(value)
+    return future
 
 
 def _settle(futures: Sequence[Future[Any]]) -> None:

@@ -42,7 +42,7 @@ from ...scenes.capabilities import (
 from ...scenes.layers import LayeredGBuffer, can_layer, layers_for
 from .batch_meta import frame_meta
 from .colour import ColourImage
-from .layer_pack import Issued, LayerPacker
+from .layer_pack import LayerPacker
 from .pack import PackTarget
 from .plan_ahead import ChunkPlanner
 
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("glrec")
 
-__all__ = ["DrawnChunk", "LayerRenderer", "budget_of", "can_render_layers", "target_sets"]
+__all__ = ["DrawnChunk", "LayerRenderer", "budget_of", "can_render_layers"]
 
 #: GPU memory for one chunk's render targets: about 1 GiB on a GPU, 64 MiB on software GL
 #: (llvmpipe rasterises a layer at a time; bigger chunks only cost memory there).
@@ -114,33 +114,24 @@ class LayerRenderer:
         # Targets for the passes packed, plus instance and semantic where boxes or ids are counted.
         ids = packer.want_boxes or bool(packer.wanted & {"instance", "semantic"})  # the box pass reads both
         read = set(packer.wanted) | ({"instance", "semantic"} if ids else set())
-        sets = target_sets(ctx)
-        layers = min(layers_for(ctx, size, batch, budget_of(ctx) // sets, read), max(1, block // self.stride))
+        layers = min(layers_for(ctx, size, batch, budget_of(ctx), read), max(1, block // self.stride))
         self.layers = max(1, min(layers, max_layers or layers))
-        # Target sets: :meth:`draw` draws a chunk into one while the GPU packs the one before from the other.
-        self._sets: list[tuple[LayeredGBuffer, LayerPacker]] = []
+        self.gbuffer: LayeredGBuffer | None = LayeredGBuffer(ctx, size, self.layers, read)
+        if marks_drawn(renderer.scene):  # only colour and depth are cleared; the packer masks the rest by depth
+            self.gbuffer.masked = frozenset(set(self.gbuffer.textures) & set(passes_of(renderer.scene)) - {"rgb"})
         try:
-            for _ in range(sets):
-                gb = LayeredGBuffer(ctx, size, self.layers, read)
-                if marks_drawn(renderer.scene):  # only colour and depth are cleared; the packer masks the rest
-                    gb.masked = frozenset(set(gb.textures) & set(passes_of(renderer.scene)) - {"rgb"})
-                try:
-                    self._sets.append((gb, LayerPacker(ctx, gb, packer)))
-                except BaseException:
-                    gb.release()
-                    raise
+            self.packer: LayerPacker | None = LayerPacker(ctx, self.gbuffer, packer)
+            if self.gbuffer.masked and not self._masking_works():
+                log.warning(
+                    "glrec: this GL driver failed the check of reading passes where depth was written; "
+                    "every target is cleared for each chunk instead (the same bytes, slower on big GPUs)"
+                )
+                self.gbuffer.masked = frozenset()
+                masked, self.packer = self.packer, LayerPacker(ctx, self.gbuffer, packer)
+                masked.release()
         except BaseException:
-            self._release_sets()
+            self.release()
             raise
-        if self._sets[0][0].masked and not self._masking_works():
-            log.warning("glrec: this GL driver failed the check of reading passes where depth was written; every "
-                        "target is cleared for each chunk instead (slower on big GPUs, the same bytes)")  # fmt: skip
-            for k, (gb, old) in enumerate(self._sets):
-                gb.masked = frozenset()
-                self._sets[k] = (gb, LayerPacker(ctx, gb, packer))
-                old.release()
-        self.gbuffer: LayeredGBuffer | None = self._sets[0][0]
-        self.packer: LayerPacker | None = self._sets[0][1]
         self._annotated = isinstance(renderer.scene, Annotated)
         self._batch_annotated = batch_annotated(renderer.scene)
         self._planner = ChunkPlanner(renderer.spec, renderer.scene, self.layers, batch_prepared(renderer.scene))
@@ -184,49 +175,30 @@ class LayerRenderer:
         :class:`~glrec.dataset.rendering.deferred_meta.DeferredMetas` annotates when (and if) it is read, on
         any thread. Only where :attr:`can_defer` (the annotations are a pure function of the layouts)."""
         assert self.can_defer
-        chunks: list[DrawnChunk] = []
-        pending: tuple[list[SamplePlan], list[float], Issued, int] | None = None
-        try:
-            for k, (j, chunk, times, layouts, prepared) in enumerate(self._planner.chunks(indices, then)):
-                which = k % len(self._sets)  # drawn while the GPU still packs the chunk before, from the other set
-                if pending is not None and pending[3] == which:  # one set: that chunk is finished first
-                    chunks.append(self._drawn(*pending))
-                    pending = None
-                issued = self._issue(which, layouts, times, target(j, len(chunk)), prepared)
-                if pending is not None:
-                    chunks.append(self._drawn(*pending))
-                pending = (chunk, times, issued, which)
-            if pending is not None:
-                chunks.append(self._drawn(*pending))
-                pending = None
-        finally:
-            if pending is not None:  # an error after the chunk was issued: let the GPU finish with it
-                pending[2].fence.wait()
-        return chunks
-
-    def _drawn(self, plans: list[SamplePlan], times: list[float], issued: Issued, which: int) -> DrawnChunk:
-        """An issued chunk waited for: its boxes read (the fallback from its own set's targets) and the params."""
         r = self.renderer
-        gb, packer = self._sets[which]
-        result = packer.collect(issued, functools.partial(self._instance_layer, gbuffer=gb))
-        in_effect = []
-        if r._reports_params:
-            for plan in plans:
-                cast(BatchRandomisable, r.scene).use_layout(plan.layout)
-                in_effect.append(r.in_effect())
-        return DrawnChunk(plans, times, result.boxes, in_effect or [{}] * len(plans))
+        chunks: list[DrawnChunk] = []
+        for j, chunk, times, layouts, prepared in self._planner.chunks(indices, then):
+            result = self._chunk(layouts, times, target(j, len(chunk)), prepared=prepared)
+            in_effect = []
+            if r._reports_params:
+                for plan in chunk:
+                    cast(BatchRandomisable, r.scene).use_layout(plan.layout)
+                    in_effect.append(r.in_effect())
+            chunks.append(DrawnChunk(chunk, times, result.boxes, in_effect or [{}] * len(chunk)))
+        return chunks
 
     def _masking_works(self) -> bool:
         """Whether this driver's packer reads the passes left uncleared where the depth-test buffer was written
         and 0 elsewhere: one layer with marker values in those targets, depth cleared to 1 (nothing drawn:
         all 0), then to 0.5 (drawn: the markers), packed and compared. Runs once per renderer."""
-        gb, packer = self._sets[0]
+        gb, packer = self.gbuffer, self.packer
+        assert gb is not None and packer is not None
         markers = {"depth": (5.0, 0.0, 0.0, 0.0), "instance": (7, 0, 0, 0), "semantic": (9, 0, 0, 0),
                    "normal": (0.5, 0.5, 0.5, 0.0)}  # fmt: skip
         for depth, drawn in ((1.0, False), (0.5, True)):
             with gb.bound():
                 gb.clear_to({k: v for k, v in markers.items() if k in gb.masked}, depth)
-            arrays = packer.run(1, self.stride, 1, None, functools.partial(self._instance_layer, gbuffer=gb)).arrays
+            arrays = packer.run(1, self.stride, 1, None, self._instance_layer).arrays
             for name in gb.masked & set(arrays[0]):
                 got = arrays[0][name]
                 if bool((got != 0).all()) if drawn else not got.any():
@@ -274,18 +246,8 @@ class LayerRenderer:
 
     def _chunk(self, layouts: list[Any], times: list[float], into: PackTarget | None,
                meanwhile: Callable[[], Any] | None = None, prepared: Any = None) -> Any:  # fmt: skip
-        """Draw and pack a chunk into the first target set and wait for it (``meanwhile`` runs as the GPU works)."""
-        issued = self._issue(0, layouts, times, into, prepared)
-        extra = meanwhile() if meanwhile is not None else None
-        result = self._sets[0][1].collect(issued, self._instance_layer)
-        result.meanwhile = extra
-        return result
-
-    def _issue(self, which: int, layouts: list[Any], times: list[float], into: PackTarget | None,
-               prepared: Any) -> Issued:  # fmt: skip
-        """Draw a chunk into target set ``which`` and issue its packing (flushed, not waited for)."""
-        gb, packer = self._sets[which]
-        scene = self.renderer.scene
+        assert self.gbuffer is not None and self.packer is not None
+        gb, scene = self.gbuffer, self.renderer.scene
         with gb.bound():
             try:
                 if prepared is not None:  # the CPU half done on a planning thread
@@ -300,12 +262,12 @@ class LayerRenderer:
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
         ids = 1 + max((_object_count(lay) for lay in layouts), default=0)
-        return packer.issue(len(layouts), self.stride, ids, into)
+        return self.packer.run(len(layouts), self.stride, ids, into, self._instance_layer, meanwhile)
 
-    def _instance_layer(self, layer: int, gbuffer: LayeredGBuffer | None = None) -> np.ndarray:
-        """Layer ``layer``'s instance mask in ``gbuffer`` (the first set's), top-down (the box fallback for ids
-        beyond the table); 0 where nothing was drawn when the target was left uncleared (``masked``)."""
-        gb = gbuffer or self.gbuffer
+    def _instance_layer(self, layer: int) -> np.ndarray:
+        """Layer ``layer``'s instance mask, top-down (the box fallback for ids beyond the table); 0 where nothing
+        was drawn when the target was left uncleared (:attr:`LayeredGBuffer.masked`)."""
+        gb = self.gbuffer
         assert gb is not None
         w, h = gb.size
         out = np.empty((h, w), np.uint32)
@@ -322,24 +284,15 @@ class LayerRenderer:
 
     def release(self) -> None:
         """Free the targets and the packer, and stop the planning thread; safe twice."""
-        self._planner.close()
-        self.packer = self.gbuffer = None
-        self._release_sets()
-
-    def _release_sets(self) -> None:
-        sets, self._sets = self._sets, []
-        for gb, packer in sets:
+        planner = getattr(self, "_planner", None)
+        if planner is not None:
+            planner.close()
+        packer, self.packer = getattr(self, "packer", None), None
+        if packer is not None:
             packer.release()
+        gb, self.gbuffer = self.gbuffer, None
+        if gb is not None:
             gb.release()
-
-
-def target_sets(ctx: moderngl.Context) -> int:
-    """Target sets a :class:`LayerRenderer` alternates between: 1. With 2 (each half the budget) ``draw``
-    issues a chunk while the GPU still packs the one before; on the H200 that measured slower (2,387 against
-    2,826 samples/s at 640x480), because reading a chunk's box table (``glGetBufferSubData``) waited, with
-    the GIL held, for the chunk issued after it. It stays off until a read that does not wait is measured
-    there (``benchmarks/gpu/stream_timeline.py --sets 2``); the two-set path is tested on Mesa."""
-    return 1
 
 
 def _annotate(r: SampleRenderer, index: int, t: float) -> dict[str, Any]:
