@@ -145,20 +145,10 @@ class LayeredGBuffer:
         layer's colour is then cleared on its own (``glClearTexSubImage``) to its value. The targets of
         :attr:`masked` passes are not cleared.
         """
-        fv = _gl("glClearBufferfv", ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_float))
-        uiv = _gl("glClearBufferuiv", ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))
         first = tuple(float(c) for c in backgrounds[0]) if backgrounds else (0.0, 0.0, 0.0)
-        for r in self.rows:
-            i = self._slots[r.name]
-            if r.name in self.masked:
-                continue
-            if i == 0:
-                fv(_COLOR, 0, (ctypes.c_float * 4)(*first, 1.0))
-            elif r.gl_dtype.startswith(("u", "i")):
-                uiv(_COLOR, i, (ctypes.c_uint * 4)())
-            else:
-                fv(_COLOR, i, (ctypes.c_float * 4)())
-        fv(_DEPTH, 0, (ctypes.c_float * 4)(1.0))
+        colour = (*first, 1.0)
+        self.clear_to({r.name: colour if self._slots[r.name] == 0 else (0, 0, 0, 0) for r in self.rows
+                       if r.name not in self.masked}, 1.0)  # fmt: skip
         rest = [(j, b) for j, b in enumerate(backgrounds) if tuple(float(c) for c in b) != first]
         if rest and "rgb" in self.textures:
             # Each such layer cleared through a framebuffer holding that layer alone, by the same framebuffer
@@ -179,7 +169,8 @@ class LayeredGBuffer:
 
     def clear_to(self, values: dict[str, tuple[float, ...]], depth: float) -> None:
         """Clear the bound layered framebuffer's targets named in ``values`` to those values (RGBA; integers
-        for the id targets) and its depth-test buffer to ``depth``, every layer (a driver check's set-up)."""
+        for the id targets) and its depth-test buffer to ``depth``, every layer (what :meth:`clear` does, and
+        the set-up of the masked read's driver check)."""
         fv = _gl("glClearBufferfv", ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_float))
         uiv = _gl("glClearBufferuiv", ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))
         for r in self.rows:
