@@ -12,7 +12,10 @@ size, the GL-alone bound: the same scene, passes and batch drawn N samples per G
 pass into the layered targets with one fence per batch, no packing, no readback
 (layouts planned before the clock starts);
 ``--device cuda`` consumes CUDA tensors (torch through DLPack, summed on the GPU);
-``--size 128x128 --passes rgb,depth`` is the RL-sized case.
+``--size 128x128 --passes rgb,depth`` is the RL-sized case. Each stream row has a
+``-steady`` twin from the same run: the samples after the first batch over the
+time after it (a training run's rate, without the stream's start: its GL context,
+shaders, CUDA handoff and the first batch's planning).
 
     python benchmarks/dataset_stream.py --samples 64 --batch-size 16 --rounds 2
     python benchmarks/dataset_stream.py --samples 256 --batch-sizes 1,64,256 --before --device cuda --workers 0
@@ -53,7 +56,8 @@ def touch_cuda(arrays: list[object]) -> float:
 def run_stream(
     spec: DatasetSpec, batch_size: int, device: str = "cpu", before: bool = False, unlayered: bool = False,
     with_meta: bool = False,
-) -> tuple[int, float]:  # fmt: skip
+) -> tuple[int, float, int, float]:  # fmt: skip
+    """Samples and seconds from the stream's start, then after its first batch (the steady rate)."""
     from glrec.dataset.rendering.sample import SampleRenderer
 
     passes = list(spec.output.passes)
@@ -63,14 +67,17 @@ def run_stream(
     if before or unlayered:  # one sample per GL pass
         SampleRenderer.batch_ready = property(lambda self: False)  # type: ignore[method-assign, assignment]
     try:
-        started, n = time.perf_counter(), 0
+        started, n, first, first_at = time.perf_counter(), 0, 0, 0.0
         with stream(spec, batch_size, device=device) as s:
             for batch in s:
                 (touch_cuda if device != "cpu" else touch)([batch[p] for p in passes])
                 if with_meta:  # a consumer of the annotations too: every box and every sample's meta read
                     assert sum(len(b) for b in batch["boxes"]) >= 0 and len(list(batch["meta"])) == len(batch["index"])
                 n += len(batch["index"])
-        return n, time.perf_counter() - started
+                if not first:
+                    first, first_at = n, time.perf_counter()
+        ended = time.perf_counter()
+        return n, ended - started, n - first, ended - first_at
     finally:
         SampleRenderer.prepare = plan  # type: ignore[method-assign]
         SampleRenderer.batch_ready = layered  # type: ignore[method-assign]
@@ -179,6 +186,7 @@ def main() -> None:
     rows: dict[str, list[float]] = {}
     for b in sizes:
         rows[f"stream:batch={b}"] = []
+        rows[f"stream-steady:batch={b}"] = []
         if args.before:
             rows[f"stream-before:batch={b}"] = []
         if args.unlayered:
@@ -187,19 +195,27 @@ def main() -> None:
             rows[f"gl-bound:batch={b}"] = []
         if args.with_meta:
             rows[f"stream-with-meta:batch={b}"] = []
+            rows[f"stream-with-meta-steady:batch={b}"] = []
     rows.update({f"shards:workers={w}": [] for w in workers})
     with tempfile.TemporaryDirectory() as tmp:
         made = generate(spec, Path(tmp) / "shards") if workers else None  # --workers "": no shard rows
         for r in range(args.rounds):
             order = list(rows) if r % 2 == 0 else list(reversed(rows))
             for name in order:
+                if "-steady:" in name:  # filled by its stream's row
+                    continue
                 if name.startswith("gl-bound"):
                     n, t = run_gl_bound(spec, int(name.split("=")[1]), args.device)
                 elif name.startswith("stream"):
                     b = int(name.split("=")[1])
-                    n, t = run_stream(spec, b, args.device, before=name.startswith("stream-before"),
-                                      unlayered=name.startswith("stream-unlayered"),
-                                      with_meta=name.startswith("stream-with-meta"))  # fmt: skip
+                    n, t, n_steady, t_steady = run_stream(
+                        spec, b, args.device, before=name.startswith("stream-before"),
+                        unlayered=name.startswith("stream-unlayered"), with_meta=name.startswith("stream-with-meta"),
+                    )  # fmt: skip
+                    steady = name.replace(":", "-steady:")
+                    if steady in rows and n_steady:
+                        rows[steady].append(n_steady / t_steady)
+                        print(f"round {r}: {steady}: {n_steady / t_steady:.1f} samples/s", flush=True)
                 else:
                     n, t = run_shards(Path(tmp) / "shards", spec, args.batch_size, int(name.split("=")[1]))
                 assert n == spec.samples, (name, n)
@@ -217,7 +233,7 @@ def main() -> None:
         "device": args.device,
         "generate_samples_per_s": made.samples_per_second if made else None,
         "samples_per_s": {k: v for k, v in rows.items()},
-        "median_samples_per_s": {k: float(np.median(v)) for k, v in rows.items()},
+        "median_samples_per_s": {k: float(np.median(v)) for k, v in rows.items() if v},
         "command": " ".join(sys.argv),
     }
     out = ROOT / "benchmarks" / "results" / f"{result['date']}_{args.tag}_{args.name}"

@@ -70,6 +70,24 @@ def _result(q: int) -> int:
     return out.value
 
 
+def count_gc() -> None:
+    """Time Python's cyclic garbage collector, per generation, on whichever thread it ran (it holds the GIL)."""
+    import gc
+
+    started: dict[int, float] = {}
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        me = threading.get_ident()
+        if phase == "start":
+            started[me] = time.perf_counter()
+        elif me in started:
+            key = (threading.current_thread().name, f"garbage collection, generation {info['generation']}")
+            TIMES[key] += time.perf_counter() - started.pop(me)
+            CALLS[key] += 1
+
+    gc.callbacks.append(callback)
+
+
 def instrument() -> None:
     from glrec.cuda.pool import DevicePool
     from glrec.dataset.rendering import layer_pack, plans
@@ -83,6 +101,7 @@ def instrument() -> None:
     timed(HostSlots, "acquire", "slot acquire (consumer holds buffers)")
     timed(plans, "plan_samples", "plan (params + layouts)")
     timed(layer_pack.LayerPacker, "_read_table", "box table read")
+    timed(layer_pack, "mask_boxes", "  of which: boxes from a mask (ids beyond the table)")
     timed(fences.Fence, "wait", "GL fence wait")
     timed(tensors, "deferred_columns", "deferred columns")
     timed(tensors.SampleStream, "__next__", "consumer: next()")
@@ -156,6 +175,27 @@ def instrument() -> None:
     layer_pack.LayerPacker.run = packer_run  # type: ignore[method-assign]
 
 
+def hold_gil() -> None:
+    """Make glrec's ctypes GL entry points keep the GIL (ctypes.PYFUNCTYPE), all but glClientWaitSync: a
+    thread that returns from a call that released it waits for the GIL behind busy Python threads."""
+    import functools
+
+    from glrec.gl import fences
+
+    original = fences.gl_function
+
+    @functools.cache
+    def held(name: str, restype: Any, *argtypes: Any) -> Any:
+        if name == "glClientWaitSync":
+            return original(name, restype, *argtypes)
+        ptr = fences._egl().eglGetProcAddress(name.encode())
+        return ctypes.PYFUNCTYPE(restype, *argtypes)(ptr)
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "").startswith("glrec") and getattr(module, "gl_function", None) is original:
+            module.gl_function = held  # type: ignore[attr-defined]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--spec", default=str(ROOT / "examples" / "dataset.toml"))
@@ -166,6 +206,11 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=6)
     ap.add_argument("--json", default="")
     ap.add_argument("--cull", action="store_true", help="an experiment: the table drawn with back faces culled")
+    ap.add_argument("--switch-interval", type=float, default=0.0, help="an experiment: sys.setswitchinterval (s)")
+    ap.add_argument("--gc", choices=("on", "off", "freeze"), default="on",
+                    help="an experiment: the cyclic GC off, or gc.freeze() after the warm-up")  # fmt: skip
+    ap.add_argument("--gil-held", action="store_true",
+                    help="an experiment: glrec's ctypes GL calls keep the GIL, except the fence's wait")  # fmt: skip
     args = ap.parse_args()
     n = args.batch
     spec = DatasetSpec.load(args.spec).with_(samples=n * args.batches, shard_size=n, size=parse_size(args.size))
@@ -206,12 +251,25 @@ def main() -> None:
                 self.ctx.disable(moderngl.CULL_FACE)
 
         Table._submit = culled  # type: ignore[method-assign]
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
     warm = run()
+    if args.gil_held:  # after the warm-up: every module that calls GL through ctypes is imported
+        hold_gil()
     instrument()
+    count_gc()
+    if args.gc != "on":
+        import gc
+
+        gc.disable() if args.gc == "off" else gc.freeze()
     TIMES.clear()
     CALLS.clear()
     took = run()
-    lines = [f"{args.size} passes {args.passes} batch {n} x {args.batches}, device {args.device}: "
+    extra = "".join(
+        [", GIL held in GL calls" if args.gil_held else "", f", GC {args.gc}" if args.gc != "on" else ""]
+        + ([f", switch interval {args.switch_interval * 1e3:g} ms"] if args.switch_interval else [])
+    )
+    lines = [f"{args.size} passes {args.passes} batch {n} x {args.batches}, device {args.device}{extra}: "
              f"warm-up {spec.samples / warm:.0f} samples/s, instrumented {spec.samples / took:.0f} samples/s "
              f"({took:.3f} s)"]  # fmt: skip
     for (thread, label), secs in sorted(TIMES.items(), key=lambda kv: -kv[1]):

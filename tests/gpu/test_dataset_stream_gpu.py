@@ -82,7 +82,11 @@ def test_cuda_batches_go_n_per_gl_pass_with_no_host_copy_and_equal_the_cpu_strea
                 assert batch["boxes"][j].tolist() == want["boxes"][index].tolist()
             seen += len(batch["index"])
     assert seen == 300
-    # Every chunk packed straight into the CUDA-shared batch buffer (a GL buffer, offset), never host memory.
+    # Every chunk packed straight into the CUDA-shared batch buffer (a GL buffer, offset), never host memory;
+    # besides them, only the renderer's check of the masked read on this driver (one layer, depth 1 then 0.5).
+    checks = [t for t in targets if t == (1, "NoneType")]
+    targets = [t for t in targets if t not in checks]
+    assert len(checks) == 2
     assert targets and all(kind == "tuple" for _, kind in targets)
     assert sum(n for n, _ in targets) == 300
     assert max(n for n, _ in targets) == min(batch_size, 300)
