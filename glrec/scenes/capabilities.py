@@ -33,6 +33,10 @@ place instead of probing attributes with ``getattr``:
   (0) elsewhere, so the bytes are those of a full clear (:func:`marks_drawn`).
 - :class:`ReportsParams`: ``params``, the values in effect after ``randomise`` (its
   defaults and what it drew), merged under the spec's values in ``meta.json``.
+- :class:`LayoutParams`: ``layout_params(layout)``, the ``params`` in effect after
+  ``use_layout(layout)``, read without using it (a pure function, any thread: the mapping is only
+  read). The training stream then keeps each sample's layout for its metadata instead of switching
+  the scene to it and copying its params on the render thread (:func:`layout_params_agree`).
 - :class:`Classified`: names its class ids (``classes``).
 - :class:`Annotated`: ``annotations(t)`` returns JSON-ready ``camera`` and ``objects``.
 - :class:`BatchAnnotated`: ``annotations_batch(layouts, times)``, the annotations of a whole
@@ -103,6 +107,11 @@ class Parameterised(Protocol):
 @runtime_checkable
 class ReportsParams(Protocol):
     params: Mapping[str, Any]
+
+
+@runtime_checkable
+class LayoutParams(Protocol):
+    def layout_params(self, layout: Any) -> Mapping[str, Any]: ...
 
 
 @runtime_checkable
@@ -180,6 +189,15 @@ def batch_prepared(scene: object) -> bool:
     return batch is None or all(h is not None and issubclass(h, batch) for h in halves)
 
 
+def layout_params_agree(scene: object) -> bool:
+    """Whether ``scene``'s :class:`LayoutParams` may stand for ``use_layout`` then ``params``: it reports params
+    and lays out batches, and overrides no ``use_layout`` below the class giving ``layout_params``."""
+    if not (isinstance(scene, LayoutParams) and isinstance(scene, ReportsParams) and batch_randomisable(scene)):
+        return False
+    given, using = _owner(type(scene), "layout_params"), _owner(type(scene), "use_layout")
+    return using is None or (given is not None and issubclass(given, using))
+
+
 def marks_drawn(scene: object) -> bool:
     """Whether ``scene`` says its depth marks every pixel it draws (:class:`DepthMarksDrawn`, set to True)."""
     return isinstance(scene, DepthMarksDrawn) and scene.depth_marks_drawn is True
@@ -210,6 +228,7 @@ __all__ = [
     "DepthMarksDrawn",
     "Finite",
     "Interactive",
+    "LayoutParams",
     "Parameterised",
     "Randomisable",
     "ReportsParams",
@@ -219,6 +238,7 @@ __all__ = [
     "batch_prepared",
     "batch_randomisable",
     "classes_of",
+    "layout_params_agree",
     "marks_drawn",
     "parameters_of",
     "params_in_effect",

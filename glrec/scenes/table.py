@@ -183,6 +183,11 @@ class Table:
         self.layout = layout
         self.params = layout.params
 
+    def layout_params(self, layout: TableLayout) -> dict[str, Any]:
+        """The :attr:`params` :meth:`use_layout` would put in effect
+        (:class:`~glrec.scenes.capabilities.LayoutParams`)."""
+        return layout.params
+
     @property
     def objects(self) -> list[dict[str, Any]]:
         """The objects of the layout in use (see :attr:`TableLayout.objects`)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,8 +35,8 @@ _TO_RADIANS = math.pi / 180.0
 
 
 def column(params: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
-    """``float(p[key])`` of every sample, as a float64 array."""
-    return np.fromiter((float(p[key]) for p in params), np.float64, len(params))
+    """``float(p[key])`` of every sample, as a float64 array (numpy converts each value as ``float`` does)."""
+    return np.fromiter(map(itemgetter(key), params), np.float64, len(params))
 
 
 def libm(fn: Any, x: np.ndarray) -> np.ndarray:

@@ -121,6 +121,9 @@ def gather(layouts: Sequence[TableLayout]) -> tuple[np.ndarray, PlacedObjects]:
     return counts, PlacedObjects(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), *columns)
 
 
+_PLAIN_NUMBERS = {float, int}
+
+
 def columns_ok(merged: list[dict[str, Any]], defaults: dict[str, Any], meshes: Sequence[str]) -> bool:
     """Whether every sample of ``merged`` (the table's params over ``defaults``; ``meshes``: its mesh kinds)
     passes ``Table.check``, each column tested at once (False: check them one at a time)."""
@@ -128,7 +131,7 @@ def columns_ok(merged: list[dict[str, Any]], defaults: dict[str, Any], meshes: S
     for key, default in defaults.items():
         if isinstance(default, float):
             column = [p[key] for p in merged]
-            if not all(type(v) is float or type(v) is int for v in column):
+            if not set(map(type, column)) <= _PLAIN_NUMBERS:
                 return False  # bools, numpy scalars, strings: the one-sample check decides
             numbers[key] = np.array(column, np.float64)
     if not all(np.isfinite(v).all() for v in numbers.values()):
@@ -187,15 +190,19 @@ def _tries(
     if not k:
         return np.ones((len(seeds), tries), bool), x, z
     dx, dz = x[None] - xs[:, :, None], z[None] - zs[:, :, None]  # (k, a, tries)
-    apart = r[None] + rs[:, :, None]
+    apart = r[None] + rs[:, :, None]  # (k, a, 1)
     # hypot(dx, dz) > apart, decided on the squares (4x faster than hypot); where the squares are too close to
-    # call, hypot itself decides, so the decision is hypot's bit for bit whatever the rounding of the squares.
-    d2, a2 = dx * dx + dz * dz, apart * apart
-    far = d2 > a2
-    unsure = np.abs(d2 - a2) <= 1e-9 * a2
+    # call (within 1e-9 of each other), hypot itself decides, so the decision is hypot's bit for bit whatever
+    # the rounding of the squares. A slot left empty is "far" from every try: its bounds are below any square.
+    a2 = np.where(placed[:, :, None], apart * apart, -1.0)
+    d2 = np.square(dx)
+    d2 += np.square(dz)
+    far = d2 > a2 * (1 + 1e-9)
+    unsure = d2 >= a2 * (1 - 1e-9)
+    unsure &= ~far
     if unsure.any():
-        far[unsure] = np.hypot(dx[unsure], dz[unsure]) > apart[unsure]
-    return (far | ~placed[:, :, None]).all(axis=0), x, z
+        far[unsure] = np.hypot(dx[unsure], dz[unsure]) > np.broadcast_to(apart, unsure.shape)[unsure]
+    return far.all(axis=0), x, z
 
 
 def place_objects(params: Sequence[dict[str, Any]], seeds: np.ndarray, classes: Sequence[str]) -> PlacedObjects:

@@ -134,3 +134,48 @@ def test_an_interrupt_while_the_metadata_is_made_is_not_kept(gl, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         batch["meta"][0]
     assert batch["meta"][3]["index"] == 3 and len(batch["boxes"]) == 4  # read again: made this time
+
+
+_TINTED = """
+from glrec.scenes.table import Table
+
+
+class Tinted(Table):  # params in effect that use_layout changes: the stream must switch to each layout
+    def use_layout(self, layout):
+        super().use_layout(layout)
+        self.params = {**layout.params, "tint": 2 * int(layout.params["objects"])}
+
+
+class Declared(Tinted):  # says what use_layout puts in effect: read from the layouts
+    def layout_params(self, layout):
+        return {**layout.params, "tint": 2 * int(layout.params["objects"])}
+"""
+
+
+@pytest.mark.parametrize("name", ["Tinted", "Declared"])
+def test_params_in_effect_are_read_from_layouts_only_where_use_layout_is_not_overridden(gl, tmp_path, name):
+    from glrec.dataset.rendering.sample import SampleRenderer
+    from glrec.gl.context import create_context
+    from glrec.scenes.capabilities import layout_params_agree
+
+    (tmp_path / "tinted.py").write_text(_TINTED)
+    spec = DatasetSpec.from_dict(
+        {
+            "dataset": {"scene": f"tinted.py:{name}", "samples": 6, "size": "32x24", "seed": 9},
+            "params": {"objects": {"int": [0, 5]}},
+        },
+        base_dir=tmp_path,
+    )
+    with stream(spec, 6) as s:
+        batch = next(iter(s))
+    with create_context() as gl_ctx:
+        renderer = SampleRenderer(spec, gl_ctx.mgl, None, keep_rgb=True, packed=True)
+        try:
+            assert layout_params_agree(Table()) and layout_params_agree(renderer.scene) == (name == "Declared")
+            at_once = renderer.render_batch(range(6), lambda j, n: None)
+        finally:
+            renderer.close()
+    metas = list(batch["meta"])
+    assert [m["params"]["tint"] for m in metas] == [2 * m["params"]["objects"] for m in metas]
+    assert len({m["params"]["objects"] for m in metas}) > 1  # the samples differ, so a stale layout would show
+    assert metas == [sample.meta for sample in at_once]

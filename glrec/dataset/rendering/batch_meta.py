@@ -60,7 +60,7 @@ def object_arrays(metas: Sequence[dict[str, Any]]) -> dict[str, list[np.ndarray]
     return {"boxes": boxes, "labels": labels, "instances": instances}
 
 
-def sample_meta(spec: DatasetSpec, sample: Sample, in_effect: dict[str, Any],
+def sample_meta(spec: DatasetSpec, sample: Sample, in_effect: Mapping[str, Any],
                 frames_meta: list[dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
     """What ``meta.json`` holds for ``sample``: its identity, the scene's params in effect under the spec's,
     and its frames' metadata (images: the one frame's, merged in)."""

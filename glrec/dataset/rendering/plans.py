@@ -43,10 +43,10 @@ def plan_samples(spec: DatasetSpec, indices: list[int] | range, scene: object = 
         return [SamplePlan(i, int(s), p) for i, s, p in zip(indices, seeds, params, strict=True)]
     assert isinstance(scene, BatchRandomisable)
     # The scene gets its own dicts (it may change them), without the time (every sample's dict has the same keys).
-    timed = bool(params) and TIME_PARAM in params[0]
-    scene_params = (
-        [{k: v for k, v in p.items() if k != TIME_PARAM} for p in params] if timed else [dict(p) for p in params]
-    )
+    scene_params = [dict(p) for p in params]
+    if scene_params and TIME_PARAM in scene_params[0]:
+        for p in scene_params:
+            del p[TIME_PARAM]
     try:
         layouts = list(scene.randomise_batch(scene_params, seeds))
     except Exception:

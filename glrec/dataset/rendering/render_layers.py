@@ -18,7 +18,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -33,9 +33,11 @@ from ...scenes.capabilities import (
     BatchDrawable,
     BatchPrepared,
     BatchRandomisable,
+    LayoutParams,
     batch_annotated,
     batch_drawable,
     batch_prepared,
+    layout_params_agree,
     marks_drawn,
     passes_of,
 )
@@ -87,13 +89,13 @@ def can_render_layers(renderer: SampleRenderer) -> bool:
 @dataclass
 class DrawnChunk:
     """A chunk :meth:`LayerRenderer.draw` rendered: sample k is ``plans[k]`` at ``times[k]``, with the boxes its
-    instance mask holds (``boxes[k]``) and the scene's params in effect (``in_effect[k]``). It holds no pass
+    instance mask holds (``boxes[k]``) and the scene's params in effect (``in_effect[k]``, read only). It holds no pass
     memory: what reads its metadata later never keeps a batch's buffer from being reused."""
 
     plans: list[SamplePlan]
     times: list[float]
     boxes: Sequence[Boxes | None]
-    in_effect: list[dict[str, Any]]
+    in_effect: Sequence[Mapping[str, Any]]
 
 
 class LayerRenderer:
@@ -134,6 +136,7 @@ class LayerRenderer:
             raise
         self._annotated = isinstance(renderer.scene, Annotated)
         self._batch_annotated = batch_annotated(renderer.scene)
+        self._layout_params = layout_params_agree(renderer.scene)
         self._planner = ChunkPlanner(renderer.spec, renderer.scene, self.layers, batch_prepared(renderer.scene))
         log.debug("glrec: dataset batches drawn %d samples per GL pass (%d bytes each)", self.layers, self.stride)
 
@@ -179,8 +182,10 @@ class LayerRenderer:
         chunks: list[DrawnChunk] = []
         for j, chunk, times, layouts, prepared in self._planner.chunks(indices, then):
             result = self._chunk(layouts, times, target(j, len(chunk)), prepared=prepared)
-            in_effect = []
-            if r._reports_params:
+            in_effect: list[Mapping[str, Any]] = []
+            if self._layout_params:  # read from the layouts (copied when the meta is made), not switched to
+                in_effect = [cast(LayoutParams, r.scene).layout_params(lay) for lay in layouts]
+            elif r._reports_params:
                 for plan in chunk:
                     cast(BatchRandomisable, r.scene).use_layout(plan.layout)
                     in_effect.append(r.in_effect())
