@@ -47,7 +47,6 @@ refused before any GL object is made. GPU memory: (depth + 1) x batch x that bou
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import time
 from collections import deque
@@ -56,9 +55,10 @@ from collections.abc import Callable, Sequence
 import moderngl
 import numpy as np
 
-from ...errors import ConfigError, ContextError
+from ...errors import ConfigError
 from ...gl import glsl
-from ...gl.fences import Fence, dispatch_compute, gl_function
+from ...gl.fences import Fence, dispatch_compute
+from ...gl.mapped import CLIENT_MAPPED_BARRIER, MappedBuffer
 from . import tables
 from .blocks import (
     GL_MAX_COMPUTE_TEXTURE_IMAGE_UNITS,
@@ -76,9 +76,6 @@ __all__ = ["SUBSAMPLING", "TILE", "Frames", "GlJpegStage", "JpegGeometry", "chec
 log = logging.getLogger("glrec")
 
 _SSBO = moderngl.SHADER_STORAGE_BARRIER_BIT
-_CLIENT_MAPPED = 0x00004000  # GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT: shader writes visible through a mapping
-_SHADER_STORAGE_BUFFER = 0x90D2
-_MAP_READ, _MAP_PERSISTENT, _MAP_COHERENT = 0x0001, 0x0040, 0x0080
 #: Textures one dispatch samples (a sampler array); GL 4.3 promises 16 units to compute shaders.
 MAX_UNITS = 16
 #: What :meth:`GlJpegStage.encode_batch` takes: textures of the stage's source size, or an array texture's layers.
@@ -91,50 +88,6 @@ def _grid(n: int, limit: int = 65535) -> tuple[int, int]:
 
 def _glsl_array(values: np.ndarray) -> str:
     return f"int[{values.size}]({', '.join(str(int(v)) for v in values.ravel())})"
-
-
-class _MappedOutput:
-    """A GL buffer the shaders write and the host reads through a persistent, coherent mapping.
-
-    Reading finished JPEGs with ``glGetBufferSubData`` made NVIDIA's driver wait for
-    all the work queued after them, so the GL thread could not run ahead of the GPU
-    (the ring of outputs bought no overlap). Mapped once, a finished output is read
-    as memory once its fence has signalled: no GL call, no wait for later frames.
-    """
-
-    def __init__(self, nbytes: int) -> None:
-        self.nbytes = nbytes
-        name = ctypes.c_uint(0)
-        gl_function("glCreateBuffers", None, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(1, ctypes.byref(name))
-        self.glo = name.value
-        flags = _MAP_READ | _MAP_PERSISTENT | _MAP_COHERENT
-        gl_function("glNamedBufferStorage", None, ctypes.c_uint, ctypes.c_ssize_t, ctypes.c_void_p, ctypes.c_uint)(
-            self.glo, nbytes, None, flags
-        )
-        map_range = gl_function("glMapNamedBufferRange", ctypes.c_void_p, ctypes.c_uint, ctypes.c_ssize_t,
-                                ctypes.c_ssize_t, ctypes.c_uint)  # fmt: skip
-        self.address = int(map_range(self.glo, 0, nbytes, flags) or 0)
-        if not self.address:
-            self.release()
-            raise ContextError("glMapNamedBufferRange could not map the GL JPEG output buffer persistently.")
-
-    def bind(self, binding: int) -> None:
-        gl_function("glBindBufferBase", None, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint)(
-            _SHADER_STORAGE_BUFFER, binding, self.glo
-        )
-
-    def read(self, nbytes: int, offset: int = 0) -> bytes:
-        return ctypes.string_at(self.address + offset, nbytes)
-
-    def release(self) -> None:
-        glo, self.glo = self.glo, 0
-        if glo:
-            if self.address:
-                gl_function("glUnmapNamedBuffer", ctypes.c_ubyte, ctypes.c_uint)(glo)
-            self.address = 0
-            gl_function("glDeleteBuffers", None, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(
-                1, ctypes.byref(ctypes.c_uint(glo))
-            )
 
 
 class GlJpegStage:
@@ -183,7 +136,7 @@ class GlJpegStage:
         units = gl_integer(ctx, GL_MAX_COMPUTE_TEXTURE_IMAGE_UNITS) or MAX_UNITS
         self._units = max(1, min(batch, MAX_UNITS, units))
         self._objects: list[moderngl.Buffer | moderngl.ComputeShader] = []
-        self._outputs: list[_MappedOutput] = []  # the ring the host reads finished JPEGs from
+        self._outputs: list[MappedBuffer] = []  # the ring the host reads finished JPEGs from
         self._pending: deque[tuple[tuple[int, ...], int, Fence]] = deque()  # (frame indices, slot, fence)
         self._slot = 0
         self._parity = 0  # which set of tile totals the next batch adds into (the other is being cleared)
@@ -239,7 +192,7 @@ class GlJpegStage:
         self._lengths = self._buffer(reserve=batch * geo.segments * 4)
         self._tiles = self._buffer(data=bytes(2 * batch * geo.tiles * 4))  # two sets, both zero to start
         for _ in range(depth):
-            self._outputs.append(_MappedOutput(4 * batch + batch * geo.max_bytes))
+            self._outputs.append(MappedBuffer(4 * batch + batch * geo.max_bytes, "the GL JPEG output buffer"))
         self._segment = self._segment_shader(layers=False)
         self._assemble = self._shader("jpeg_assemble.comp", {"SEG_WORDS": geo.segment_words})
         for name, value in (("segments", geo.segments), ("tiles", geo.tiles), ("frames_held", batch),
@@ -316,7 +269,7 @@ class GlJpegStage:
             self._assemble["clear_base"].value = (1 - parity) * tile_sets
             dispatch_compute(self._assemble.glo, *_grid(geo.segments), n)
             # The host reads the output through its mapping once the fence has signalled: it must see the writes.
-            self.ctx.memory_barrier(_SSBO | _CLIENT_MAPPED)
+            self.ctx.memory_barrier(_SSBO | CLIENT_MAPPED_BARRIER)
             self._parity, self._cut_short = 1 - parity, False
 
         return [("segments", segments), ("assemble", assemble)]
