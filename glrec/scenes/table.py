@@ -184,7 +184,7 @@ class Table:
         self.params = layout.params
 
     def layout_params(self, layout: TableLayout) -> dict[str, Any]:
-        """The :attr:`params` :meth:`use_layout` would put in effect
+        """The ``params`` that :meth:`use_layout` would put in effect
         (:class:`~glrec.scenes.capabilities.LayoutParams`)."""
         return layout.params
 
