@@ -32,6 +32,7 @@ a scene elsewhere is refused unless ``allow_scene_outside=True``
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -266,7 +267,11 @@ class DatasetSpec:
 
     def key(self, index: int) -> str:
         """The sample's key: its index, zero-padded to the width of the largest index (at least 6)."""
-        return f"{index:0{max(6, len(str(self.samples - 1)))}d}"
+        return f"{index:0{self._key_width}d}"
+
+    @functools.cached_property
+    def _key_width(self) -> int:  # once per spec: the keys of a batch are made per sample
+        return max(6, len(str(self.samples - 1)))
 
     def distributions(self) -> dict[str, Distribution]:
         """Each ``[params]`` entry parsed into the distribution (or constant) it names.
