@@ -92,7 +92,7 @@ def instrument() -> None:
     from glrec.cuda.pool import DevicePool
     from glrec.dataset.rendering import layer_pack, plans
     from glrec.dataset.rendering.memory import HostSlots
-    from glrec.dataset.streaming import tensors
+    from glrec.dataset.streaming import producer, tensors
     from glrec.gl import fences
     from glrec.scenes.layers import LayeredGBuffer
     from glrec.scenes.table import Table
@@ -103,7 +103,7 @@ def instrument() -> None:
     timed(layer_pack.LayerPacker, "_read_table", "box table read")
     timed(layer_pack, "mask_boxes", "  of which: boxes from a mask (ids beyond the table)")
     timed(fences.Fence, "wait", "GL fence wait")
-    timed(tensors, "deferred_columns", "deferred columns")
+    timed(producer, "deferred_columns", "deferred columns")
     timed(tensors.SampleStream, "__next__", "consumer: next()")
     import concurrent.futures
 
