@@ -43,3 +43,25 @@ def test_lights_equal_the_one_sample_formula_bit_for_bit():
             (-(math.cos(el) * math.sin(az)), -math.sin(el), -(math.cos(el) * math.cos(az)), float(p["ambient"]))
         )
     assert lights(ps).tobytes() == np.array(want).tobytes()
+
+
+def test_placement_decides_a_try_that_exactly_touches_a_placed_object_by_hypot(monkeypatch):
+    # Squares too close to call go to hypot. A try at distance 0.5 from an object with apart = 0.25 + 0.25 is not
+    # farther than apart (hypot(0.5, 0) > 0.5 is False): it overlaps, for every try, and nothing raises (the
+    # first version indexed the (k, a, 1) bounds with the (k, a, tries) mask: an IndexError for such a try).
+    from glrec.scenes import table_layout
+
+    monkeypatch.setattr(
+        table_layout, "uniforms", lambda seeds, stream, draws, first=0: np.full((len(seeds), draws), 0.5)
+    )
+    seeds = np.array([1, 2], np.uint64)
+    half, radius = np.array([[1.0], [1.0]]), np.array([[0.25], [0.25]])
+    xs, zs, rs = np.array([[0.5, 0.5]]), np.array([[0.0, 0.0]]), np.array([[0.25, 0.24]])
+    placed = np.array([[True, True]])
+    fits, x, z = table_layout._tries(seeds, 1, 0, 4, half, radius, xs, zs, rs, placed)
+    assert x.tolist() == z.tolist() == [[0.0] * 4] * 2  # every try at the centre
+    assert fits.tolist() == [[False] * 4, [True] * 4]  # touching: overlaps; 0.01 farther apart: fits
+    assert math.hypot(0.5, 0.0) > 0.25 + 0.24 and not math.hypot(0.5, 0.0) > 0.25 + 0.25
+    placed[0, 0] = False  # an empty slot is far from every try
+    fits, _, _ = table_layout._tries(seeds, 1, 0, 4, half, radius, xs, zs, rs, placed)
+    assert fits.tolist() == [[True] * 4, [True] * 4]
