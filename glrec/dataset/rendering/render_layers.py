@@ -205,7 +205,8 @@ class LayerRenderer:
                 gb.clear_to({k: v for k, v in markers.items() if k in gb.masked}, depth)
             # A box table with room for the marker id: no layer read back for its boxes (a GPU round trip
             # that took 0.2 s of a stream's start on the H200).
-            arrays = packer.run(1, self.stride, 8, None, self._instance_layer).arrays
+            ids = 1 + int(markers["instance"][0])
+            arrays = packer.run(1, self.stride, ids, None, self._instance_layer).arrays
             for name in gb.masked & set(arrays[0]):
                 got = arrays[0][name]
                 if bool((got != 0).all()) if drawn else not got.any():
