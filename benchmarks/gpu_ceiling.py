@@ -140,6 +140,15 @@ for _n in (1, 2, 4, 8):
             inner="pipe:recorder-gl", count=_n)  # fmt: skip
 variant("procs:4x-recorder-b8-phased", "4 processes of pipe:recorder-b8-phased at once", "processes",
         inner="pipe:recorder-b8-phased", count=4)  # fmt: skip
+variant("pipe:recorder-gpulock", "the Recorder, each GL+nvJPEG turn inside a cross-process GPU lock (flock)",
+        "recorder", batch=None, phased=None, gpu_lock=True)  # fmt: skip
+for _n in (1, 2, 4, 8):
+    variant(f"procs:{_n}x-recorder-gpulock", f"{_n} processes of pipe:recorder-gpulock at once", "processes",
+            inner="pipe:recorder-gpulock", count=_n)  # fmt: skip
+    variant(f"procs:{_n}x-nvjpeg", f"{_n} processes of nvjpeg:b1 at once (CUDA only, no GL)", "processes",
+            inner="nvjpeg:b1", count=_n)  # fmt: skip
+    variant(f"procs:{_n}x-gl", f"{_n} processes of gl:render+pack at once (GL only, no CUDA)", "processes",
+            inner="gl:render+pack", count=_n)  # fmt: skip
 
 
 # -- measuring ---------------------------------------------------------------------------------
@@ -304,7 +313,8 @@ def _timed_loop(args: argparse.Namespace, ctx: Any, frame: Callable[[int, Clocks
     for i in range(args.warmup):
         frame(i, None)
     finish()
-    t0, c0 = time.perf_counter(), time.process_time()
+    _wait_for_start()  # several processes: every one starts its timed frames at once
+    w0, t0, c0 = time.time(), time.perf_counter(), time.process_time()
     for i in range(args.frames):
         frame(i, None)
     finish()
@@ -315,7 +325,7 @@ def _timed_loop(args: argparse.Namespace, ctx: Any, frame: Callable[[int, Clocks
         frame(i, clocks)
     finish()
     profiled = time.perf_counter() - t1
-    return {"fps": args.frames / seconds, "cpu_ms_per_frame": 1e3 * cpu / args.frames,
+    return {"fps": args.frames / seconds, "cpu_ms_per_frame": 1e3 * cpu / args.frames, "wall": (w0, w0 + seconds),
             "fps_profiled": args.frames / profiled, "stages_ms": clocks.result(args.frames)}  # fmt: skip
 
 
@@ -476,7 +486,7 @@ def nvjpeg_alone(
 
 def recorder(args: argparse.Namespace, mux: bool = True, handoff: str = "shared", batch: int | None = 1,
              phased: bool | None = False, encoder: str = "nvjpeg", turns: bool | None = None,
-             chunk: int | None = None) -> dict[str, Any]:  # fmt: skip
+             chunk: int | None = None, gpu_lock: bool = False) -> dict[str, Any]:  # fmt: skip
     import glrec
     from glrec.interop import handoff as handoffs
     from glrec.pipeline import turns as turns_module
@@ -486,6 +496,8 @@ def recorder(args: argparse.Namespace, mux: bool = True, handoff: str = "shared"
     # turns on the GL thread and the frames per encode call in them.
     handoffs.SHARED_BATCH, handoffs.SHARED_PHASED = batch, phased
     turns_module.TURNS, turns_module.CHUNK = turns, chunk
+    if gpu_lock:
+        _patch_gpu_lock()
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for run in ("warmup", "clean", "profiled"):
@@ -524,6 +536,33 @@ def recorder(args: argparse.Namespace, mux: bool = True, handoff: str = "shared"
             elif run == "profiled":
                 out.update(fps_profiled=frames / seconds, stages_ms=stages)
     return out
+
+
+def _patch_gpu_lock() -> None:
+    """Prototype: each turn (a batch's GL work, its fence, its nvJPEG encode) inside an exclusive flock shared by
+    every process on the GPU, so that processes take whole turns instead of time-slicing contexts."""
+    import fcntl
+
+    from glrec.pipeline.session import Session
+
+    fd = os.open("/dev/shm/glrec-gpu-0.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    held = [False]
+    before, deliver = Session.before_frame, Session._deliver
+
+    def before_frame(self: Any) -> None:
+        if not held[0]:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held[0] = True
+        before(self)
+
+    def _deliver(self: Any, frames: Any) -> None:
+        deliver(self, frames)
+        if frames and held[0]:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            held[0] = False
+            os.sched_yield()
+
+    Session.before_frame, Session._deliver = before_frame, _deliver  # type: ignore[method-assign]
 
 
 def _recorder_timers(c: Clocks) -> dict[str, Callable[[], Any]]:

@@ -20,6 +20,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
+class _Idle:
+    """An encoder that the worker never calls (packets arrive encoded); closed by the worker's finish()."""
+
+    def flush(self) -> list:
+        return []
+
+    def close(self) -> None:
+        pass
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--frames", type=int, default=600)
@@ -103,6 +113,27 @@ def main() -> None:
             return out
 
     timed("F 8 per call", glrec_batch)
+
+    # The Matroska sink as the Recorder runs it in turns: packets queued to glrec's encode worker, muxed there.
+    import tempfile
+
+    from glrec.pipeline.worker import Encoded, EncodeWorker
+    from glrec.sinks import open_sink
+
+    tmp = Path(tempfile.mkdtemp())
+    for name, make in (
+        ("G glrec encode, mux serial (stage:encode-nvjpeg today)", None),
+        ("H glrec encode, mux on the encode worker (as the Recorder)", EncodeWorker),
+    ):
+        sink = open_sink(tmp / "g.mkv", opts.facts, overwrite=True)
+        if make is None:
+            timed(name, lambda i, sink=sink: sink.write(glrec_stage(i)))
+            sink.close()
+        else:
+            worker = make(_Idle(), sink, 8)
+            timed(name, lambda i, worker=worker: worker.put(Encoded(glrec_stage(i), 1)))
+            worker.finish()
+        print(name, "packets in the file:", sink.packets)
     pr = cProfile.Profile()
     pr.enable()
     for i in range(300):

@@ -1,0 +1,41 @@
+#!/bin/bash
+# The seventh H200 session (2026-12-03): issue 32's open goals (nvJPEG stage vs library, processes), the GPU tier.
+#   bash benchmarks/gpu/h200_seventh.sh tests    # the GPU tier
+#   bash benchmarks/gpu/h200_seventh.sh stage    # nvjpeg_stage_probe.py + glrec bench's nvJPEG rows
+#   bash benchmarks/gpu/h200_seventh.sh procs    # N processes: Recorder, Recorder in a GPU lock, CUDA only, GL only
+#   bash benchmarks/gpu/h200_seventh.sh stream   # the training stream, dataset_stream.py both sizes
+set -u
+source .gpu/boot.sh
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
+quiet() { grep -v -e nvjpeg2k -e nvtiff -e Warning; }
+F=${FRAMES:-3000}
+for mode in "$@"; do
+case "$mode" in
+tests)
+  GLREC_FAKE_DRIVERS_DIR=$PWD/.fake timeout ${TIER_S:-240} python3 -m pytest -q -p no:cacheprovider -m gpu -rfE 2>&1 \
+    | grep -v -e Warning -e "^  " -e "^$" | tail -${TAIL:-12} | tee "$OUT/gpu-tier.txt"
+  ;;
+stage)
+  python3 benchmarks/nvjpeg_stage_probe.py --frames 2000 2>&1 | quiet | tee "$OUT/nvjpeg-stage-probe.txt" | tail -14
+  python3 benchmarks/gpu_ceiling.py --frames $F --json "$OUT/gpu-ceiling-stage.json" --only \
+    gl:shared,nvjpeg:b1,nvjpeg:mux,nvjpeg:fresh-images,pipe:recorder,pipe:recorder-turns-nomux 2>&1 | quiet | tail -12
+  python3 -m glrec bench --backends nvjpeg --baselines none --sizes 1920x1080 --scenes plasma,cube --frames $F \
+    --repeat 2 --no-plot --json "$OUT/bench-nvjpeg.json" 2>&1 | quiet | tail -16
+  ;;
+procs)
+  for kind in recorder recorder-gpulock nvjpeg gl recorder-gl; do
+    only=$(for n in ${PROCS:-1 2 4}; do printf "procs:%sx-%s," $n $kind; done)
+    python3 benchmarks/gpu_ceiling.py --frames $F --json "$OUT/procs-$kind.json" --only "${only%,}" 2>&1 | quiet \
+      | grep -e "^procs" -e Error | head -8
+  done
+  ;;
+stream)
+  S="benchmarks/dataset_stream.py --device cuda --workers= --rounds ${ROUNDS:-2} --tag nvidia-h200"
+  python3 $S --samples 8192 --batch-size 256 --gl-bound --name seventh-640x480 2>&1 | grep median
+  python3 $S --samples 65536 --size 128x128 --passes rgb,depth --batch-size 4096 --gl-bound \
+    --name seventh-128x128 2>&1 | grep median
+  tar -cf "$OUT/stream-results.tar" benchmarks/results/*seventh* 2>/dev/null
+  ;;
+esac
+done
