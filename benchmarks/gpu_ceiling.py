@@ -140,11 +140,15 @@ for _n in (1, 2, 4, 8):
             inner="pipe:recorder-gl", count=_n)  # fmt: skip
 variant("procs:4x-recorder-b8-phased", "4 processes of pipe:recorder-b8-phased at once", "processes",
         inner="pipe:recorder-b8-phased", count=4)  # fmt: skip
-variant("pipe:recorder-gpulock", "the Recorder, each GL+nvJPEG turn inside a cross-process GPU lock (flock)",
+variant("pipe:recorder-gpulock", "the Recorder with gpu_lock=True: each GL + nvJPEG turn inside the GPU's lock",
         "recorder", batch=None, phased=None, gpu_lock=True)  # fmt: skip
+variant("pipe:recorder-gpulock-b64", "the Recorder with gpu_lock=True, turns of 64 frames", "recorder", batch=64,
+        phased=True, gpu_lock=True)  # fmt: skip
 for _n in (1, 2, 4, 8):
     variant(f"procs:{_n}x-recorder-gpulock", f"{_n} processes of pipe:recorder-gpulock at once", "processes",
             inner="pipe:recorder-gpulock", count=_n)  # fmt: skip
+    variant(f"procs:{_n}x-recorder-gpulock-b64", f"{_n} processes of pipe:recorder-gpulock-b64 at once", "processes",
+            inner="pipe:recorder-gpulock-b64", count=_n)  # fmt: skip
     variant(f"procs:{_n}x-nvjpeg", f"{_n} processes of nvjpeg:b1 at once (CUDA only, no GL)", "processes",
             inner="nvjpeg:b1", count=_n)  # fmt: skip
     variant(f"procs:{_n}x-gl", f"{_n} processes of gl:render+pack at once (GL only, no CUDA)", "processes",
@@ -496,8 +500,6 @@ def recorder(args: argparse.Namespace, mux: bool = True, handoff: str = "shared"
     # turns on the GL thread and the frames per encode call in them.
     handoffs.SHARED_BATCH, handoffs.SHARED_PHASED = batch, phased
     turns_module.TURNS, turns_module.CHUNK = turns, chunk
-    if gpu_lock:
-        _patch_gpu_lock()
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for run in ("warmup", "clean", "profiled"):
@@ -505,6 +507,8 @@ def recorder(args: argparse.Namespace, mux: bool = True, handoff: str = "shared"
             kw: dict[str, Any] = {} if mux else {"sink": NullSink()}
             if encoder != "gl":
                 kw["handoff"] = handoff
+            if gpu_lock:
+                kw["gpu_lock"] = True
             rec = glrec.Recorder(Path(tmp) / f"{run}.mkv", size=args.size, fps=60, encoder=encoder, codec="mjpeg",
                                  overwrite=True, **kw)  # fmt: skip
             if run == "clean":
@@ -536,33 +540,6 @@ def recorder(args: argparse.Namespace, mux: bool = True, handoff: str = "shared"
             elif run == "profiled":
                 out.update(fps_profiled=frames / seconds, stages_ms=stages)
     return out
-
-
-def _patch_gpu_lock() -> None:
-    """Prototype: each turn (a batch's GL work, its fence, its nvJPEG encode) inside an exclusive flock shared by
-    every process on the GPU, so that processes take whole turns instead of time-slicing contexts."""
-    import fcntl
-
-    from glrec.pipeline.session import Session
-
-    fd = os.open("/dev/shm/glrec-gpu-0.lock", os.O_RDWR | os.O_CREAT, 0o666)
-    held = [False]
-    before, deliver = Session.before_frame, Session._deliver
-
-    def before_frame(self: Any) -> None:
-        if not held[0]:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            held[0] = True
-        before(self)
-
-    def _deliver(self: Any, frames: Any) -> None:
-        deliver(self, frames)
-        if frames and held[0]:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            held[0] = False
-            os.sched_yield()
-
-    Session.before_frame, Session._deliver = before_frame, _deliver  # type: ignore[method-assign]
 
 
 def _recorder_timers(c: Clocks) -> dict[str, Callable[[], Any]]:

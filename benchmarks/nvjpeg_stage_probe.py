@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import itertools
 import pstats
 import sys
 import time
@@ -126,12 +127,13 @@ def main() -> None:
         ("H glrec encode, mux on the encode worker (as the Recorder)", EncodeWorker),
     ):
         sink = open_sink(tmp / "g.mkv", opts.facts, overwrite=True)
+        index = itertools.count()  # the warm-up's frames and the timed ones, one timeline
         if make is None:
-            timed(name, lambda i, sink=sink: sink.write(glrec_stage(i)))
+            timed(name, lambda i, sink=sink, index=index: sink.write(glrec_stage(next(index))))
             sink.close()
         else:
             worker = make(_Idle(), sink, 8)
-            timed(name, lambda i, worker=worker: worker.put(Encoded(glrec_stage(i), 1)))
+            timed(name, lambda i, worker=worker, index=index: worker.put(Encoded(glrec_stage(next(index)), 1)))
             worker.finish()
         print(name, "packets in the file:", sink.packets)
     pr = cProfile.Profile()

@@ -44,6 +44,7 @@ class RecorderOptions(TypedDict, total=False):
     ring: int | None
     queue_size: int | None
     process: Any
+    gpu_lock: bool | None
     array_convert: Literal["auto", "gl", "cpu"] | None
 
 
@@ -77,6 +78,7 @@ class RecordOptions(TypedDict, total=False):
     ring: int | None
     queue_size: int | None
     process: Any
+    gpu_lock: bool | None
     array_convert: Literal["auto", "gl", "cpu"] | None
     overwrite: bool
     sink: Sink | None
@@ -112,6 +114,7 @@ class WriteVideoOptions(TypedDict, total=False):
     ring: int | None
     queue_size: int | None
     process: Any
+    gpu_lock: bool | None
     array_convert: Literal["auto", "gl", "cpu"] | None
     overwrite: bool
     sink: Sink | None
@@ -148,6 +151,7 @@ class TranscodeOptions(TypedDict, total=False):
     ring: int | None
     queue_size: int | None
     process: Any
+    gpu_lock: bool | None
     array_convert: Literal["auto", "gl", "cpu"] | None
     channel0: str | None
     channel1: str | None

@@ -93,3 +93,18 @@ def encoder_parts(video: Any, encoder: str | None = None) -> tuple[Any, Any]:
     """``video``'s stream facts and the encoder's own options (``glrec.options.VideoOptions``), as the plan opens it."""
     asked = video.request(encoder)
     return asked.facts, asked.options
+
+
+def locked_elsewhere(path: Path) -> bool:
+    """Whether someone holds ``path``'s flock: a fresh open file description tries it without waiting."""
+    import fcntl
+    import os
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # lets go of it if this probe got it
+    return False

@@ -24,11 +24,26 @@ stage)
     --repeat 2 --no-plot --json "$OUT/bench-nvjpeg.json" 2>&1 | quiet | tail -16
   ;;
 procs)
-  for kind in recorder recorder-gpulock nvjpeg gl recorder-gl; do
+  for kind in ${KINDS:-recorder recorder-gpulock nvjpeg gl recorder-gl}; do
     only=$(for n in ${PROCS:-1 2 4}; do printf "procs:%sx-%s," $n $kind; done)
     python3 benchmarks/gpu_ceiling.py --frames $F --json "$OUT/procs-$kind.json" --only "${only%,}" 2>&1 | quiet \
       | grep -e "^procs" -e Error | head -8
   done
+  ;;
+mps)  # CUDA's Multi-Process Service, where the machine lets it start: CUDA-only processes in one shared context
+  if command -v nvidia-cuda-mps-control >/dev/null; then
+    export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+    mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+    if timeout 20 nvidia-cuda-mps-control -d; then
+      python3 benchmarks/gpu_ceiling.py --frames $F --json "$OUT/procs-mps.json" --only \
+        procs:1x-nvjpeg,procs:2x-nvjpeg,procs:2x-recorder 2>&1 | quiet | grep -e "^procs" -e Error | head -6
+      echo quit | timeout 20 nvidia-cuda-mps-control
+    else
+      echo "MPS: the control daemon did not start"; tail -3 /tmp/mps-log/control.log 2>/dev/null
+    fi
+  else
+    echo "MPS: nvidia-cuda-mps-control is not on this machine"
+  fi
   ;;
 stream)
   S="benchmarks/dataset_stream.py --device cuda --workers= --rounds ${ROUNDS:-2} --tag nvidia-h200"

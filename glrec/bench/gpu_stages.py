@@ -4,11 +4,17 @@
 that are already in CUDA memory. The frames are the scene's own: rendered and
 packed to RGB once beforehand on the host path, then uploaded into a device
 pool, one distinct frame per slot; the timed loop hands slots to the encoder
-as the recorder's handoff would. Without CUDA or nvImageCodec the row is
-reported as skipped with the reason.
+as the recorder's handoff would. As in a recording (where GL and nvJPEG take
+turns on the GL thread, :mod:`glrec.pipeline.turns`), the encoder runs on the
+calling thread and the packets go to glrec's encode worker, which muxes them
+meanwhile; ``mux`` is the worker's time. Without CUDA or nvImageCodec the row
+is reported as skipped with the reason.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
 
 from ..errors import EncoderUnavailableError, GlrecError
 from ..frame import HostFrame
@@ -16,7 +22,7 @@ from ..interop import HostReadback
 from ..layout import PlaneLayout
 from ..options import VideoOptions
 from ..sinks import open_sink
-from .common import describe_output, encode_all, figures, scene_rig
+from .common import describe_output, figures, scene_rig
 from .meter import LoopMeter, StageClock
 from .spec import RowResult, RowSpec, row
 
@@ -42,6 +48,22 @@ def _rendered_rgb(spec: RowSpec, count: int) -> list[HostFrame]:
             readback.release()
             packer.release()
     return frames
+
+
+def _encode_in_turns(encoder: Any, sink: Any, frames: Iterable[Any], clock: StageClock) -> None:
+    """Encode ``frames`` here, one call each (the nvJPEG row's turn batch), and mux on glrec's encode worker, as a
+    recording's turns do; the worker flushes and closes the encoder and closes the sink, also after a failure."""
+    from ..pipeline.worker import Encoded, EncodeWorker
+
+    worker = EncodeWorker(encoder, sink)
+    worker.time_stages({"mux": lambda: clock.wall("mux")})
+    try:
+        for frame in frames:
+            with clock.wall("encode"):
+                packets = encoder.encode(frame)
+            worker.put(Encoded(packets, 1))
+    finally:
+        worker.finish()
 
 
 @row("stage:encode-nvjpeg")
@@ -71,7 +93,7 @@ def nvjpeg_alone(spec: RowSpec) -> RowResult:
         meter.start()
         # Slots come back to the pool as nvJPEG finishes with each frame, as from the handoff.
         device_frames = (DeviceFrame(i, planes, pool, pool.acquire(), pending=False) for i in range(spec.frames))
-        encode_all(encoder, sink, device_frames, clock)
+        _encode_in_turns(encoder, sink, device_frames, clock)
         meter.stop()
         pool.release()
     finally:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .._declare import OptionTable, flag, option
-from .._values import _choice, _number
+from .._values import _boolean, _choice, _number
 
 HandoffName = Literal["auto", "host", "register", "shared"]
 ContextMode = Literal["own", "current"]  # glrec's own EGL context, or the one current on the calling thread
@@ -55,6 +55,11 @@ class PipelineOptions(OptionTable):
         None, "run FILE.py:FUNCTION (or an OpenCL FILE.cl:KERNEL) on every frame before it is encoded; in Python "
         "also a function, glrec.process.Process or OpenCLKernel (see README, Processing stages)",
         _process, flags=flag("process"), metavar="FILE.py:FN",
+    )  # fmt: skip
+    gpu_lock: bool = option(
+        False, "several recordings on one GPU: take whole GL/CUDA turns with the other glrec processes that set it, "
+        "instead of time-slicing (encoders in a CUDA context, not live; holds the GPU while a turn's frames render)",
+        _boolean("gpu_lock"), flags=flag("gpu-lock"), boolean=True,
     )  # fmt: skip
     array_convert: ArrayConvert = option(
         "auto", "how frames given to Recorder.write become YUV: auto (swscale on the encode thread where GL is "

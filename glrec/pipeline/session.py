@@ -20,11 +20,13 @@ from pathlib import Path
 
 import moderngl
 
+from ..cuda.gpu_lock import GpuLock, lock_path
+from ..errors import ConfigError
 from ..frame import Frame, HostFrame
 from ..result import RecordResult
 from ..sinks import Sink
 from ..sinks.registry import OutputKind
-from .build import build_pipeline
+from .build import Pipeline, build_pipeline
 from .options import PipelineOptions
 from .plan import StreamRequest
 from .timing import StageTimers, timed
@@ -69,6 +71,20 @@ class Session:
         if self.turns is not None:
             log.info("GL and %s take turns per batch; %.0f MiB of GPU memory for frames in flight",
                      pipeline.plan.row.label, self.device_bytes / 2**20)  # fmt: skip
+        self._gpu_lock = self._open_gpu_lock(pipeline) if pipeline_options.gpu_lock else None
+
+    def _open_gpu_lock(self, pipeline: Pipeline) -> GpuLock:
+        """The GPU's turn lock (``gpu_lock=True``), let go when the stack closes; refused where there are no turns."""
+        device = getattr(pipeline.handoff, "device", None)
+        if self.turns is None or device is None:
+            raise ConfigError(
+                f"gpu_lock=True shares the GPU in whole GL/CUDA turns, which only a recording whose encoder runs in "
+                f"a CUDA context and that is not live takes (nvjpeg, nvenc); this one encodes with "
+                f"{pipeline.plan.row.label}{' live' if self._live else ''}: leave gpu_lock off."
+            )
+        lock = GpuLock(lock_path(device.info.uuid))
+        self._stack.callback(lock.close)
+        return lock
 
     def start(self, sink: Sink) -> None:
         """Start the encode worker on ``sink``; the stack finishes it (flush, trailer) before the stages go."""
@@ -86,7 +102,10 @@ class Session:
             self.turns.encoder = timed("encode", self.turns.encoder, timers)
 
     def before_frame(self) -> None:
-        """Before a frame's GL work: a handoff that paces GL against its consumer (batches) waits here."""
+        """Before a frame's GL work: a handoff that paces GL against its consumer (batches) waits here, and with
+        ``gpu_lock`` a turn's first frame waits for the other processes' turns."""
+        if self._gpu_lock is not None:
+            self._gpu_lock.take()
         self._handoff.before_frame()
 
     def submit(self, colour: moderngl.Texture, index: int) -> None:
@@ -108,6 +127,8 @@ class Session:
         """Completed frames to the worker, or (turns) encoded here and their packets to the worker."""
         if self.turns is not None:
             self.turns.deliver(frames, self.worker.put)
+            if frames and self._gpu_lock is not None:  # the turn's GPU work is done: the next process's turn
+                self._gpu_lock.give()
             return
         for frame in frames:
             self.worker.put(frame)

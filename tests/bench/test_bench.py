@@ -306,3 +306,48 @@ def test_stages_that_take_turns_are_held_to_their_serial_bound():
     serial = 1 / (1 / 2000 + 1 / 4000)
     assert math.isclose(got["nvjpeg"]["efficiency"], 800 / serial) and got["nvjpeg"]["bound"] == "serial"
     assert math.isclose(got["cpu"]["efficiency"], 100 / 200) and got["cpu"]["bound"] == "slowest"
+
+
+def test_the_nvjpeg_stage_row_muxes_on_the_encode_worker_as_a_recording_does(tmp_path):
+    """``stage:encode-nvjpeg`` encodes on the calling thread and muxes on glrec's encode worker; with a stand-in
+    encoder (JPEGs made by Pillow on the host) the file holds every frame in order and both stages are timed."""
+    import io
+    import itertools
+    import threading
+
+    import av
+    import numpy as np
+    from PIL import Image
+
+    from glrec.bench.gpu_stages import _encode_in_turns
+    from glrec.bench.meter import StageClock
+    from glrec.frame import Packet
+    from glrec.options import VideoOptions
+    from glrec.sinks import open_sink
+
+    class JpegOnHost:
+        def __init__(self):
+            self.threads, self.closed = set(), False
+
+        def encode(self, frame):
+            self.threads.add(threading.current_thread().name)
+            buf = io.BytesIO()
+            Image.fromarray(np.full((48, 64, 3), 10 * frame, np.uint8)).save(buf, "JPEG", quality=95)
+            return [Packet(buf.getvalue(), frame, frame, True)]
+
+        def flush(self):
+            return []
+
+        def close(self):
+            self.closed = True
+
+    options = VideoOptions.create((64, 48), 30.0, codec="mjpeg")
+    sink = open_sink(tmp_path / "s.mkv", options.facts, overwrite=True)
+    encoder, clock = JpegOnHost(), StageClock()
+    _encode_in_turns(encoder, sink, range(20), clock)
+    assert encoder.threads == {threading.current_thread().name} and encoder.closed
+    assert set(clock.seconds) == {"encode", "mux"}
+    with av.open(str(tmp_path / "s.mkv")) as c:
+        levels = [float(f.to_ndarray(format="gray").mean()) for f in c.decode(video=0)]
+    assert len(levels) == 20 and all(abs(a - b) > 5 for a, b in itertools.pairwise(levels))
+    assert levels == sorted(levels)

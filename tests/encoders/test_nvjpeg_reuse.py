@@ -71,3 +71,35 @@ def test_two_recordings_share_one_warm_encoder(tmp_path):
     for name in ("a", "b"):
         with av.open(str(tmp_path / f"{name}.mkv")) as c:
             assert sum(1 for _ in c.decode(video=0)) == 10
+
+
+@pytest.mark.gpu
+def test_a_slots_image_is_reused_and_every_frame_still_encodes_its_own_pixels(tmp_path):
+    """The images of a pool's slots are made once (``NvJpegEncoder._image``); 100 frames through a pool of
+    fewer slots each decode to their own grey level, in order."""
+    pytest.importorskip("nvidia.nvimgcodec", reason="needs an NVIDIA GPU with pip install glrec[nvjpeg]")
+    import numpy as np
+
+    import glrec
+
+    made = []
+    original = nvjpeg.NvJpegEncoder._image
+
+    def spy(self, frame):
+        image = original(self, frame)
+        made.append(id(image))
+        return image
+
+    nvjpeg.NvJpegEncoder._image = spy
+    try:
+        with glrec.Recorder(tmp_path / "g.mkv", size=(320, 240), fps=30, encoder="nvjpeg", codec="mjpeg") as rec:
+            for i in range(100):
+                with rec.frame():
+                    rec.ctx.clear((20 + 2 * i) / 255, (20 + 2 * i) / 255, (20 + 2 * i) / 255, 1.0)
+    finally:
+        nvjpeg.NvJpegEncoder._image = original
+    assert len(made) == 100 and len(set(made)) < 100  # slots' images were reused
+    with av.open(str(tmp_path / "g.mkv")) as c:
+        levels = [float(np.mean(f.to_ndarray(format="gray"))) for f in c.decode(video=0)]
+    assert len(levels) == 100
+    assert np.allclose(levels, [20 + 2 * i for i in range(100)], atol=3.0), levels

@@ -112,6 +112,23 @@ class _Blank:
             call("cuMemFree", ptr)
 
 
+def _bitstream(stream: Any) -> bytes:
+    """The JPEG bytes of an nvImageCodec code stream, copied once (its buffer may be longer than ``size``)."""
+    view = memoryview(stream)
+    size = int(getattr(stream, "size", 0) or 0)
+    if view.ndim == 1 and view.itemsize == 1 and 0 < size < view.nbytes:
+        view = view[:size]
+    data = bytes(view)
+    return data[:size] if 0 < size < len(data) else data
+
+
+class _View:
+    """A slot's CUDA array interface, fixed: the object behind a kept image, which outlives the frame it came from."""
+
+    def __init__(self, interface: dict[str, Any]) -> None:
+        self.__cuda_array_interface__ = dict(interface)
+
+
 class NvJpegEncoder:
     """Encode ``rgb24`` device frames to JPEG with nvJPEG; every packet is a keyframe.
 
@@ -127,6 +144,7 @@ class NvJpegEncoder:
 
     name = "nvjpeg"
     codec = "mjpeg"
+    IMAGES_KEPT = 256  # slot views kept; more (several pools over a recording's life) start the cache afresh
     input_format = "rgb24"
 
     def __init__(self, facts: VideoFacts, options: JpegOptions, device: CudaDevice, raw_output: bool = False) -> None:
@@ -138,6 +156,7 @@ class NvJpegEncoder:
         self._encoder, self._warm = _CODECS.take(nvimgcodec, device.ordinal)
         self._nvimgcodec = nvimgcodec
         self._failed = False  # an encoder that raised is not handed to the next recording
+        self._images: dict[tuple[int, tuple[int, ...]], Any] = {}  # (address, shape) -> image, see _image
         self._params = _params(nvimgcodec, options.jpeg_quality, "444" if facts.pix_fmt == "yuv444p" else "420")
         self._warm_up(device, facts.size)
         log.info("encoder: nvJPEG (nvImageCodec) quality %d, %s chroma", options.jpeg_quality, facts.pix_fmt)
@@ -155,6 +174,25 @@ class NvJpegEncoder:
         finally:
             blank.free()
         self._warm.add(key)
+
+    def _image(self, frame: Any) -> Any:
+        """``frame`` as an nvImageCodec image; the images of a pool's slots are made once and reused.
+
+        An image is a view (address, shape) of CUDA memory, made from the frame's CUDA array interface
+        (about 17 us at 1080p on an H200, against 170 us for the encode). A glrec :class:`DeviceFrame`,
+        synchronised, names no stream, so its slot's view is the same for every frame the slot holds.
+        """
+        from ...cuda.pool import DeviceFrame
+
+        if type(frame) is not DeviceFrame:  # a caller's own CUDA array: its view may differ call to call
+            return self._nvimgcodec.as_image(frame)
+        key = (frame.ptr, frame.layout.host_shape)
+        image = self._images.get(key)
+        if image is None:
+            if len(self._images) >= self.IMAGES_KEPT:
+                self._images.clear()
+            image = self._images[key] = self._nvimgcodec.as_image(_View(frame.__cuda_array_interface__))
+        return image
 
     def encode(self, frame: Frame) -> list[Packet]:
         """One JPEG of ``frame``, now (one nvImageCodec call)."""
@@ -175,15 +213,13 @@ class NvJpegEncoder:
         try:
             for f in device_frames:
                 f.synchronize()
-            images = [self._nvimgcodec.as_image(f) for f in device_frames]
+            images = [self._image(f) for f in device_frames]
             streams = self._encoder.encode(images, "jpeg", params=self._params)
             out = []
             for f, stream in zip(device_frames, streams, strict=True):
                 if stream is None:
                     raise EncoderError(f"nvJPEG could not encode frame {f.index} ({f.width}x{f.height} RGB).")
-                data = bytes(memoryview(stream))
-                size = int(getattr(stream, "size", 0) or 0)
-                out.append(Packet(data[:size] if 0 < size < len(data) else data, f.index, f.index, True))
+                out.append(Packet(_bitstream(stream), f.index, f.index, True))
             return out
         except BaseException:
             self._failed = True
