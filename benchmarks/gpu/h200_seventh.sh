@@ -16,12 +16,18 @@ tests)
   GLREC_FAKE_DRIVERS_DIR=$PWD/.fake timeout ${TIER_S:-240} python3 -m pytest -q -p no:cacheprovider -m gpu -rfE 2>&1 \
     | grep -v -e Warning -e "^  " -e "^$" | tail -${TAIL:-12} | tee "$OUT/gpu-tier.txt"
   ;;
-stage)
+stage)  # .before/ holds main 85d40d8's glrec (with this tree's gpu_ceiling.py): before and after in one run
   python3 benchmarks/nvjpeg_stage_probe.py --frames 2000 2>&1 | quiet | tee "$OUT/nvjpeg-stage-probe.txt" | tail -14
-  python3 benchmarks/gpu_ceiling.py --frames $F --json "$OUT/gpu-ceiling-stage.json" --only \
-    gl:shared,nvjpeg:b1,nvjpeg:mux,nvjpeg:fresh-images,pipe:recorder,pipe:recorder-turns-nomux 2>&1 | quiet | tail -12
-  python3 -m glrec bench --backends nvjpeg --baselines none --sizes 1920x1080 --scenes plasma,cube --frames $F \
-    --repeat 2 --no-plot --json "$OUT/bench-nvjpeg.json" 2>&1 | quiet | tail -16
+  for round in 1 2; do
+    python3 benchmarks/gpu_ceiling.py --frames $F --json "$OUT/gpu-ceiling-after-$round.json" --only \
+      gl:shared,nvjpeg:b1,pipe:recorder 2>&1 | quiet | grep -e "^gl:" -e "^nvjpeg" -e "^pipe" -e Recorder
+    (cd .before && python3 benchmarks/gpu_ceiling.py --frames $F --json "$OUT/gpu-ceiling-before-$round.json" --only \
+      pipe:recorder 2>&1 | quiet | grep -e "^pipe")
+  done
+  B="bench --backends nvjpeg --baselines none --sizes 1920x1080 --scenes plasma,cube --frames $F --repeat 2 --no-plot"
+  python3 -m glrec $B --json "$OUT/bench-nvjpeg-after.json" 2>&1 | quiet | grep -e "stage:encode" -e "glrec:nvjpeg" -e "^efficiency"
+  (cd .before && python3 -m glrec $B --json "$OUT/bench-nvjpeg-before.json" 2>&1 | quiet | grep -e "stage:encode" -e "glrec:nvjpeg" \
+    -e "^efficiency")
   ;;
 procs)
   for kind in ${KINDS:-recorder recorder-gpulock nvjpeg gl recorder-gl}; do
