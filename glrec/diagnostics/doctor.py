@@ -103,6 +103,7 @@ def run_doctor(workdir: Path) -> list[Check]:
     )
     if problem is None:
         checks += _handoff_checks(workdir)
+        checks.append(_sharing_check())
     for row in rows:
         if row in host:
             continue
@@ -122,6 +123,21 @@ def run_doctor(workdir: Path) -> list[Check]:
         clip = workdir / f"{host[0].name}.mp4" if host else workdir / "none.mp4"
         checks.append(_check("NVDEC", "pip install PyNvVideoCodec", lambda: _nvdec(clip)))
     return checks
+
+
+def _sharing_check() -> Check:
+    """Whether several glrec processes on one GPU run their CUDA work side by side (MPS) or time-slice."""
+    from ..cuda.gpu_lock import mps_pipe
+
+    pipe = mps_pipe()
+    if pipe is not None:
+        return Check("GPU sharing", PASS, f"CUDA MPS runs ({pipe}): recordings in several processes add up")
+    return Check(
+        "GPU sharing", NA, "no CUDA MPS daemon: several processes recording on one GPU time-slice it (an H200: "
+        "2 Recorders with nvJPEG 1,189 frames/s in total, 2,048 under MPS)",
+        "optional: nvidia-cuda-mps-control -d (the machine's owner), or gpu_lock=True / --gpu-lock where MPS "
+        "cannot run; see docs/guides/performance.md",
+    )  # fmt: skip
 
 
 def _cuda_remedy(problem: str) -> str:

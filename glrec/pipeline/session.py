@@ -20,7 +20,7 @@ from pathlib import Path
 
 import moderngl
 
-from ..cuda.gpu_lock import GpuLock, lock_path
+from ..cuda.gpu_lock import GpuLock, lock_path, mps_pipe
 from ..errors import ConfigError
 from ..frame import Frame, HostFrame
 from ..result import RecordResult
@@ -82,6 +82,12 @@ class Session:
                 f"a CUDA context and that is not live takes (nvjpeg, nvenc); this one encodes with "
                 f"{pipeline.plan.row.label}{' live' if self._live else ''}: leave gpu_lock off."
             )
+        mps = mps_pipe()
+        if mps is not None:  # honoured, but said: under MPS the processes' CUDA work runs side by side
+            log.warning(
+                "gpu_lock: CUDA MPS runs here (%s), where recordings' CUDA work runs side by side; the lock makes "
+                "them take turns instead, which measured slower under MPS (docs: Performance)", mps,
+            )  # fmt: skip
         lock = GpuLock(lock_path(device.info.uuid))
         self._stack.callback(lock.close)
         return lock

@@ -74,3 +74,18 @@ def test_the_cli_refuses_gpu_lock_on_the_cpu_path_in_one_line(tmp_path: Path, ca
     err = capsys.readouterr().err.strip().splitlines()
     assert code != 0 and not out.exists()
     assert len(err) == 1 and "gpu_lock" in err[0], err
+
+
+def test_a_running_mps_daemon_is_told_by_its_control_pipe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from glrec.cuda.gpu_lock import mps_pipe
+    from glrec.diagnostics.common import NA, PASS
+    from glrec.diagnostics.doctor import _sharing_check
+
+    monkeypatch.setenv("CUDA_MPS_PIPE_DIRECTORY", str(tmp_path))
+    assert mps_pipe() is None
+    check = _sharing_check()
+    assert check.status == NA and "nvidia-cuda-mps-control -d" in check.remedy and "gpu_lock" in check.remedy
+    (tmp_path / "control").touch()  # the daemon's pipe, as nvidia-cuda-mps-control -d leaves it
+    assert mps_pipe() == tmp_path / "control"
+    check = _sharing_check()
+    assert check.status == PASS and str(tmp_path) in check.detail

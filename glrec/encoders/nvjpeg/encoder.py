@@ -179,7 +179,7 @@ class NvJpegEncoder:
         """``frame`` as an nvImageCodec image; the images of a pool's slots are made once and reused.
 
         An image is a view (address, shape) of CUDA memory, made from the frame's CUDA array interface
-        (about 17 us at 1080p on an H200, against 170 us for the encode). A glrec :class:`DeviceFrame`,
+        (about 17 us at 1080p on an H200, against 170 us for the encode). A glrec ``DeviceFrame``,
         synchronised, names no stream, so its slot's view is the same for every frame the slot holds.
         """
         from ...cuda.pool import DeviceFrame
