@@ -117,6 +117,8 @@ variant("pipe:recorder-b8-phased", "the Recorder, per 8 frames, GL and CUDA taki
         phased=True)  # fmt: skip
 variant("pipe:recorder-b32-phased", "the Recorder, per 32 frames, GL and CUDA taking turns", "recorder", batch=32,
         phased=True)  # fmt: skip
+variant("pipe:recorder-b64-phased", "the Recorder, per 64 frames, GL and CUDA taking turns", "recorder", batch=64,
+        phased=True)  # fmt: skip
 variant(
     "nvjpeg:fresh-images",
     "nvJPEG alone, each frame wrapped as an image anew (as_image per call)",

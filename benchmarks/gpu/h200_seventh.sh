@@ -51,6 +51,15 @@ mps)  # CUDA's Multi-Process Service, where the machine lets it start: CUDA-only
     echo "MPS: nvidia-cuda-mps-control is not on this machine"
   fi
   ;;
+final)  # the GPU tier on the final tree, doctor's sharing line, and turns of 32 against 64 frames in one process
+  GLREC_FAKE_DRIVERS_DIR=$PWD/.fake timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu -rfE 2>&1 \
+    | grep -v -e Warning -e "^  " -e "^$" | tail -4 | tee "$OUT/gpu-tier-final.txt"
+  python3 -m glrec doctor 2>&1 | grep -i -e sharing -e nvjpeg -e "^CUDA" | tee "$OUT/doctor.txt"
+  for round in 1 2 3; do
+    python3 benchmarks/gpu_ceiling.py --frames $F --json "$OUT/turns-$round.json" --only \
+      pipe:recorder,pipe:recorder-b64-phased 2>&1 | quiet | grep -e "^pipe"
+  done
+  ;;
 stream)
   S="benchmarks/dataset_stream.py --device cuda --workers= --rounds ${ROUNDS:-2} --tag nvidia-h200"
   python3 $S --samples 8192 --batch-size 256 --gl-bound --name seventh-640x480 2>&1 | grep median
