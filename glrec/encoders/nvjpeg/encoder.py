@@ -144,8 +144,8 @@ class NvJpegEncoder:
 
     name = "nvjpeg"
     codec = "mjpeg"
-    IMAGES_KEPT = 256  # slot views kept; more (several pools over a recording's life) start the cache afresh
     input_format = "rgb24"
+    IMAGES_KEPT = 256  # slot views kept; more (several pools over a recording's life) start the cache afresh
 
     def __init__(self, facts: VideoFacts, options: JpegOptions, device: CudaDevice, raw_output: bool = False) -> None:
         nvimgcodec = load_nvimgcodec()
