@@ -55,7 +55,7 @@ def touch_cuda(arrays: list[object]) -> float:
 
 def run_stream(
     spec: DatasetSpec, batch_size: int, device: str = "cpu", before: bool = False, unlayered: bool = False,
-    with_meta: bool = False,
+    with_meta: bool = False, with_boxes: bool = False,
 ) -> tuple[int, float, int, float]:  # fmt: skip
     """Samples and seconds from the stream's start, then after its first batch (the steady rate)."""
     from glrec.dataset.rendering.sample import SampleRenderer
@@ -73,6 +73,11 @@ def run_stream(
                 (touch_cuda if device != "cpu" else touch)([batch[p] for p in passes])
                 if with_meta:  # a consumer of the annotations too: every box and every sample's meta read
                     assert sum(len(b) for b in batch["boxes"]) >= 0 and len(list(batch["meta"])) == len(batch["index"])
+                if with_boxes:  # a detection loop: every sample's boxes, labels and instance ids, not the meta
+                    got = [
+                        len(batch[c][j]) for c in ("boxes", "labels", "instances") for j in range(len(batch["index"]))
+                    ]
+                    assert min(got) >= 0
                 n += len(batch["index"])
                 if not first:
                     first, first_at = n, time.perf_counter()
@@ -163,6 +168,11 @@ def main() -> None:
     ap.add_argument("--unlayered", action="store_true", help="add the one-sample-per-GL-pass stream row")
     ap.add_argument("--gl-bound", action="store_true", help="add the GL-alone bound's row (each batch size)")
     ap.add_argument("--with-meta", action="store_true", help="add a row whose consumer also reads boxes and meta")
+    ap.add_argument(
+        "--with-boxes",
+        action="store_true",
+        help="add a row whose consumer also reads boxes, labels and instances (not meta)",
+    )
     ap.add_argument("--device", default="cpu", help='the stream\'s device: "cpu" or "cuda"')
     ap.add_argument("--size", default="", help="WxH instead of the spec's")
     ap.add_argument("--passes", default="", help="comma-separated passes instead of the spec's")
@@ -196,6 +206,9 @@ def main() -> None:
         if args.with_meta:
             rows[f"stream-with-meta:batch={b}"] = []
             rows[f"stream-with-meta-steady:batch={b}"] = []
+        if args.with_boxes:
+            rows[f"stream-with-boxes:batch={b}"] = []
+            rows[f"stream-with-boxes-steady:batch={b}"] = []
     rows.update({f"shards:workers={w}": [] for w in workers})
     with tempfile.TemporaryDirectory() as tmp:
         made = generate(spec, Path(tmp) / "shards") if workers else None  # --workers "": no shard rows
@@ -211,6 +224,7 @@ def main() -> None:
                     n, t, n_steady, t_steady = run_stream(
                         spec, b, args.device, before=name.startswith("stream-before"),
                         unlayered=name.startswith("stream-unlayered"), with_meta=name.startswith("stream-with-meta"),
+                        with_boxes=name.startswith("stream-with-boxes"),
                     )  # fmt: skip
                     steady = name.replace(":", "-steady:")
                     if steady in rows and n_steady:

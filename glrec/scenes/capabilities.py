@@ -48,6 +48,11 @@ place instead of probing attributes with ``getattr``:
   world-to-camera matrices (n, 4, 4) of a batch as float64 arrays, equal to the ``camera`` ``K`` and
   ``world_to_camera`` of its annotations. The training stream then hands those arrays over with
   every batch and builds the rest of the metadata only when it is read.
+- :class:`BatchObjects`: ``objects_batch(layouts)``, the objects of a batch as three int64 arrays: each
+  layout's object count, then every object's instance id and class id, layout after layout in the order
+  its annotations list them. The training stream then makes the ``boxes``, ``labels`` and ``instances``
+  columns from those and the boxes the GPU counted, without the rest of the metadata
+  (:func:`batch_objects_agree` says when a scene's is used).
 - :class:`Finite`: ``done(t)`` says it has nothing left to show at ``t`` (a video
   input that ended); live streams stop there.
 - :class:`~glrec.events.Interactive`: ``on_input(event)`` takes viewer input.
@@ -135,6 +140,11 @@ class BatchCameras(Protocol):
 
 
 @runtime_checkable
+class BatchObjects(Protocol):
+    def objects_batch(self, layouts: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+
+@runtime_checkable
 class Finite(Protocol):
     def done(self, t: float) -> bool: ...
 
@@ -168,6 +178,17 @@ def batch_annotated(scene: object) -> bool:
         return False
     batch, single = _owner(type(scene), "annotations_batch"), _owner(type(scene), "annotations")
     return single is None or (batch is not None and issubclass(batch, single))
+
+
+def batch_objects_agree(scene: object) -> bool:
+    """Whether ``scene``'s :class:`BatchObjects` may stand for the objects of its annotations: it annotates
+    batches (:func:`batch_annotated`), and overrides neither ``annotations_batch`` nor ``annotations`` below the
+    class giving ``objects_batch``."""
+    if not (isinstance(scene, BatchObjects) and batch_annotated(scene)):
+        return False
+    given = _owner(type(scene), "objects_batch")
+    owners = [_owner(type(scene), name) for name in ("annotations_batch", "annotations")]
+    return given is not None and all(o is None or issubclass(given, o) for o in owners)
 
 
 def batch_drawable(scene: object) -> bool:
@@ -222,6 +243,7 @@ __all__ = [
     "BatchAnnotated",
     "BatchCameras",
     "BatchDrawable",
+    "BatchObjects",
     "BatchPrepared",
     "BatchRandomisable",
     "Classified",
@@ -235,6 +257,7 @@ __all__ = [
     "WritesPasses",
     "batch_annotated",
     "batch_drawable",
+    "batch_objects_agree",
     "batch_prepared",
     "batch_randomisable",
     "classes_of",

@@ -321,6 +321,16 @@ class Table:
 
         return annotate_batch(self, layouts, times)
 
+    def objects_batch(self, layouts: Sequence[TableLayout]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each layout's object count, and every object's instance id and class id, layout after layout in the
+        order :meth:`annotations_batch` lists them (:class:`~glrec.scenes.capabilities.BatchObjects`)."""
+        from .table_layout import gather
+
+        if not layouts:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        counts, objs = gather(layouts)
+        return counts.astype(np.int64), objs.instance.astype(np.int64), objs.klass.astype(np.int64)
+
     def cameras_batch(self, layouts: Sequence[TableLayout], times: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
         """K (n, 3, 3) and world-to-camera (n, 4, 4) of a batch, the values :meth:`annotations_batch` gives
         (:class:`~glrec.scenes.capabilities.BatchCameras`)."""

@@ -53,13 +53,13 @@ def test_a_consumer_of_the_tensors_alone_never_runs_the_annotations(gl, monkeypa
             assert float(batch["rgb"].sum()) > 0 and batch["depth"].shape[0] == len(batch["index"])
             assert isinstance(batch["meta"], DeferredMetas) and not batch["meta"].built
             batches.append(batch)
-    # Only a one-sample probe per batch (does its metadata list objects?), never a whole batch.
-    assert calls == [1, 1, 1]
-    calls.clear()
+    # The table says which objects its layouts hold (BatchObjects): no annotation is asked for, not even a probe.
+    assert calls == []
     last = batches[-1]
-    boxes = last["boxes"]  # read now: the whole batch is annotated once, for meta and every column
-    assert isinstance(boxes, LazyColumn) and len(boxes) == 2
-    metas = list(last["meta"])
+    boxes = last["boxes"]  # read now, from the layouts' objects and the GPU's boxes: still no annotations
+    assert isinstance(boxes, LazyColumn) and len(boxes) == 2 and len(boxes[0]) >= 0
+    assert calls == [] and not last["meta"].built
+    metas = list(last["meta"])  # the metadata itself: the whole batch annotated once
     assert calls == [2]
     for j, meta in enumerate(metas):
         np.testing.assert_array_equal(last["K"][j], meta["camera"]["K"])
@@ -179,3 +179,96 @@ def test_params_in_effect_are_read_from_layouts_only_where_use_layout_is_not_ove
     assert [m["params"]["tint"] for m in metas] == [2 * m["params"]["objects"] for m in metas]
     assert len({m["params"]["objects"] for m in metas}) > 1  # the samples differ, so a stale layout would show
     assert metas == [sample.meta for sample in at_once]
+
+
+def test_boxes_labels_and_instances_are_those_of_the_metadata_over_many_crowded_samples(gl):
+    """The columns made from the layouts' objects and the GPU's boxes equal those made from ``meta`` (objects
+    hidden behind others have no box and are left out in both), chunk after chunk."""
+    from glrec.dataset.rendering.deferred_meta import _meta_columns
+
+    spec = DatasetSpec.from_dict(
+        {"dataset": {"scene": "table", "samples": 48, "size": "40x30", "seed": 11},
+         "params": {"objects": {"int": [4, 14]}, "camera_azimuth": {"uniform": [0, 360]},
+                    "camera_elevation": {"uniform": [5, 60]}}},
+        base_dir=EXAMPLES,
+    )  # fmt: skip
+    hidden = listed = 0
+    with stream(spec, 16) as s:
+        for batch in s:
+            made = {name: list(batch[name]) for name in ("boxes", "labels", "instances")}
+            assert not batch["meta"].built
+            from_meta = _meta_columns(batch["meta"])
+            for name in made:
+                assert [a.tolist() for a in made[name]] == [a.tolist() for a in from_meta[name]], name
+                assert all(a.dtype == np.int64 for a in made[name])
+            for meta in batch["meta"]:
+                listed += len(meta["objects"])
+                hidden += sum(o["visible_bbox"] is None for o in meta["objects"])
+    assert listed > 100 and hidden > 0  # crowded enough that some objects are hidden
+
+
+_RELABELLED = """
+from glrec.scenes.table import Table
+
+
+class Relabelled(Table):
+    # Annotations that change every object's class: the table's BatchObjects no longer stands for them.
+    def annotations_batch(self, layouts, times):
+        out = super().annotations_batch(layouts, times)
+        for meta in out:
+            for obj in meta["objects"]:
+                obj["class"] = 7
+        return out
+
+    def annotations(self, t):
+        out = super().annotations(t)
+        for obj in out["objects"]:
+            obj["class"] = 7
+        return out
+"""
+
+
+def test_a_scene_that_overrides_its_annotations_gets_its_columns_from_them(gl, tmp_path):
+    from glrec.dataset.rendering.deferred_meta import _meta_columns
+    from glrec.scenes import load_scene
+    from glrec.scenes.capabilities import batch_objects_agree
+
+    (tmp_path / "relabelled.py").write_text(_RELABELLED)
+    spec = DatasetSpec.from_dict(
+        {"dataset": {"scene": "relabelled.py:Relabelled", "samples": 8, "size": "40x30", "seed": 3},
+         "params": {"objects": {"int": [3, 6]}}},
+        base_dir=tmp_path,
+    )  # fmt: skip
+    assert batch_objects_agree(Table()) and not batch_objects_agree(load_scene(spec.scene_ref()))
+    with stream(spec, 8) as s:
+        batch = next(iter(s))
+    labels = [a.tolist() for a in batch["labels"]]
+    assert sum(map(len, labels)) > 0 and {c for row in labels for c in row} == {7}
+    assert labels == [a.tolist() for a in _meta_columns(batch["meta"])["labels"]]
+
+
+def test_counted_columns_read_the_box_table_its_mask_fallbacks_and_plain_dicts_alike():
+    """``_counted_columns`` without GL: a box table whose layer 1 was boxed from its mask (ids beyond the table),
+    and a chunk whose boxes are plain dicts, give what the layers' dicts give, object by object."""
+    from types import SimpleNamespace
+
+    from glrec.dataset.rendering.deferred_meta import _counted_columns
+    from glrec.dataset.rendering.layer_pack import BoxTable
+
+    class Objects:  # two samples: ids 1, 2, 3 (class 4, 5, 6) and ids 2, 9 (class 1, 2)
+        def objects_batch(self, layouts):
+            return np.array([3, 2]), np.array([1, 2, 3, 2, 9]), np.array([4, 5, 6, 1, 2])
+
+    table = np.zeros((5, 2, 4), np.uint32)  # (count, x1, y1, x0, y0) x (layers, ids 0..3)
+    table[:, 0, 1] = (12, 9, 8, 2, 3)  # layer 0: id 1 seen, id 2 not, id 3 seen
+    table[:, 0, 3] = (5, 20, 21, 10, 11)
+    over = {1: {9: ([1, 1, 4, 4], 9)}}  # layer 1's ids went beyond the table: boxed from its mask
+    boxed = BoxTable(table, np.array([3, 9]), over)
+    plans = [SimpleNamespace(layout=None)] * 2
+    dicts = [{1: ([2, 3, 9, 8], 12), 3: ([10, 11, 20, 21], 5)}, {9: ([1, 1, 4, 4], 9)}]
+    assert [boxed[j] for j in range(2)] == dicts  # the dicts the metadata path reads
+    for boxes in (BoxTable(table, np.array([3, 9]), dict(over)), dicts):
+        got = _counted_columns(Objects(), [SimpleNamespace(plans=plans, boxes=boxes)])  # type: ignore[arg-type]
+        assert [b.tolist() for b in got["boxes"]] == [[[2, 3, 9, 8], [10, 11, 20, 21]], [[1, 1, 4, 4]]]
+        assert [b.tolist() for b in got["labels"]] == [[4, 6], [2]]
+        assert [b.tolist() for b in got["instances"]] == [[1, 3], [9]]

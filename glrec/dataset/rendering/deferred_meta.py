@@ -13,6 +13,7 @@ at once. Pickled (DataLoader workers), it is a plain list.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 import numpy as np
 
 from ...errors import GlrecError, SceneError
-from ...scenes.capabilities import BatchAnnotated, BatchCameras
+from ...scenes.capabilities import BatchAnnotated, BatchCameras, BatchObjects, batch_objects_agree
 from .batch_meta import camera_arrays, frame_meta, object_arrays, sample_meta
 
 if TYPE_CHECKING:
@@ -106,6 +107,11 @@ class DeferredMetas(_Made[Meta]):
         return k, w2c
 
     @property
+    def chunks(self) -> list[DrawnChunk]:
+        """The drawn chunks the metadata is made from (empty once it is made)."""
+        return self._chunks
+
+    @property
     def built(self) -> bool:
         """Whether the metadata has been made (it is, once anything of it was read)."""
         return self._metas is not None
@@ -168,22 +174,24 @@ class DeferredMetas(_Made[Meta]):
 
 
 class LazyColumn(_Made[Any]):
-    """One per-sample column made from a batch's :class:`DeferredMetas` when first read (``boxes``, ``labels``,
-    ``instances``: ``make(metas)`` gives every column at once, kept in ``shared``)."""
+    """One per-sample column of a batch, made when first read (``boxes``, ``labels``, ``instances``: ``make()``
+    gives the three at once, kept in ``shared``), from the batch's metadata or, where the scene says which
+    objects its layouts hold (:class:`~glrec.scenes.capabilities.BatchObjects`), from those and the boxes the
+    GPU counted, without the rest of the metadata."""
 
-    def __init__(self, metas: DeferredMetas, name: str, make: Callable[[list[Meta]], dict[str, list[Any]]],
-                 shared: dict[str, list[Any]], convert: Callable[[Any], Any] | None = None) -> None:  # fmt: skip
-        self._metas, self._name, self._make, self._shared, self._convert = metas, name, make, shared, convert
+    def __init__(self, name: str, n: int, make: Callable[[], dict[str, list[Any]]], shared: dict[str, list[Any]],
+                 convert: Callable[[Any], Any] | None = None) -> None:  # fmt: skip
+        self._name, self._n, self._make, self._shared, self._convert = name, n, make, shared, convert
         self._converted: list[Any] | None = None
 
     def map(self, convert: Callable[[Any], Any]) -> LazyColumn:
         """This column with ``convert`` applied to each value, when read (``to_torch``: tensors)."""
-        return LazyColumn(self._metas, self._name, self._make, self._shared, convert)
+        return LazyColumn(self._name, self._n, self._make, self._shared, convert)
 
     def materialise(self) -> list[Any]:
         shared = self._shared
         if self._name not in shared:
-            shared.update(self._make(self._metas.materialise()))
+            shared.update(self._make())
         if self._convert is None:
             return shared[self._name]
         if self._converted is None:
@@ -191,7 +199,7 @@ class LazyColumn(_Made[Any]):
         return self._converted
 
     def __len__(self) -> int:
-        return len(self._metas)
+        return self._n
 
     def __repr__(self) -> str:
         made = self._name in self._shared and (self._convert is None or self._converted is not None)
@@ -201,19 +209,50 @@ class LazyColumn(_Made[Any]):
 def deferred_columns(scene: object, metas: DeferredMetas) -> dict[str, Any]:
     """A streamed batch's columns from its deferred metadata: ``K`` and ``world_to_camera`` (from a
     :class:`BatchCameras` scene; else the metadata is made now) and ``boxes``, ``labels`` and ``instances``,
-    made when first read."""
+    made when first read (from the scene's :class:`BatchObjects` where it agrees, else from the metadata)."""
     out: dict[str, Any] = {}
+    chunks = metas.chunks  # before the metadata is made (it lets them go)
     cams = metas.cameras(scene) if isinstance(scene, BatchCameras) else None
     if cams is None:
         out.update(camera_arrays(metas.materialise(), False))
     else:
         out["K"], out["world_to_camera"] = cams
-    if metas.annotated:
+    direct = chunks and not metas.built and batch_objects_agree(scene)
+    if direct or metas.annotated:
         shared: dict[str, list[Any]] = {}
+        if direct:
+            make = functools.partial(_counted_columns, cast(BatchObjects, scene), chunks)
+        else:
+            make = functools.partial(_meta_columns, metas)
         for name in ("boxes", "labels", "instances"):
-            out[name] = LazyColumn(metas, name, _object_columns, shared)
+            out[name] = LazyColumn(name, len(metas), make, shared)
     return out
 
 
-def _object_columns(metas: list[dict[str, Any]]) -> dict[str, list[Any]]:
-    return object_arrays([m if m.get("objects") is not None else {**m, "objects": []} for m in metas])
+def _meta_columns(metas: DeferredMetas) -> dict[str, list[Any]]:
+    return object_arrays([m if m.get("objects") is not None else {**m, "objects": []} for m in metas.materialise()])
+
+
+def _counted_columns(scene: BatchObjects, chunks: list[DrawnChunk]) -> dict[str, list[Any]]:
+    """The columns :func:`object_arrays` makes from the metadata, made from the layouts' objects (instance and
+    class ids, in the annotations' order) and each sample's visible boxes: an object is listed where the GPU
+    counted pixels of its instance id, with that box. Each value is a view of one array per chunk."""
+    from .layer_pack import BoxTable
+
+    out: dict[str, list[Any]] = {"boxes": [], "labels": [], "instances": []}
+    for chunk in chunks:
+        n = len(chunk.plans)
+        counts, ids, classes = scene.objects_batch([p.layout for p in chunk.plans])
+        layers = np.repeat(np.arange(n), counts)
+        if isinstance(chunk.boxes, BoxTable):
+            seen, boxes = chunk.boxes.lookup(layers, ids)
+        else:  # a list of per-sample dicts (or None: no boxes), instance id -> (box or None, pixels)
+            pairs = zip(layers.tolist(), ids.tolist(), strict=True)
+            found = [(chunk.boxes[j] or {}).get(i, (None, 0))[0] for j, i in pairs]
+            seen = np.array([b is not None for b in found], bool)
+            boxes = np.array([b if b is not None else (0, 0, 0, 0) for b in found], np.int64).reshape(-1, 4)
+        cut = np.cumsum(np.bincount(layers[seen], minlength=n))[:-1]
+        out["boxes"] += np.split(boxes[seen], cut)
+        out["labels"] += np.split(classes[seen], cut)
+        out["instances"] += np.split(ids[seen], cut)
+    return out

@@ -71,6 +71,22 @@ class BoxTable(Sequence[Boxes | None]):
             made = self._made[j] = dict(zip(seen, zip(rows, count[seen].tolist(), strict=True), strict=True))
         return made
 
+    def lookup(self, layers: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For objects (layer, instance id), whether each has a box and the boxes ``(m, 4)`` int64 (``[x0, y0, x1,
+        y1)``; rows without a box are garbage): what indexing the layers' dicts gives, for all at once."""
+        count, x1, y1, x0, y0 = self._table
+        ok = (ids >= 1) & (ids <= self._tops[layers]) & (ids < count.shape[1])
+        at = np.where(ok, ids, 0)
+        seen = ok & (count[layers, at] > 0)
+        boxes = np.stack([x0[layers, at], y0[layers, at], x1[layers, at], y1[layers, at]], axis=1).astype(np.int64)
+        for j, made in self._made.items():  # layers boxed from their masks, and dicts made already (same values)
+            for r in np.flatnonzero(layers == j).tolist():
+                box = made.get(int(ids[r]), (None, 0))[0]
+                seen[r] = box is not None
+                if box is not None:
+                    boxes[r] = box
+        return seen, boxes
+
 
 class LayerPacker:
     """Packs the layers of ``gbuffer`` like ``packer`` (its passes, sections and formats) packs one sample."""
