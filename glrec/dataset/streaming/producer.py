@@ -239,7 +239,32 @@ def _plain(sample: Sample) -> dict[str, Any]:
 
 
 def _strict_params(meta: dict[str, Any]) -> dict[str, Any]:
+    """``meta`` with its ``params`` as strict JSON gives them back (a fresh copy; NaN or infinity an error naming
+    the sample). Plain values are copied as they are, which is what the round trip through JSON gives them (a
+    float's repr reads back to the same float); anything else goes through JSON."""
     from ..files.samples import meta_json
 
-    meta["params"] = json.loads(meta_json(meta["params"], meta["key"]))
+    try:
+        meta["params"] = _json_copy(meta["params"])
+    except _NotPlain:
+        meta["params"] = json.loads(meta_json(meta["params"], meta["key"]))
     return meta
+
+
+class _NotPlain(Exception):
+    """A value the JSON round trip would change or refuse: NaN, infinity, a subclass, a key that is not str."""
+
+
+def _json_copy(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        if value - value != 0.0:  # NaN or infinity: the round trip raises, naming the sample
+            raise _NotPlain
+        return value
+    if kind is list or kind is tuple:
+        return [_json_copy(v) for v in value]
+    if kind is dict and all(type(k) is str for k in value):
+        return {k: _json_copy(v) for k, v in value.items()}
+    raise _NotPlain
