@@ -16,7 +16,8 @@ from glrec.errors import SceneError
 
 _LEAVES = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
 _VALUES = st.recursive(
-    _LEAVES, lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner) | st.dictionaries(st.text(), inner),
+    _LEAVES,
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner) | st.dictionaries(st.text(), inner),
     max_leaves=20,
 )
 
