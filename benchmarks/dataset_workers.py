@@ -76,12 +76,22 @@ if rgb != "png":
 def cpu():
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+done, marks = [0], {}
+def progress(n):  # when the first sample and a fifth of them were written: start-up against the steady rate
+    done[0] += n
+    for mark in (1, max(2, int(samples) // 5)):
+        if done[0] >= mark and mark not in marks:
+            marks[mark] = time.perf_counter()
 c0, t0 = cpu(), time.perf_counter()
-result = generate(spec, out, overwrite=True, workers=None if workers == "auto" else int(workers))
-seconds = time.perf_counter() - t0
+result = generate(spec, out, overwrite=True, workers=None if workers == "auto" else int(workers), progress=progress)
+t1 = time.perf_counter()
+seconds = t1 - t0
+fifth = max(2, int(samples) // 5)
+steady = (int(samples) - fifth) / (t1 - marks[fifth]) if fifth in marks and t1 > marks[fifth] else None
 import glrec
 print("RESULT " + json.dumps({"seconds": seconds, "cpu": cpu() - c0, "workers": result.workers,
-                              "glrec": glrec.__file__}))
+                              "first_sample_s": marks[1] - t0 if 1 in marks else None,
+                              "steady_samples_per_s": steady, "glrec": glrec.__file__}))
 """
 
 
@@ -173,10 +183,13 @@ def main() -> int:
         first = next(v[0] for v in variants if v[1:3] == (rgb, enc))
         sps = statistics.median(args.samples / x["seconds"] for x in runs[name])
         cpu = statistics.median(1e3 * x["cpu"] / args.samples for x in runs[name])
+        first_s = statistics.median(x.get("first_sample_s") or float("nan") for x in runs[name])
+        steady = statistics.median(x.get("steady_samples_per_s") or float("nan") for x in runs[name])
         pairs = zip(runs[name], runs[first], strict=True)
         ratio = statistics.median(b["seconds"] / a["seconds"] for a, b in pairs)
         summary[name] = {"workers": runs[name][0]["workers"], "samples_per_s": sps, "x_first": ratio, "first": first,
-                         "cpu_ms_per_sample": cpu, "shards_identical_to_first": identical[name]}  # fmt: skip
+                         "cpu_ms_per_sample": cpu, "shards_identical_to_first": identical[name],
+                         "first_sample_s": first_s, "steady_samples_per_s": steady}  # fmt: skip
         if w_count in startup:
             less = cpu - 1e3 * startup[w_count] * runs[name][0]["workers"] / args.samples
             summary[name]["cpu_ms_per_sample_less_startup"] = less
@@ -184,7 +197,8 @@ def main() -> int:
             f" ({summary[name]['cpu_ms_per_sample_less_startup']:.1f} less start-up)" if w_count in startup else ""
         )
         print(f"  {name:28} {runs[name][0]['workers']:3d} worker(s) {sps:7.1f} samples/s  x{ratio:5.2f}  "
-              f"CPU {cpu:6.1f} ms/sample{less_text}  shards identical: {identical[name]}")  # fmt: skip
+              f"CPU {cpu:6.1f} ms/sample{less_text}  first sample {first_s:5.2f} s, then {steady:7.1f}/s  "
+              f"shards identical: {identical[name]}")  # fmt: skip
     doc = {
         "benchmark": "dataset_workers", "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": args.machine, "cores": cores, "load_average_at_end": os.getloadavg(), "glrec_commit": commit(),
