@@ -23,7 +23,10 @@ default), patched into the run and its workers by a ``sitecustomize`` module, so
 before and after are one run. ``--gl-jpeg`` adds JPEG colour through the GL JPEG
 encoder (batched in the GL context), ``--nvjpeg`` through nvJPEG. ``--env NAME=VALUE``
 (repeatable) adds every variant again with those variables set (e.g. the NVIDIA
-GL driver's ``__GL_YIELD=USLEEP``, to see whether waiting on the GPU spins the CPU).
+GL driver's ``__GL_YIELD=USLEEP``, to see whether waiting on the GPU spins the CPU;
+``GLREC_BENCH_GL_TURNS=1``: the workers take turns on the GPU, a chunk each, see
+``glrec.dataset.files.runner.GL_TURNS``). ``--readback get,copy,direct`` runs every
+variant with each way of reading packed passes back (``layer_pack.READBACK``).
 ``--startup`` also runs, per worker count N, N samples in N shards of one (PNG): the
 CPU of starting N workers (interpreter, imports, GL context, scene, shaders) and one
 sample each; its CPU per worker is subtracted from each variant's CPU per sample
@@ -51,6 +54,12 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Put on PYTHONPATH with GLREC_BENCH_PNG_BEFORE=1: every process (the run, its workers) writes PNG as before.
 BEFORE = r"""
 import os
+if os.environ.get("GLREC_BENCH_READBACK"):
+    from glrec.dataset.rendering import layer_pack
+    layer_pack.READBACK = os.environ["GLREC_BENCH_READBACK"]
+if os.environ.get("GLREC_BENCH_GL_TURNS") == "1":
+    from glrec.dataset.files import runner
+    runner.GL_TURNS = True
 if os.environ.get("GLREC_BENCH_PNG_BEFORE") == "1":
     import av, numpy as np
     from glrec.dataset.files import encode
@@ -131,6 +140,8 @@ def main() -> int:
     ap.add_argument("--nvjpeg", action="store_true", help="JPEG colour through nvJPEG (GPU machine)")
     ap.add_argument("--gl-jpeg", action="store_true", help="JPEG colour through the GL JPEG encoder, batched")
     ap.add_argument("--png-before", action="store_true", help="also every count with PNG written as before")
+    ap.add_argument("--readback", default="get", help="how packed passes reach the host: get,copy,direct "
+                    "(glrec.dataset.rendering.layer_pack.READBACK; several: a variant each)")
     ap.add_argument("--startup", action="store_true", help="measure the CPU of starting each worker count")
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                     help="also every variant with these environment variables (repeatable)")  # fmt: skip
@@ -146,9 +157,12 @@ def main() -> int:
     site = tempfile.mkdtemp(prefix="glrec-bench-site-")
     (Path(site) / "sitecustomize.py").write_text(BEFORE)
     setting = dict(kv.split("=", 1) for kv in args.env)
-    envs = [("", {})] + ([(" " + " ".join(args.env), setting)] if setting else [])
-    variants = [(f"{rgb}/{enc}{label} workers={w}", rgb, enc, w, extra) for label, extra in envs
-                for rgb, enc in formats for w in counts]  # fmt: skip
+    envs = [("", {})] + ([(" " + " ".join(args.env), {**setting, "_site": site})] if setting else [])
+    modes = [m.strip() for m in args.readback.split(",") if m.strip()]
+    rb = lambda m: {"GLREC_BENCH_READBACK": m, "_site": site} if modes != ["get"] else {}  # noqa: E731
+    variants = [(f"{rgb}/{enc}{label}{' rb=' + m if len(modes) > 1 else ''} workers={w}", rgb, enc, w,
+                 {**extra, **rb(m)}) for label, extra in envs for rgb, enc in formats for m in modes
+                for w in counts]  # fmt: skip
     runs: dict[str, list[dict[str, Any]]] = {v[0]: [] for v in variants}
     identical: dict[str, bool] = {}
     with tempfile.TemporaryDirectory(prefix="glrec-dataset-workers-") as tmp:

@@ -3,6 +3,7 @@
 # time goes), the stream with a detection consumer, the GPU tier.
 #   bash benchmarks/gpu/h200_eighth.sh tests      # the GPU tier
 #   bash benchmarks/gpu/h200_eighth.sh shards     # dataset_workers.py: 800 samples (the issue's), then 6,400
+#   bash benchmarks/gpu/h200_eighth.sh readback   # layer_pack.READBACK get/copy/direct, runner.GL_TURNS on/off
 #   bash benchmarks/gpu/h200_eighth.sh shardprof  # py-spy over a 1-worker and an 8-worker run (raw stacks to $OUT)
 #   bash benchmarks/gpu/h200_eighth.sh boxes      # dataset_stream.py --with-boxes, this tree and .before/ alternating
 set -u
@@ -22,6 +23,13 @@ shards)
     | grep -e "workers=" -e startup | grep -v "^round"
   python3 $D --workers ${BIG_W:-8,16} --samples ${BIG:-6400} ${BIG_JPEG:---gl-jpeg} --json "$OUT/workers-big.json" 2>&1 \
     | grep -e "workers=" | grep -v "^round"
+  ;;
+readback)  # how packed passes reach the host, and whether the workers take turns on the GPU (3,200 samples)
+  D="benchmarks/dataset_workers.py --shard-size 25 --rounds 1 --machine nvidia-h200 --samples ${RB_N:-3200}"
+  python3 $D --workers ${RB_W:-1,8,16} --readback ${RB:-get,copy,direct} --json "$OUT/readback.json" 2>&1 \
+    | grep -e "workers=" | grep -v "^round"
+  python3 $D --workers ${TURNS_W:-8,16} --readback ${TURNS_RB:-copy} --env GLREC_BENCH_GL_TURNS=1 \
+    --json "$OUT/turns.json" 2>&1 | grep -e "workers=" | grep -v "^round"
   ;;
 shardprof)
   xz -dc .tools/py-spy.xz > /tmp/py-spy && chmod +x /tmp/py-spy

@@ -23,7 +23,7 @@ from .encode import ColourEncoder, check_colour_encoder, colour_encoder
 from .folder import DatasetFolder, holds_anything
 from .lock import FolderLock
 from .samples import Encoded, encode_threads, file_digests, manifest_line, sample_files
-from .writers import FolderWriter, ShardWriter, TarWriter, disk_full
+from .writers import FolderWriter, ShardWriter, TarWriter, WriteBehind, disk_full
 
 log = logging.getLogger("glrec")
 
@@ -31,6 +31,10 @@ Progress = Callable[[int], None]
 #: Samples a shard worker draws per GL pass (scenes that draw batches): enough to amortise the
 #: pass and the fence, few enough that the chunk's host memory stays small beside the encode queue.
 SHARD_CHUNK = 32
+#: Whether a run's workers take turns on their GPU, a chunk (draw, pack, readback) each, through a lock file
+#: in the run's folder (:class:`~glrec.cuda.gpu_lock.GpuLock`) instead of time-slicing each other's GL contexts.
+#: A benchmark switch (``benchmarks/dataset_workers.py --env GLREC_BENCH_GL_TURNS=1``).
+GL_TURNS = False
 
 
 class ShardWorker:
@@ -60,6 +64,7 @@ class ShardWorker:
         self._jpegs: dict[int, bytes] = {}  # its finished images by sample index, until written
         self._renderer_name: str | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._lock: Any = None  # GL_TURNS' lock, made at the first chunk
         #: The sample whose draw or encoding raised in the last failed :meth:`run` (None: no failure yet).
         self.failed_index: int | None = None
 
@@ -129,7 +134,7 @@ class ShardWorker:
                 then = range(chunk.stop, min(indices.stop, chunk.stop + SHARD_CHUNK))  # planned while this draws
                 mark(first)  # a worker that dies now names the chunk's first sample
                 try:
-                    with self._gl.active():  # a new host array per chunk
+                    with self._gl.active(), self._turn():  # a new host array per chunk
                         samples = renderer.render_batch(chunk, lambda j, n: None, then=then)
                 except GlrecError as exc:  # drawn again one by one, so the error names its sample
                     log.debug("glrec: samples %d..%d failed as a batch (%s); drawing them one by one", first,
@@ -147,6 +152,21 @@ class ShardWorker:
         for index in indices:
             mark(index)
             yield self._draw(index)
+
+    @contextlib.contextmanager
+    def _turn(self) -> Iterator[None]:
+        if not GL_TURNS:
+            yield
+            return
+        if self._lock is None:
+            from ...cuda.gpu_lock import GpuLock
+
+            self._lock = GpuLock(self.folder.records / f"gl-turns-{self.device}.lock")
+        self._lock.take()
+        try:
+            yield
+        finally:
+            self._lock.give()
 
     def _encode(self, sample: Sample, video: bytes | None) -> Encoded:
         """The rest, on any thread: colour left to a host encoder, the pass files, their digests."""
@@ -205,6 +225,8 @@ class ShardWorker:
         else:
             writer = FolderWriter(folder.root)
             where = ""
+        if self.threads > 1:  # written on a thread of its own while the next samples are drawn
+            writer = WriteBehind(writer)
         lines: list[dict[str, Any]] = []
         # Samples being encoded, oldest first; bounded so memory stays flat whatever the shard size.
         pending: deque[tuple[Sample, dict[str, Any], Future[Encoded]]] = deque()
@@ -260,6 +282,9 @@ class ShardWorker:
         return record
 
     def close(self) -> None:
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.close()
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)

@@ -21,6 +21,7 @@ import numpy as np
 from ...errors import EncoderError
 from ...gl import glsl
 from ...gl.fences import Fence, dispatch_compute, gl_function
+from ...gl.mapped import CLIENT_MAPPED_BARRIER, MappedBuffer
 from ...scenes.camera import mask_boxes
 from ...scenes.layers import LayeredGBuffer
 from .pack import _UNITS, PackTarget, PassPacker, clear_table, pack_defines, release_attributes, set_sections
@@ -31,6 +32,11 @@ _GL_R32UI = 0x8236
 _DRAWN_UNIT = 5  # the depth-test buffer, where targets are masked (dataset_pack.comp's drawn_tex)
 _READ_ONLY = 0x88B8
 Boxes = dict[int, tuple[list[int], int]]
+#: How a chunk's packed bytes reach the host: ``"get"`` reads the GL buffer (``glGetBufferSubData``);
+#: ``"copy"`` has the GPU copy them into a buffer mapped for reading (:class:`~glrec.gl.mapped.MappedBuffer`)
+#: before the fence, then copies them out of the mapping; ``"direct"`` packs into the mapped buffer itself.
+#: A benchmark switch (``benchmarks/dataset_workers.py --readback``); the bytes are the same in every mode.
+READBACK = "get"
 
 
 class LayerResult:
@@ -114,6 +120,7 @@ class LayerPacker:
         self.max_block = int(ctx.info.get("GL_MAX_SHADER_STORAGE_BLOCK_SIZE", 2**27))
         self._out: moderngl.Buffer | None = None
         self._table: moderngl.Buffer | None = None
+        self._mapped: MappedBuffer | None = None
 
     def run(
         self, n: int, stride: int, ids: int, into: PackTarget | None, fallback: Callable[[int], np.ndarray],
@@ -132,10 +139,13 @@ class LayerPacker:
         w, h = self.gbuffer.size
         if n * stride > self.max_block:
             raise EncoderError(f"A chunk of {n} x {stride} bytes exceeds GL's storage block ({self.max_block} bytes).")
+        mapped = None
         if isinstance(into, tuple):
             out, offset, host = into[0], into[1], None
         else:  # a new array unless given one: the samples' views keep it alive (files encoded on other threads)
             out, offset, host = self._own(n * stride), 0, np.empty(n * stride, np.uint8) if into is None else into
+            if READBACK != "get" and self.sections:
+                mapped = self._own_mapped(n * stride)
         bind_image = gl_function("glBindImageTexture", None, ctypes.c_uint, ctypes.c_uint, ctypes.c_int,
                                  ctypes.c_ubyte, ctypes.c_int, ctypes.c_uint, ctypes.c_uint)  # fmt: skip
         for name, tex in self.gbuffer.textures.items():
@@ -148,7 +158,10 @@ class LayerPacker:
             bind_unit(_DRAWN_UNIT, self.gbuffer.depth_texture)
         if self._pack is not None:
             self._pack["stride"].value = stride // 4
-            out.bind_to_storage_buffer(0, offset=offset, size=n * stride)
+            if mapped is not None and READBACK == "direct":
+                mapped.bind(0)
+            else:
+                out.bind_to_storage_buffer(0, offset=offset, size=n * stride)
             dispatch_compute(self._pack.glo, ((w * h + 3) // 4 + self.GROUP - 1) // self.GROUP, n)
         table = None
         ids = max(1, ids)
@@ -158,7 +171,10 @@ class LayerPacker:
             self._boxes["IDS"].value = ids
             table.bind_to_storage_buffer(1, size=(2 * n + 5 * n * ids) * 4)
             dispatch_compute(self._boxes.glo, (h + self.GROUP - 1) // self.GROUP, n)
-        self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT)
+        self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT | CLIENT_MAPPED_BARRIER)
+        if mapped is not None and READBACK == "copy":
+            gl_function("glCopyNamedBufferSubData", None, ctypes.c_uint, ctypes.c_uint, ctypes.c_ssize_t,
+                        ctypes.c_ssize_t, ctypes.c_ssize_t)(out.glo, mapped.glo, 0, 0, n * stride)  # fmt: skip
         fence = Fence()  # one fence for the chunk
         # Flushed before anything waits: the GPU starts on the chunk while the CPU works. Waiting at once
         # without it (the fence's own flush) was 1.5x slower on llvmpipe (2-core machine, 640x480 stream).
@@ -168,7 +184,10 @@ class LayerPacker:
         arrays: list[dict[str, np.ndarray]] = [{} for _ in range(n)]
         if host is not None and self.sections:
             data = host[: n * stride]
-            out.read_into(data, size=n * stride)
+            if mapped is not None:
+                np.copyto(data, np.ctypeslib.as_array((ctypes.c_uint8 * (n * stride)).from_address(mapped.address)))
+            else:
+                out.read_into(data, size=n * stride)
             for j in range(n):
                 base = j * stride
                 for name, (off, size) in self.sections.items():
@@ -184,6 +203,13 @@ class LayerPacker:
                 self._out.release()
             self._out = self.ctx.buffer(reserve=max(16, nbytes))
         return self._out
+
+    def _own_mapped(self, nbytes: int) -> MappedBuffer:
+        if self._mapped is None or self._mapped.nbytes < nbytes:
+            if self._mapped is not None:
+                self._mapped.release()
+            self._mapped = MappedBuffer(max(16, nbytes), "a chunk's packed passes")
+        return self._mapped
 
     def _clear_table(self, n: int, ids: int) -> moderngl.Buffer:
         nbytes = (2 * n + 5 * n * ids) * 4
@@ -209,4 +235,4 @@ class LayerPacker:
 
     def release(self) -> None:
         """Free the buffers and shaders; safe twice."""
-        release_attributes(self, ("_out", "_table", "_pack", "_boxes"))
+        release_attributes(self, ("_out", "_table", "_pack", "_boxes", "_mapped"))

@@ -1,0 +1,88 @@
+"""Shards written behind the GL thread, and the ways packed passes are read back: the same bytes every way."""
+
+import errno
+import hashlib
+import threading
+
+import numpy as np
+import pytest
+from test_dataset_workers import spec_for, tree
+
+from glrec.dataset import generate
+from glrec.dataset.files.writers import TarWriter, WriteBehind
+from glrec.errors import DiskFullError
+
+
+def samples(count: int = 9) -> list[tuple[str, dict[str, bytes]]]:
+    rng = np.random.default_rng(5)
+    return [(f"{k:06d}", {n: rng.bytes(int(rng.integers(1, 40_000))) for n in ("rgb.png", "meta.json")})
+            for k in range(count)]  # fmt: skip
+
+
+def test_written_behind_is_the_shard_written_in_place(tmp_path):
+    direct, behind = TarWriter(tmp_path / "a.tar"), WriteBehind(TarWriter(tmp_path / "b.tar"), limit=2)
+    for key, files in samples():
+        direct.add(key, files)
+        behind.add(key, files)
+    one, two = direct.commit(), behind.commit()
+    data = (tmp_path / "b.tar").read_bytes()
+    assert data == (tmp_path / "a.tar").read_bytes()
+    assert two["sha256"] == one["sha256"] == hashlib.sha256(data).hexdigest() and two["bytes"] == len(data)
+
+
+class Failing(TarWriter):
+    """A tar writer whose third add finds the disk full, and which records the threads that wrote."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        self.adds, self.threads = 0, set()
+
+    def add(self, key, files):
+        self.adds += 1
+        self.threads.add(threading.get_ident())
+        if self.adds == 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        super().add(key, files)
+
+
+def test_an_add_that_fails_is_raised_to_the_caller_and_abort_leaves_nothing(tmp_path):
+    inner = Failing(tmp_path / "s.tar")
+    writer = WriteBehind(inner, limit=8)
+    with pytest.raises(OSError) as info:
+        for key, files in samples():
+            writer.add(key, files)
+        writer.commit()
+    assert info.value.errno == errno.ENOSPC
+    assert threading.get_ident() not in inner.threads  # the adds ran on the writer's thread
+    writer.abort()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_while_writing_behind_keeps_finished_shards(tmp_path, monkeypatch):
+    """The run's disk-full error still names the shard, and the shards finished before it stay."""
+    from glrec.dataset.files import writers
+
+    real, calls = writers.TarWriter.add, [0]
+
+    def add(self, key, files):
+        calls[0] += 1
+        if calls[0] == 5:  # shard 1's second sample (shards of 3)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(self, key, files)
+
+    monkeypatch.setattr(writers.TarWriter, "add", add)
+    with pytest.raises(DiskFullError, match="shard 1"):
+        generate(spec_for(tmp_path), tmp_path / "out", workers=1)
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.tar*")) == ["shard-000000.tar"]
+
+
+@pytest.mark.gl
+@pytest.mark.parametrize("mode", ["copy", "direct"])
+def test_every_readback_writes_the_shards_of_the_buffer_read(tmp_path, monkeypatch, mode):
+    from glrec.dataset.rendering import layer_pack
+
+    spec = spec_for(tmp_path)
+    generate(spec, tmp_path / "get", workers=1)
+    monkeypatch.setattr(layer_pack, "READBACK", mode)
+    generate(spec, tmp_path / mode, workers=1)
+    assert tree(tmp_path / mode) == tree(tmp_path / "get")
