@@ -25,7 +25,8 @@ encoder (batched in the GL context), ``--nvjpeg`` through nvJPEG. ``--env NAME=V
 (repeatable) adds every variant again with those variables set (e.g. the NVIDIA
 GL driver's ``__GL_YIELD=USLEEP``, to see whether waiting on the GPU spins the CPU;
 ``GLREC_BENCH_GL_TURNS=1``: the workers take turns on the GPU, a chunk each, see
-``glrec.dataset.files.runner.GL_TURNS``). ``--readback get,copy,direct`` runs every
+``glrec.dataset.files.runner.GL_TURNS``; ``GLREC_BENCH_FENCE_POLL=0.0005``: a chunk's fence
+asked every 0.5 ms with sleeps between, ``layer_pack.FENCE_POLL_S``). ``--readback get,copy,direct`` runs every
 variant with each way of reading packed passes back (``layer_pack.READBACK``).
 ``--startup`` also runs, per worker count N, N samples in N shards of one (PNG): the
 CPU of starting N workers (interpreter, imports, GL context, scene, shaders) and one
@@ -57,6 +58,9 @@ import os
 if os.environ.get("GLREC_BENCH_READBACK"):
     from glrec.dataset.rendering import layer_pack
     layer_pack.READBACK = os.environ["GLREC_BENCH_READBACK"]
+if os.environ.get("GLREC_BENCH_FENCE_POLL"):
+    from glrec.dataset.rendering import layer_pack
+    layer_pack.FENCE_POLL_S = float(os.environ["GLREC_BENCH_FENCE_POLL"])
 if os.environ.get("GLREC_BENCH_GL_TURNS") == "1":
     from glrec.dataset.files import runner
     runner.GL_TURNS = True
@@ -140,8 +144,12 @@ def main() -> int:
     ap.add_argument("--nvjpeg", action="store_true", help="JPEG colour through nvJPEG (GPU machine)")
     ap.add_argument("--gl-jpeg", action="store_true", help="JPEG colour through the GL JPEG encoder, batched")
     ap.add_argument("--png-before", action="store_true", help="also every count with PNG written as before")
-    ap.add_argument("--readback", default="get", help="how packed passes reach the host: get,copy,direct "
-                    "(glrec.dataset.rendering.layer_pack.READBACK; several: a variant each)")
+    ap.add_argument(
+        "--readback",
+        default="get",
+        help="how packed passes reach the host: get,copy,direct "
+        "(glrec.dataset.rendering.layer_pack.READBACK; several: a variant each)",
+    )
     ap.add_argument("--startup", action="store_true", help="measure the CPU of starting each worker count")
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                     help="also every variant with these environment variables (repeatable)")  # fmt: skip

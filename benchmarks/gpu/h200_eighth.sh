@@ -28,8 +28,10 @@ readback)  # how packed passes reach the host, and whether the workers take turn
   D="benchmarks/dataset_workers.py --shard-size 25 --rounds 1 --machine nvidia-h200 --samples ${RB_N:-3200}"
   python3 $D --workers ${RB_W:-1,8,16} --readback ${RB:-get,copy,direct} --json "$OUT/readback.json" 2>&1 \
     | grep -e "workers=" | grep -v "^round"
-  python3 $D --workers ${TURNS_W:-8,16} --readback ${TURNS_RB:-copy} --env GLREC_BENCH_GL_TURNS=1 \
-    --json "$OUT/turns.json" 2>&1 | grep -e "workers=" | grep -v "^round"
+  for env in GLREC_BENCH_GL_TURNS=1 GLREC_BENCH_FENCE_POLL=0.0005 __GL_YIELD=USLEEP; do
+    python3 $D --workers ${TURNS_W:-8,16} --readback ${TURNS_RB:-copy} --env $env \
+      --json "$OUT/env-${env%%=*}.json" 2>&1 | grep -e "workers=" | grep -v "^round" | grep "$env"
+  done
   ;;
 shardprof)
   xz -dc .tools/py-spy.xz > /tmp/py-spy && chmod +x /tmp/py-spy

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import time
 from typing import Any
 
 GL_SYNC_GPU_COMMANDS_COMPLETE = 0x9117
@@ -72,12 +73,18 @@ class Fence:
             return True
         return self._client_wait(0) in (GL_ALREADY_SIGNALED, GL_CONDITION_SATISFIED)
 
-    def wait(self, timeout_s: float = 10.0) -> None:
+    def wait(self, timeout_s: float = 10.0, poll_s: float | None = None) -> None:
+        """Block until signalled. ``poll_s``: ask every ``poll_s`` seconds and sleep between (the GL driver may
+        spin a core while it blocks; a thread that waits long for a batch gives that core to others)."""
         from ..errors import ContextError
 
         if self._sync is None:
             return
-        result = self._client_wait(int(timeout_s * 1e9))
+        if poll_s is not None:
+            end = time.monotonic() + timeout_s
+            while not self.signalled() and time.monotonic() < end:
+                time.sleep(poll_s)
+        result = self._client_wait(int(timeout_s * 1e9) if poll_s is None else 0)
         if result == GL_TIMEOUT_EXPIRED:
             raise ContextError(f"The GPU did not finish a frame within {timeout_s} s (GL fence timed out).")
         if result == GL_WAIT_FAILED:

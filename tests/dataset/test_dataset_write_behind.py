@@ -86,3 +86,17 @@ def test_every_readback_writes_the_shards_of_the_buffer_read(tmp_path, monkeypat
     monkeypatch.setattr(layer_pack, "READBACK", mode)
     generate(spec, tmp_path / mode, workers=1)
     assert tree(tmp_path / mode) == tree(tmp_path / "get")
+
+
+def test_a_polled_fence_waits_for_the_gpu_and_then_is_spent(gl):
+    """``Fence.wait(poll_s=...)``: the work before the fence is done when it returns (a buffer the GPU cleared)."""
+    from glrec.gl.fences import Fence
+
+    buf = gl.mgl.buffer(reserve=1 << 22)
+    buf.clear()
+    buf.write(b"\x07" * (1 << 22))
+    fence = Fence()
+    fence.wait(poll_s=0.0002)
+    assert fence.signalled()  # released: a spent fence reads as signalled
+    assert buf.read(16) == b"\x07" * 16
+    buf.release()

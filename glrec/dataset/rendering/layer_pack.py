@@ -37,6 +37,9 @@ Boxes = dict[int, tuple[list[int], int]]
 #: before the fence, then copies them out of the mapping; ``"direct"`` packs into the mapped buffer itself.
 #: A benchmark switch (``benchmarks/dataset_workers.py --readback``); the bytes are the same in every mode.
 READBACK = "get"
+#: Seconds between asks while waiting for a chunk's fence (None: block in the driver, which may spin a core).
+#: A benchmark switch too (``GLREC_BENCH_FENCE_POLL``).
+FENCE_POLL_S: float | None = None
 
 
 class LayerResult:
@@ -180,7 +183,7 @@ class LayerPacker:
         # without it (the fence's own flush) was 1.5x slower on llvmpipe (2-core machine, 640x480 stream).
         fence.signalled()
         extra = meanwhile() if meanwhile is not None else None
-        fence.wait()  # with the GIL released
+        fence.wait(poll_s=FENCE_POLL_S)  # with the GIL released
         arrays: list[dict[str, np.ndarray]] = [{} for _ in range(n)]
         if host is not None and self.sections:
             data = host[: n * stride]
