@@ -159,9 +159,9 @@ class ShardWorker:
             yield
             return
         if self._lock is None:
-            from ...cuda.gpu_lock import GpuLock
+            from ...cuda.gpu_lock import GpuLock, lock_path
 
-            self._lock = GpuLock(self.folder.records / f"gl-turns-{self.device}.lock")
+            self._lock = GpuLock(lock_path(f"egl{'' if self.device is None else self.device}"))
         self._lock.take()
         try:
             yield
