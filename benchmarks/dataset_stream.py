@@ -177,10 +177,19 @@ def main() -> None:
     ap.add_argument("--size", default="", help="WxH instead of the spec's")
     ap.add_argument("--passes", default="", help="comma-separated passes instead of the spec's")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument(
+        "--plan-process-batch",
+        default="",
+        help="set plan_ahead.PROCESS_BATCH: a batch size, or 'none' (batches planned on threads only)",
+    )
     ap.add_argument("--workers", default="0,2", help="DataLoader workers for the shard reader, comma-separated")
     ap.add_argument("--tag", default="2c_llvmpipe", help="machine name in the result file name")
     ap.add_argument("--name", default="dataset-stream", help="what, in the result file name")
     args = ap.parse_args()
+    if args.plan_process_batch:
+        from glrec.dataset.rendering import plan_ahead
+
+        plan_ahead.PROCESS_BATCH = None if args.plan_process_batch == "none" else int(args.plan_process_batch)
     spec = DatasetSpec.load(args.spec)
     spec = spec.with_(samples=args.samples, shard_size=max(1, args.samples // 4))
     if args.size:

@@ -4,6 +4,8 @@
 #   bash benchmarks/gpu/h200_eighth.sh tests      # the GPU tier
 #   bash benchmarks/gpu/h200_eighth.sh shards     # dataset_workers.py: 800 samples (the issue's), then 6,400
 #   bash benchmarks/gpu/h200_eighth.sh readback   # layer_pack.READBACK get/copy/direct, runner.GL_TURNS on/off
+#   bash benchmarks/gpu/h200_eighth.sh planproc   # the stream's batches planned in a process against threads
+#   bash benchmarks/gpu/h200_eighth.sh final      # GPU tier, then shards before (.before/) and after
 #   bash benchmarks/gpu/h200_eighth.sh shardprof  # py-spy over a 1-worker and an 8-worker run (raw stacks to $OUT)
 #   bash benchmarks/gpu/h200_eighth.sh boxes      # dataset_stream.py --with-boxes, this tree and .before/ alternating
 set -u
@@ -31,6 +33,27 @@ readback)  # how packed passes reach the host, and whether the workers take turn
   for env in GLREC_BENCH_GL_TURNS=1 GLREC_BENCH_FENCE_POLL=0.0005 __GL_YIELD=USLEEP; do
     python3 $D --workers ${TURNS_W:-8,16} --readback ${TURNS_RB:-copy} --env $env \
       --json "$OUT/env-${env%%=*}.json" 2>&1 | grep -e "workers=" | grep -v "^round" | grep "$env"
+  done
+  ;;
+planproc)  # the 128x128 stream with batches planned in a process (PROCESS_BATCH 1024) or on threads only, alternating
+  S="benchmarks/dataset_stream.py --device cuda --workers= --rounds 1 --tag nvidia-h200 --samples 65536 --size 128x128 --passes rgb,depth --batch-size 4096"
+  for r in 1 2; do
+    python3 $S --plan-process-batch 1024 --name eighth-planproc-$r 2>&1 | grep median
+    python3 $S --plan-process-batch none --name eighth-planthreads-$r 2>&1 | grep median
+  done
+  S6="benchmarks/dataset_stream.py --device cuda --workers= --rounds 1 --tag nvidia-h200 --samples 8192 --batch-size 256"
+  python3 $S6 --plan-process-batch 256 --gl-bound --name eighth-640-planproc 2>&1 | grep median
+  python3 $S6 --plan-process-batch none --name eighth-640-planthreads 2>&1 | grep median
+  tar -cf "$OUT/planproc-results.tar" benchmarks/results/*eighth-*plan* 2>/dev/null
+  ;;
+final)  # the GPU tier on the final tree; shards before (.before/, main 85d40d8) and after, the 800 and 6,400
+  GLREC_FAKE_DRIVERS_DIR=$PWD/.fake timeout ${TIER_S:-240} python3 -m pytest -q -p no:cacheprovider -m gpu -rfE 2>&1 \
+    | grep -v -e Warning -e "^  " -e "^$" | tail -${TAIL:-6} | tee "$OUT/gpu-tier-final.txt"
+  for n in ${FINAL_N:-800 6400}; do
+    D="benchmarks/dataset_workers.py --shard-size 25 --rounds 1 --machine nvidia-h200 --samples $n --workers ${FINAL_W:-1,8,16}"
+    python3 $D ${FINAL_JPEG:---gl-jpeg} --json "$OUT/final-after-$n.json" 2>&1 | grep -e "workers=" | grep -v "^round"
+    (cd .before && python3 $D ${FINAL_JPEG:---gl-jpeg} --json "$OUT/final-before-$n.json" 2>&1 | grep -e "workers=" \
+      | grep -v "^round" | sed 's/^/before /')
   done
   ;;
 shardprof)

@@ -30,10 +30,11 @@ import sys
 import traceback
 from collections.abc import Iterable, Iterator, Sized
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection, Pipe, wait
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
+from ..._children import child_env, die_with_parent, start_child
 from ...errors import ConfigError, DatasetError, GlrecError
 from ..spec.document import DatasetSpec
 from .folder import DatasetFolder
@@ -125,29 +126,15 @@ class _Worker:
 
 
 def _child_env(cores_each: int) -> dict[str, str]:
-    env = dict(os.environ)
-    # The worker imports this very glrec (a checkout on sys.path, not another installed copy).
-    import glrec
-
-    root = str(Path(glrec.__file__).resolve().parents[1])  # the folder holding glrec/, wherever this module sits
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     # llvmpipe starts a rasteriser thread per core in every context, and OpenMP/BLAS libraries a pool per
     # core in every process; the workers share the cores, so each gets its share (a value set by the user stays).
-    for name in THREAD_VARS:
-        env.setdefault(name, str(cores_each))
-    return env
+    return child_env({name: str(cores_each) for name in THREAD_VARS})
 
 
 def _start(number: int, setup: dict[str, Any], env: dict[str, str], keep: tuple[int, ...] = ()) -> _Worker:
     """Start worker ``number``; ``keep``: descriptors it inherits (the folder's lock, held while it lives)."""
-    ours, theirs = Pipe(duplex=True)
-    fd = theirs.fileno()
-    cmd = [sys.executable, "-m", "glrec.dataset.files.local", str(fd), str(os.getpid())]
-    try:
-        proc = subprocess.Popen(cmd, pass_fds=(fd, *keep), env=env, stdin=subprocess.DEVNULL)
-    finally:
-        theirs.close()  # the child holds its own copy; ours must go so its death reads as EOF
-    return _Worker(number, proc, ours)
+    proc, conn = start_child("glrec.dataset.files.local", env, keep)
+    return _Worker(number, proc, conn)
 
 
 def run_workers(
@@ -291,16 +278,6 @@ def _failed(w: _Worker, shard: int, index: int | None, blob: bytes | None, name:
 # -- the worker side ------------------------------------------------------------------------------
 
 
-def _die_with_parent(parent: int) -> None:
-    """Ask Linux to SIGKILL this process when its parent dies (a kill -9 of the run stops every worker)."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # the parent died before the request took effect
-        os._exit(1)
-
-
 def _serve(conn: Connection) -> None:
     setup = conn.recv()
     logging.basicConfig(format="glrec worker %(process)d: %(message)s", level=setup["log_level"])
@@ -334,7 +311,7 @@ def _serve(conn: Connection) -> None:
 
 def main(argv: list[str]) -> int:
     fd, parent = int(argv[0]), int(argv[1])
-    _die_with_parent(parent)
+    die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
     conn = Connection(fd)
     try:

@@ -19,22 +19,39 @@ from ...scenes.capabilities import BatchPrepared
 
 if TYPE_CHECKING:
     from ..spec.document import DatasetSpec
+    from .plan_child import PlanProcess
     from .plans import SamplePlan
 
 log = logging.getLogger("glrec")
 
-__all__ = ["PLANNERS", "ChunkPlanner"]
+__all__ = ["PLANNERS", "PROCESS_BATCH", "ChunkPlanner", "plans_in_process"]
 
 #: Threads that plan the next batch's chunks while one draws, at most (and at most half the cores): their numpy
 #: runs beside the render thread, their Python takes turns with it (four slowed the render thread on the H200).
 PLANNERS = 2
+#: Batches of at least this many samples are planned in a process of their own
+#: (:class:`~glrec.dataset.rendering.plan_child.PlanProcess`) on machines with at least
+#: :data:`PROCESS_CORES` cores: there planning a batch takes longer than drawing it (128x128 on the H200),
+#: and the planning threads' Python holds the render thread back. None: never.
+PROCESS_BATCH: int | None = 1024
+PROCESS_CORES = 4
+
+
+def plans_in_process(batch: int) -> bool:
+    """Whether a stream of ``batch`` samples a batch plans them in a process of its own (see PROCESS_BATCH)."""
+    return PROCESS_BATCH is not None and batch >= PROCESS_BATCH and (os.cpu_count() or 1) >= PROCESS_CORES
 
 
 class ChunkPlanner:
     """Plans of ``spec``'s samples for ``scene``, in chunks of ``layers``; ``prepares``: also the draws' CPU half."""
 
-    def __init__(self, spec: DatasetSpec, scene: object, layers: int, prepares: bool) -> None:
+    def __init__(self, spec: DatasetSpec, scene: object, layers: int, prepares: bool, process: bool = False) -> None:
         self.spec, self.scene, self.layers, self.prepares = spec, scene, layers, prepares
+        self._remote: PlanProcess | None = None
+        if process:  # started now, so it has loaded the scene by the time batches are planned ahead
+            from .plan_child import PlanProcess
+
+            self._remote = PlanProcess(spec)
         self._pool: ThreadPoolExecutor | None = None
         self._ahead: tuple[tuple[int, ...], list[Future[tuple[list[SamplePlan], Any]]]] | None = None
 
@@ -53,13 +70,26 @@ class ChunkPlanner:
             threads = max(1, min(PLANNERS, (os.cpu_count() or 1) // 2))
             self._pool = ThreadPoolExecutor(threads, thread_name_prefix="glrec-plan")
         key, step = tuple(indices), self.layers
-        self._ahead = (key, [self._pool.submit(self._plan_chunk, key[i : i + step]) for i in range(0, len(key), step)])
+        chunks = [key[i : i + step] for i in range(0, len(key), step)]
+        child = self._remote if self._remote is not None and self._remote.ready.is_set() else None
+        remote = [child.submit(list(c)) if child is not None else None for c in chunks]
+        self._ahead = (key, [self._pool.submit(self._plan_chunk, c, r) for c, r in zip(chunks, remote, strict=True)])
 
-    def _plan_chunk(self, indices: Sequence[int]) -> tuple[list[SamplePlan], Any]:
-        """A chunk's plans and, where the scene prepares draws, its prepared draw (None: drawn from the layouts)."""
+    def _plan_chunk(
+        self, indices: Sequence[int], remote: Future[list[SamplePlan]] | None = None
+    ) -> tuple[list[SamplePlan], Any]:
+        """A chunk's plans (the planning process's, or made here) and, where the scene prepares draws, its
+        prepared draw (None: drawn from the layouts)."""
         from .plans import TIME_PARAM, plan_samples
 
-        plans = plan_samples(self.spec, list(indices), self.scene)
+        plans = None
+        if remote is not None:
+            try:
+                plans = remote.result()
+            except Exception as exc:  # planned here, which raises the error that names the sample
+                log.debug("glrec: the planning process did not plan samples %d..%d (%s)", indices[0], indices[-1], exc)
+        if plans is None:
+            plans = plan_samples(self.spec, list(indices), self.scene)
         if not self.prepares:
             return plans, None
         try:
@@ -108,6 +138,9 @@ class ChunkPlanner:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown()
+        remote, self._remote = self._remote, None
+        if remote is not None:
+            remote.close()
 
 
 def _done(value: Any) -> Future[Any]:

@@ -46,7 +46,7 @@ from .batch_meta import frame_meta
 from .colour import ColourImage
 from .layer_pack import LayerPacker
 from .pack import PackTarget
-from .plan_ahead import ChunkPlanner
+from .plan_ahead import ChunkPlanner, plans_in_process
 
 if TYPE_CHECKING:
     from .layer_pack import Boxes
@@ -137,7 +137,9 @@ class LayerRenderer:
         self._annotated = isinstance(renderer.scene, Annotated)
         self._batch_annotated = batch_annotated(renderer.scene)
         self._layout_params = layout_params_agree(renderer.scene)
-        self._planner = ChunkPlanner(renderer.spec, renderer.scene, self.layers, batch_prepared(renderer.scene))
+        self._planner = ChunkPlanner(
+            renderer.spec, renderer.scene, self.layers, batch_prepared(renderer.scene), plans_in_process(batch)
+        )
         log.debug("glrec: dataset batches drawn %d samples per GL pass (%d bytes each)", self.layers, self.stride)
 
     def render(

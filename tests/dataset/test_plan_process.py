@@ -1,0 +1,96 @@
+"""Batches planned in a process of their own: the same plans and samples, and planned here whenever it cannot."""
+
+import os
+import time
+
+import pytest
+from test_dataset_layers import gl, make_spec  # noqa: F401 - gl is a fixture
+from test_plan_ahead import assert_as_planned_here
+
+from glrec.dataset.rendering import plan_ahead
+from glrec.dataset.rendering.plan_child import PlanProcess
+from glrec.dataset.rendering.plans import plan_samples
+from glrec.dataset.rendering.sample import SampleRenderer
+from glrec.errors import SceneError
+from glrec.scenes.load import load_scene
+
+
+def ready(child, seconds=60):
+    assert child.ready.wait(seconds), "the planning process did not start"
+    return child
+
+
+def test_the_child_plans_what_this_process_plans():
+    spec = make_spec(samples=40)
+    child = ready(PlanProcess(spec))
+    try:
+        futures = [child.submit(list(range(k, k + 10))) for k in (0, 10, 30)]
+        got = [f.result(timeout=60) for f in futures]
+    finally:
+        child.close()
+    scene = load_scene(spec.scene_ref())
+    for k, plans in zip((0, 10, 30), got, strict=True):
+        here = plan_samples(spec, list(range(k, k + 10)), scene)
+        assert [p.index for p in plans] == list(range(k, k + 10))
+        assert plans == here  # params, seeds and layouts (TableLayout compares params and objects), value for value
+        assert [p.layout.objects for p in plans] == [p.layout.objects for p in here]
+
+
+def test_a_child_that_died_fails_every_request_and_close_is_safe_twice():
+    child = ready(PlanProcess(make_spec(samples=20)))
+    child._proc.kill()
+    child._proc.wait()
+    deadline = time.monotonic() + 30
+    while child._gone is None and time.monotonic() < deadline:  # the reader sees the end of the connection
+        time.sleep(0.01)
+    with pytest.raises(RuntimeError, match="planning process"):
+        child.submit([0, 1]).result(timeout=30)
+    child.close()
+    child.close()
+
+
+def test_a_batch_the_child_refuses_is_planned_here_and_raises_the_error_of_planning_here():
+    spec = make_spec(samples=20, fov={"choice": [45.0, 0.0]})  # fov 0: the table scene refuses some samples
+    child = ready(PlanProcess(spec))
+    try:
+        with pytest.raises(RuntimeError):
+            child.submit(list(range(20))).result(timeout=60)
+        planner = plan_ahead.ChunkPlanner(spec, load_scene(spec.scene_ref()), 20, False)
+        planner._remote = child  # this planner's requests go to that child
+        planner.ahead(range(20))
+        with pytest.raises(SceneError, match="fov 0.0"):
+            list(planner.chunks(range(20), None))
+        planner._remote = None
+        planner.close()
+    finally:
+        child.close()
+
+
+@pytest.mark.gl
+def test_a_stream_planning_in_a_process_renders_what_threads_render(gl, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(plan_ahead, "PROCESS_BATCH", 4)
+    monkeypatch.setattr(plan_ahead, "PROCESS_CORES", 1)
+    asked = []
+    real = PlanProcess.submit
+    monkeypatch.setattr(PlanProcess, "submit", lambda self, idx: asked.append(list(idx)) or real(self, idx))
+    spec = make_spec(samples=24)
+    r = SampleRenderer(spec, gl.mgl, None, keep_rgb=True, packed=True)
+    try:
+        r.render_batch(range(0, 8), lambda j, n: None)  # makes the batch renderer, which starts the child
+        child = r._layers._planner._remote
+        ready(child)
+        r.render_batch(range(8, 16), lambda j, n: None, then=range(16, 24))
+        ahead = r.render_batch(range(16, 24), lambda j, n: None)
+    finally:
+        r.close()
+    assert [i for chunk in asked for i in chunk] == list(range(16, 24))
+    assert child._proc.poll() is not None  # closed with the renderer
+    assert_as_planned_here(gl, spec, ahead)
+
+
+def test_small_batches_and_small_machines_plan_on_threads(monkeypatch):
+    monkeypatch.setattr(plan_ahead, "PROCESS_CORES", 4)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert not plan_ahead.plans_in_process(4096)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert plan_ahead.plans_in_process(plan_ahead.PROCESS_BATCH) and not plan_ahead.plans_in_process(256)
