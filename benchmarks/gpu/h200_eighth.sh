@@ -30,20 +30,20 @@ readback)  # how packed passes reach the host, and whether the workers take turn
   D="benchmarks/dataset_workers.py --shard-size 25 --rounds 1 --machine nvidia-h200 --samples ${RB_N:-3200}"
   python3 $D --workers ${RB_W:-1,8,16} --readback ${RB:-get,copy,direct} --json "$OUT/readback.json" 2>&1 \
     | grep -e "workers=" | grep -v "^round"
-  for env in GLREC_BENCH_GL_TURNS=1 GLREC_BENCH_FENCE_POLL=0.0005 __GL_YIELD=USLEEP; do
+  for env in ${ENVS:-GLREC_BENCH_GL_TURNS=1 GLREC_BENCH_FENCE_POLL=0.0005 __GL_YIELD=USLEEP}; do
     python3 $D --workers ${TURNS_W:-8,16} --readback ${TURNS_RB:-copy} --env $env \
       --json "$OUT/env-${env%%=*}.json" 2>&1 | grep -e "workers=" | grep -v "^round" | grep "$env"
   done
   ;;
 planproc)  # the 128x128 stream with batches planned in a process (PROCESS_BATCH 1024) or on threads only, alternating
   S="benchmarks/dataset_stream.py --device cuda --workers= --rounds 1 --tag nvidia-h200 --samples 65536 --size 128x128 --passes rgb,depth --batch-size 4096"
-  for r in 1 2; do
+  for r in $(seq ${PP_ROUNDS:-2}); do
     python3 $S --plan-process-batch 1024 --name eighth-planproc-$r 2>&1 | grep median
     python3 $S --plan-process-batch none --name eighth-planthreads-$r 2>&1 | grep median
   done
   S6="benchmarks/dataset_stream.py --device cuda --workers= --rounds 1 --tag nvidia-h200 --samples 8192 --batch-size 256"
-  python3 $S6 --plan-process-batch 256 --gl-bound --name eighth-640-planproc 2>&1 | grep median
-  python3 $S6 --plan-process-batch none --name eighth-640-planthreads 2>&1 | grep median
+  [ -n "${PP_640:-1}" ] && python3 $S6 --plan-process-batch 256 --gl-bound --name eighth-640-planproc 2>&1 | grep median
+  [ -n "${PP_640:-1}" ] && python3 $S6 --plan-process-batch none --name eighth-640-planthreads 2>&1 | grep median
   tar -cf "$OUT/planproc-results.tar" benchmarks/results/*eighth-*plan* 2>/dev/null
   ;;
 final)  # the GPU tier on the final tree; shards before (.before/, main 85d40d8) and after, the 800 and 6,400

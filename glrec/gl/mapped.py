@@ -20,20 +20,23 @@ __all__ = ["CLIENT_MAPPED_BARRIER", "MappedBuffer"]
 #: GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT: shader writes made visible through a persistent mapping.
 CLIENT_MAPPED_BARRIER = 0x00004000
 _SHADER_STORAGE_BUFFER = 0x90D2
-_MAP_READ, _MAP_PERSISTENT, _MAP_COHERENT = 0x0001, 0x0040, 0x0080
+_MAP_READ, _MAP_PERSISTENT, _MAP_COHERENT, _CLIENT_STORAGE = 0x0001, 0x0040, 0x0080, 0x0200
 
 
 class MappedBuffer:
-    """``nbytes`` of GL buffer storage mapped for reading for its whole life (made and released on the GL thread)."""
+    """``nbytes`` of GL buffer storage mapped for reading for its whole life (made and released on the GL thread).
 
-    def __init__(self, nbytes: int, what: str = "a GL buffer") -> None:
+    ``client``: ask for the storage in host memory (``GL_CLIENT_STORAGE_BIT``), for large results the host
+    copies out whole (a mapping of GPU memory would be read across the bus uncached)."""
+
+    def __init__(self, nbytes: int, what: str = "a GL buffer", *, client: bool = False) -> None:
         self.nbytes = nbytes
         name = ctypes.c_uint(0)
         gl_function("glCreateBuffers", None, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))(1, ctypes.byref(name))
         self.glo = name.value
         flags = _MAP_READ | _MAP_PERSISTENT | _MAP_COHERENT
         gl_function("glNamedBufferStorage", None, ctypes.c_uint, ctypes.c_ssize_t, ctypes.c_void_p, ctypes.c_uint)(
-            self.glo, nbytes, None, flags
+            self.glo, nbytes, None, flags | (_CLIENT_STORAGE if client else 0)
         )
         map_range = gl_function("glMapNamedBufferRange", ctypes.c_void_p, ctypes.c_uint, ctypes.c_ssize_t,
                                 ctypes.c_ssize_t, ctypes.c_uint)  # fmt: skip

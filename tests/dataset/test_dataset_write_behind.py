@@ -82,6 +82,7 @@ def test_every_readback_writes_the_shards_of_the_buffer_read(tmp_path, monkeypat
     from glrec.dataset.rendering import layer_pack
 
     spec = spec_for(tmp_path)
+    monkeypatch.setattr(layer_pack, "READBACK", "get")
     generate(spec, tmp_path / "get", workers=1)
     monkeypatch.setattr(layer_pack, "READBACK", mode)
     generate(spec, tmp_path / mode, workers=1)

@@ -35,8 +35,8 @@ Boxes = dict[int, tuple[list[int], int]]
 #: How a chunk's packed bytes reach the host: ``"get"`` reads the GL buffer (``glGetBufferSubData``);
 #: ``"copy"`` has the GPU copy them into a buffer mapped for reading (:class:`~glrec.gl.mapped.MappedBuffer`)
 #: before the fence, then copies them out of the mapping; ``"direct"`` packs into the mapped buffer itself.
-#: A benchmark switch (``benchmarks/dataset_workers.py --readback``); the bytes are the same in every mode.
-READBACK = "get"
+#: A benchmark switch too (``benchmarks/dataset_workers.py --readback``); the bytes are the same in every mode.
+READBACK = "copy"
 #: Seconds between asks while waiting for a chunk's fence (None: block in the driver, which may spin a core).
 #: A benchmark switch too (``GLREC_BENCH_FENCE_POLL``).
 FENCE_POLL_S: float | None = None
@@ -211,7 +211,7 @@ class LayerPacker:
         if self._mapped is None or self._mapped.nbytes < nbytes:
             if self._mapped is not None:
                 self._mapped.release()
-            self._mapped = MappedBuffer(max(16, nbytes), "a chunk's packed passes")
+            self._mapped = MappedBuffer(max(16, nbytes), "a chunk's packed passes", client=True)
         return self._mapped
 
     def _clear_table(self, n: int, ids: int) -> moderngl.Buffer:
