@@ -94,3 +94,22 @@ def test_small_batches_and_small_machines_plan_on_threads(monkeypatch):
     assert not plan_ahead.plans_in_process(4096)
     monkeypatch.setattr(os, "cpu_count", lambda: 16)
     assert plan_ahead.plans_in_process(plan_ahead.PROCESS_BATCH) and not plan_ahead.plans_in_process(256)
+
+
+def test_a_child_that_cannot_start_leaves_planning_to_threads(monkeypatch):
+    from glrec.dataset.rendering import plan_child
+
+    def refuse(*args, **kwargs):
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(plan_child, "start_child", refuse)
+    spec = make_spec(samples=8)
+    scene = load_scene(spec.scene_ref())
+    planner = plan_ahead.ChunkPlanner(spec, scene, 4, False, process=True)
+    try:
+        assert planner._remote is None
+        planner.ahead(range(4, 8))
+        got = [plan for _, chunk, *_ in planner.chunks(range(4, 8), None) for plan in chunk]
+    finally:
+        planner.close()
+    assert got == plan_samples(spec, list(range(4, 8)), scene)

@@ -51,7 +51,10 @@ class ChunkPlanner:
         if process:  # started now, so it has loaded the scene by the time batches are planned ahead
             from .plan_child import PlanProcess
 
-            self._remote = PlanProcess(spec)
+            try:
+                self._remote = PlanProcess(spec)
+            except Exception as exc:  # no child to be had (no interpreter to start, no fds): threads plan
+                log.debug("glrec: no planning process (%s); batches are planned on threads", exc)
         self._pool: ThreadPoolExecutor | None = None
         self._ahead: tuple[tuple[int, ...], list[Future[tuple[list[SamplePlan], Any]]]] | None = None
 
