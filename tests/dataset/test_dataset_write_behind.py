@@ -101,3 +101,22 @@ def test_a_polled_fence_waits_for_the_gpu_and_then_is_spent(gl):
     assert fence.signalled()  # released: a spent fence reads as signalled
     assert buf.read(16) == b"\x07" * 16
     buf.release()
+
+
+@pytest.mark.gl
+def test_auto_reads_back_with_a_copy_on_hardware_gl_and_a_read_on_software_gl(tmp_path, monkeypatch):
+    from glrec.dataset.rendering import layer_pack
+    from glrec.gl.context import create_context
+
+    with create_context() as gl:
+        software = gl.info.is_software
+    made = []
+    real = layer_pack.LayerPacker._own_mapped
+    monkeypatch.setattr(layer_pack.LayerPacker, "_own_mapped", lambda self, n: made.append(n) or real(self, n))
+    monkeypatch.setattr(layer_pack, "READBACK", "auto")
+    generate(spec_for(tmp_path), tmp_path / "auto", workers=1)
+    assert bool(made) is not software  # llvmpipe's copy would be one more memcpy on the CPU
+    monkeypatch.setattr(layer_pack, "READBACK", "copy")
+    generate(spec_for(tmp_path), tmp_path / "copy", workers=1)
+    assert made  # asked for, the copy is made on any GL
+    assert tree(tmp_path / "copy") == tree(tmp_path / "auto")

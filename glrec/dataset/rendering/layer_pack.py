@@ -35,10 +35,12 @@ Boxes = dict[int, tuple[list[int], int]]
 #: How a chunk's packed bytes reach the host: ``"get"`` reads the GL buffer (``glGetBufferSubData``);
 #: ``"copy"`` has the GPU copy them into a buffer mapped for reading (:class:`~glrec.gl.mapped.MappedBuffer`)
 #: before the fence, then copies them out of the mapping; ``"direct"`` packs into the mapped buffer itself.
+#: ``"auto"``: ``copy`` on hardware GL, ``get`` on software GL (Mesa llvmpipe, where the GPU's copy is one more
+#: memcpy on the CPU: two workers on the 2-core machine wrote about 7 % fewer samples/s with ``copy``).
 #: A benchmark switch too (``benchmarks/dataset_workers.py --readback``); the bytes are the same in every mode.
 #: On the H200 (2026-12-03, 16 shard workers, 640x480, five passes) ``copy`` wrote 470.7 samples/s, ``direct``
 #: 402.1 and ``get`` 330.7 (results/..._eighth-b-readback.json).
-READBACK = "copy"
+READBACK = "auto"
 #: Seconds between asks while waiting for a chunk's fence (None: block in the driver, which may spin a core).
 #: A benchmark switch too (``GLREC_BENCH_FENCE_POLL``); 0.0005 saved 2.9 ms of CPU a sample on 16 H200 workers
 #: and wrote no more samples/s (453 against 465), so it is off.
@@ -124,6 +126,8 @@ class LayerPacker:
         set_sections((self._pack, self._boxes), gbuffer.size, self.sections)
         #: The largest storage block this GL takes, in bytes: one chunk's packed bytes must fit.
         self.max_block = int(ctx.info.get("GL_MAX_SHADER_STORAGE_BLOCK_SIZE", 2**27))
+        renderer = str(ctx.info.get("GL_RENDERER", "")).lower()
+        self._auto_readback = "get" if "llvmpipe" in renderer or "softpipe" in renderer else "copy"
         self._out: moderngl.Buffer | None = None
         self._table: moderngl.Buffer | None = None
         self._mapped: MappedBuffer | None = None
@@ -145,12 +149,12 @@ class LayerPacker:
         w, h = self.gbuffer.size
         if n * stride > self.max_block:
             raise EncoderError(f"A chunk of {n} x {stride} bytes exceeds GL's storage block ({self.max_block} bytes).")
-        mapped = None
+        mapped, readback = None, self._auto_readback if READBACK == "auto" else READBACK
         if isinstance(into, tuple):
             out, offset, host = into[0], into[1], None
         else:  # a new array unless given one: the samples' views keep it alive (files encoded on other threads)
             out, offset, host = self._own(n * stride), 0, np.empty(n * stride, np.uint8) if into is None else into
-            if READBACK != "get" and self.sections:
+            if readback != "get" and self.sections:
                 mapped = self._own_mapped(n * stride)
         bind_image = gl_function("glBindImageTexture", None, ctypes.c_uint, ctypes.c_uint, ctypes.c_int,
                                  ctypes.c_ubyte, ctypes.c_int, ctypes.c_uint, ctypes.c_uint)  # fmt: skip
@@ -164,7 +168,7 @@ class LayerPacker:
             bind_unit(_DRAWN_UNIT, self.gbuffer.depth_texture)
         if self._pack is not None:
             self._pack["stride"].value = stride // 4
-            if mapped is not None and READBACK == "direct":
+            if mapped is not None and readback == "direct":
                 mapped.bind(0)
             else:
                 out.bind_to_storage_buffer(0, offset=offset, size=n * stride)
@@ -178,7 +182,7 @@ class LayerPacker:
             table.bind_to_storage_buffer(1, size=(2 * n + 5 * n * ids) * 4)
             dispatch_compute(self._boxes.glo, (h + self.GROUP - 1) // self.GROUP, n)
         self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT | CLIENT_MAPPED_BARRIER)
-        if mapped is not None and READBACK == "copy":
+        if mapped is not None and readback == "copy":
             gl_function("glCopyNamedBufferSubData", None, ctypes.c_uint, ctypes.c_uint, ctypes.c_ssize_t,
                         ctypes.c_ssize_t, ctypes.c_ssize_t)(out.glo, mapped.glo, 0, 0, n * stride)  # fmt: skip
         fence = Fence()  # one fence for the chunk
