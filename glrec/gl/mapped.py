@@ -11,6 +11,7 @@ later work.
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 from ..errors import ContextError
 from .fences import gl_function
@@ -54,6 +55,13 @@ class MappedBuffer:
     def read(self, nbytes: int, offset: int = 0) -> bytes:
         """``nbytes`` from ``offset``, read from the mapping (after the fence that follows the writes)."""
         return ctypes.string_at(self.address + offset, nbytes)
+
+    def read_into(self, out: Any, offset: int = 0) -> None:
+        """Fill the contiguous host array ``out`` from ``offset`` of the mapping, one memmove without the GIL
+        (after the fence that follows the writes)."""
+        if out.nbytes > self.nbytes - offset:
+            raise ValueError(f"{out.nbytes} bytes from {offset} run past the mapping's {self.nbytes}.")
+        ctypes.memmove(out.ctypes.data, self.address + offset, out.nbytes)
 
     def release(self) -> None:
         """Unmap and delete; safe twice."""

@@ -156,6 +156,7 @@ class LayerPacker:
             out, offset, host = self._own(n * stride), 0, np.empty(n * stride, np.uint8) if into is None else into
             if readback != "get" and self.sections:
                 mapped = self._own_mapped(n * stride)
+        direct = mapped is not None and readback == "direct"  # the pack shader writes through the mapping
         bind_image = gl_function("glBindImageTexture", None, ctypes.c_uint, ctypes.c_uint, ctypes.c_int,
                                  ctypes.c_ubyte, ctypes.c_int, ctypes.c_uint, ctypes.c_uint)  # fmt: skip
         for name, tex in self.gbuffer.textures.items():
@@ -168,7 +169,7 @@ class LayerPacker:
             bind_unit(_DRAWN_UNIT, self.gbuffer.depth_texture)
         if self._pack is not None:
             self._pack["stride"].value = stride // 4
-            if mapped is not None and readback == "direct":
+            if mapped is not None and direct:
                 mapped.bind(0)
             else:
                 out.bind_to_storage_buffer(0, offset=offset, size=n * stride)
@@ -181,8 +182,8 @@ class LayerPacker:
             self._boxes["IDS"].value = ids
             table.bind_to_storage_buffer(1, size=(2 * n + 5 * n * ids) * 4)
             dispatch_compute(self._boxes.glo, (h + self.GROUP - 1) // self.GROUP, n)
-        self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT | CLIENT_MAPPED_BARRIER)
-        if mapped is not None and readback == "copy":
+        self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT | (CLIENT_MAPPED_BARRIER if direct else 0))
+        if mapped is not None and not direct:  # the GPU copies the packed bytes into the mapping
             gl_function("glCopyNamedBufferSubData", None, ctypes.c_uint, ctypes.c_uint, ctypes.c_ssize_t,
                         ctypes.c_ssize_t, ctypes.c_ssize_t)(out.glo, mapped.glo, 0, 0, n * stride)  # fmt: skip
         fence = Fence()  # one fence for the chunk
@@ -195,7 +196,7 @@ class LayerPacker:
         if host is not None and self.sections:
             data = host[: n * stride]
             if mapped is not None:
-                np.copyto(data, np.ctypeslib.as_array((ctypes.c_uint8 * (n * stride)).from_address(mapped.address)))
+                mapped.read_into(data)
             else:
                 out.read_into(data, size=n * stride)
             for j in range(n):
