@@ -24,8 +24,7 @@ before and after are one run. ``--gl-jpeg`` adds JPEG colour through the GL JPEG
 encoder (batched in the GL context), ``--nvjpeg`` through nvJPEG. ``--env NAME=VALUE``
 (repeatable) adds every variant again with those variables set (e.g. the NVIDIA
 GL driver's ``__GL_YIELD=USLEEP``, to see whether waiting on the GPU spins the CPU;
-``GLREC_BENCH_GL_TURNS=1``: the workers take turns on the GPU, a chunk each, see
-``glrec.dataset.files.runner.GL_TURNS``; ``GLREC_BENCH_FENCE_POLL=0.0005``: a chunk's fence
+``GLREC_BENCH_FENCE_POLL=0.0005``: a chunk's fence
 asked every 0.5 ms with sleeps between, ``layer_pack.FENCE_POLL_S``). ``--readback get,copy,direct`` runs every
 variant with each way of reading packed passes back (``layer_pack.READBACK``).
 ``--startup`` also runs, per worker count N, N samples in N shards of one (PNG): the
@@ -61,9 +60,6 @@ if os.environ.get("GLREC_BENCH_READBACK"):
 if os.environ.get("GLREC_BENCH_FENCE_POLL"):
     from glrec.dataset.rendering import layer_pack
     layer_pack.FENCE_POLL_S = float(os.environ["GLREC_BENCH_FENCE_POLL"])
-if os.environ.get("GLREC_BENCH_GL_TURNS") == "1":
-    from glrec.dataset.files import runner
-    runner.GL_TURNS = True
 if os.environ.get("GLREC_BENCH_PNG_BEFORE") == "1":
     import av, numpy as np
     from glrec.dataset.files import encode

@@ -3,7 +3,8 @@
 # time goes), the stream with a detection consumer, the GPU tier.
 #   bash benchmarks/gpu/h200_eighth.sh tests      # the GPU tier
 #   bash benchmarks/gpu/h200_eighth.sh shards     # dataset_workers.py: 800 samples (the issue's), then 6,400
-#   bash benchmarks/gpu/h200_eighth.sh readback   # layer_pack.READBACK get/copy/direct, runner.GL_TURNS on/off
+#   bash benchmarks/gpu/h200_eighth.sh readback   # layer_pack.READBACK get/copy/direct, polled fences
+#     (run b also had GLREC_BENCH_GL_TURNS=1, the workers' GPU turns of commit 87fce3b, since removed)
 #   bash benchmarks/gpu/h200_eighth.sh planproc   # the stream's batches planned in a process against threads
 #   bash benchmarks/gpu/h200_eighth.sh final      # GPU tier, then shards before (.before/) and after
 #   bash benchmarks/gpu/h200_eighth.sh shardprof  # py-spy over a 1-worker and an 8-worker run (raw stacks to $OUT)
@@ -30,7 +31,7 @@ readback)  # how packed passes reach the host, and whether the workers take turn
   D="benchmarks/dataset_workers.py --shard-size 25 --rounds 1 --machine nvidia-h200 --samples ${RB_N:-3200}"
   python3 $D --workers ${RB_W:-1,8,16} --readback ${RB:-get,copy,direct} --json "$OUT/readback.json" 2>&1 \
     | grep -e "workers=" | grep -v "^round"
-  for env in ${ENVS:-GLREC_BENCH_GL_TURNS=1 GLREC_BENCH_FENCE_POLL=0.0005 __GL_YIELD=USLEEP}; do
+  for env in ${ENVS:-GLREC_BENCH_FENCE_POLL=0.0005 __GL_YIELD=USLEEP}; do
     python3 $D --workers ${TURNS_W:-8,16} --readback ${TURNS_RB:-copy} --env $env \
       --json "$OUT/env-${env%%=*}.json" 2>&1 | grep -e "workers=" | grep -v "^round" | grep "$env"
   done

@@ -31,11 +31,6 @@ Progress = Callable[[int], None]
 #: Samples a shard worker draws per GL pass (scenes that draw batches): enough to amortise the
 #: pass and the fence, few enough that the chunk's host memory stays small beside the encode queue.
 SHARD_CHUNK = 32
-#: Whether a run's workers take turns on their GPU, a chunk (draw, pack, readback) each, through a lock file per
-#: EGL device in shared memory (:class:`~glrec.cuda.gpu_lock.GpuLock`), instead of time-slicing their GL contexts.
-#: A benchmark switch (``benchmarks/dataset_workers.py --env GLREC_BENCH_GL_TURNS=1``), off: 16 workers on the H200
-#: wrote 247 samples/s with it against 470 without (2026-12-03, results/..._eighth-b-gl-turns.json).
-GL_TURNS = False
 
 
 class ShardWorker:
@@ -65,7 +60,6 @@ class ShardWorker:
         self._jpegs: dict[int, bytes] = {}  # its finished images by sample index, until written
         self._renderer_name: str | None = None
         self._pool: ThreadPoolExecutor | None = None
-        self._lock: Any = None  # GL_TURNS' lock, made at the first chunk
         #: The sample whose draw or encoding raised in the last failed :meth:`run` (None: no failure yet).
         self.failed_index: int | None = None
 
@@ -135,7 +129,7 @@ class ShardWorker:
                 then = range(chunk.stop, min(indices.stop, chunk.stop + SHARD_CHUNK))  # planned while this draws
                 mark(first)  # a worker that dies now names the chunk's first sample
                 try:
-                    with self._gl.active(), self._turn():  # a new host array per chunk
+                    with self._gl.active():  # a new host array per chunk
                         samples = renderer.render_batch(chunk, lambda j, n: None, then=then)
                 except GlrecError as exc:  # drawn again one by one, so the error names its sample
                     log.debug("glrec: samples %d..%d failed as a batch (%s); drawing them one by one", first,
@@ -153,21 +147,6 @@ class ShardWorker:
         for index in indices:
             mark(index)
             yield self._draw(index)
-
-    @contextlib.contextmanager
-    def _turn(self) -> Iterator[None]:
-        if not GL_TURNS:
-            yield
-            return
-        if self._lock is None:
-            from ...cuda.gpu_lock import GpuLock, lock_path
-
-            self._lock = GpuLock(lock_path(f"egl{'' if self.device is None else self.device}"))
-        self._lock.take()
-        try:
-            yield
-        finally:
-            self._lock.give()
 
     def _encode(self, sample: Sample, video: bytes | None) -> Encoded:
         """The rest, on any thread: colour left to a host encoder, the pass files, their digests."""
@@ -283,9 +262,6 @@ class ShardWorker:
         return record
 
     def close(self) -> None:
-        lock, self._lock = self._lock, None
-        if lock is not None:
-            lock.close()
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
