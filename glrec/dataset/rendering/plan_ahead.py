@@ -38,7 +38,7 @@ PROCESS_CORES = 4
 
 
 def plans_in_process(batch: int) -> bool:
-    """Whether a stream of ``batch`` samples a batch plans them in a process of its own (see PROCESS_BATCH)."""
+    """Whether batches of ``batch`` samples are planned in a process of their own here (see PROCESS_BATCH)."""
     return PROCESS_BATCH is not None and batch >= PROCESS_BATCH and (os.cpu_count() or 1) >= PROCESS_CORES
 
 
