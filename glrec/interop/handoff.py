@@ -30,15 +30,15 @@ REGISTER_BATCH = 16
 # the GPU memory; the GPU tier has not run with 64.
 SHARED_BATCH: int | None = None
 SHARED_PHASED: bool | None = None
-SHARED_BATCH_MAX = 32
-SHARED_BATCH_BYTES = 256 << 20
+SHARED_BATCH_MAX = 64
+SHARED_BATCH_BYTES = 512 << 20
 
 
 def shared_batching(frame_bytes: int, *, live: bool) -> tuple[int, bool]:
     """(frames per batch, phased) for the shared handoff; see SHARED_BATCH above.
 
     >>> shared_batching(1920 * 1080 * 3, live=False), shared_batching(3840 * 2160 * 3, live=False)
-    ((32, True), (10, True))
+    ((64, True), (21, True))
     >>> shared_batching(1920 * 1080 * 3, live=True)
     (1, False)
     """

@@ -29,6 +29,7 @@ __all__ = ["LAYER_EXTENSION", "LayeredGBuffer", "can_layer", "layers_for", "stat
 LAYER_EXTENSION = "GL_ARB_shader_viewport_layer_array"
 _FRAMEBUFFER, _DRAW_BINDING, _READ_BINDING = 0x8D40, 0x8CA6, 0x8CAA
 _COLOR0, _DEPTH_ATT, _TEX_2D_ARRAY, _DEPTH24, _COMPLETE = 0x8CE0, 0x8D00, 0x8C1A, 0x81A6, 0x8CD5
+_TEX_2D = 0x0DE1
 _VIEWPORT, _COLOR, _DEPTH = 0x0BA2, 0x1800, 0x1801
 #: Bytes per pixel of the depth-test buffer (GL_DEPTH_COMPONENT24, stored in 32 bits).
 _DEPTH_BYTES = 4
@@ -181,6 +182,15 @@ class LayeredGBuffer:
                 else:
                     fv(_COLOR, self._slots[r.name], (ctypes.c_float * 4)(*v))
         fv(_DEPTH, 0, (ctypes.c_float * 4)(depth))
+
+    def copy_layer(self, name: str, layer: int, texture: moderngl.Texture) -> None:
+        """Copy layer ``layer`` of pass ``name``'s target into ``texture`` (2-D, the same size and format), on
+        the GPU (``glCopyImageSubData``): in command order, so a later draw into the layer does not change it."""
+        src = self.textures[name]
+        w, h = self.size
+        _gl("glCopyImageSubData", *(ctypes.c_uint, ctypes.c_uint, *(ctypes.c_int,) * 4) * 2, *(ctypes.c_int,) * 3)(
+            src.glo, _TEX_2D_ARRAY, 0, 0, 0, layer, texture.glo, _TEX_2D, 0, 0, 0, 0, w, h, 1
+        )
 
     @property
     def depth_texture(self) -> int:

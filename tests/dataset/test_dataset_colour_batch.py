@@ -80,6 +80,40 @@ def test_gl_jpeg_batched_bytes_equal_one_image_at_a_time(gl, tmp_path):
         renderer.close()
 
 
+def layers_equal_alone(ctx, tmp_path, monkeypatch, kind, encoder):
+    """Shards whose colour a ``kind`` encoder took from the batch's layers (chunks of 3 and 1, then 3) hold,
+    for every sample, the JPEG it makes of that sample drawn alone."""
+    from glrec.dataset.files import runner
+    from glrec.dataset.rendering.sample import SampleRenderer
+
+    taken: list[tuple[int, int]] = []
+    queue_layer = kind.queue_layer
+
+    def counted(self, gbuffer, layer, index):
+        taken.append((layer, index))
+        return queue_layer(self, gbuffer, layer, index)
+
+    monkeypatch.setattr(kind, "queue_layer", counted)
+    monkeypatch.setattr(runner, "SHARD_CHUNK", 3)  # shards of 4: chunks of 3 and 1, then 3
+    spec = jpeg_spec(encoder=encoder)
+    layered = shards_with_batch(tmp_path, spec, 2, threads=1, kind=kind)
+    assert taken == [(0, 0), (1, 1), (2, 2), (0, 3), (0, 4), (1, 5), (2, 6)]  # every sample from its chunk's layer
+    one = kind(spec.output)
+    renderer = SampleRenderer(spec, ctx, one, keep_rgb=False)
+    try:
+        for i in range(spec.samples):
+            assert renderer.render(i).colour[0] == layered[f"{spec.key(i)}.rgb.jpg"], i
+    finally:
+        one.close()
+        renderer.close()
+
+
+def test_gl_jpeg_shards_take_colour_from_the_batch_layers_with_the_bytes_of_one_sample_drawn_alone(
+    gl, tmp_path, monkeypatch
+):
+    layers_equal_alone(gl.mgl, tmp_path, monkeypatch, GlJpegColour, "gl")
+
+
 def test_the_cpu_row_still_makes_ffmpeg_jpegs(tmp_path):
     spec = jpeg_spec(samples=2, shard_size=2, encoder="cpu")
     generate(spec, tmp_path / "o", workers=1)

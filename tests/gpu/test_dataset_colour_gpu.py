@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from helpers import shard_members
 from PIL import Image
-from test_dataset_colour_batch import jpeg_spec, psnr, shards_with_batch
+from test_dataset_colour_batch import jpeg_spec, layers_equal_alone, psnr, shards_with_batch
 
 from glrec.dataset import generate, render_sample
 from glrec.dataset.files.gl_jpeg_colour import GlJpegColour
@@ -54,3 +54,16 @@ def test_auto_takes_the_gl_jpeg_encoder_on_hardware_gl():
     from glrec.dataset.files.encode import colour_encoder
 
     assert isinstance(colour_encoder(jpeg_spec(encoder="auto").output), GlJpegColour)
+
+
+def test_nvjpeg_shards_take_colour_from_the_batch_layers_with_the_bytes_of_one_sample_drawn_alone(
+    gl, tmp_path, monkeypatch
+):
+    pytest.importorskip("nvidia.nvimgcodec", reason="needs nvImageCodec: pip install glrec[nvjpeg]")
+    from glrec.dataset.files.nvjpeg_colour import NvJpegColour
+
+    layers_equal_alone(gl.mgl, tmp_path, monkeypatch, NvJpegColour, "nvjpeg")
+
+
+def test_gl_jpeg_on_hardware_gl_takes_colour_from_the_batch_layers(gl, tmp_path, monkeypatch):
+    layers_equal_alone(gl.mgl, tmp_path, monkeypatch, GlJpegColour, "gl")

@@ -18,12 +18,15 @@ so shards are the same whatever the batch size, and the same as :meth:`encode`'s
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import moderngl
 
 from ..spec.document import OutputSpec
 from .encode import ColourImage
+
+if TYPE_CHECKING:
+    from ...scenes.layers import LayeredGBuffer
 
 log = logging.getLogger("glrec")
 
@@ -33,7 +36,7 @@ BATCH = 8
 
 
 class GlJpegColour:
-    """A :class:`~glrec.dataset.files.encode.BatchColour` that encodes the colour texture on the GPU.
+    """A :class:`~glrec.dataset.rendering.colour.LayerColour` that encodes the colour texture on the GPU.
 
     The stage is made at the first image, in the GL context its texture belongs to, for that
     size; :meth:`close` releases it (the dataset worker calls it before releasing the context).
@@ -77,12 +80,22 @@ class GlJpegColour:
 
         Returns the (index, JPEG) of samples whose batch finished meanwhile (oldest first).
         """
-        ctx = fbo.ctx
-        size: tuple[int, int] = (fbo.width, fbo.height)
+        fbo.ctx.copy_framebuffer(self._slot(fbo.ctx, (fbo.width, fbo.height)), fbo)
+        return self._queued_one(index)
+
+    def queue_layer(self, gbuffer: LayeredGBuffer, layer: int, index: int) -> list[tuple[int, bytes]]:
+        """:meth:`queue` of sample ``index`` from layer ``layer`` of a batch's colour target (copied on the GPU)."""
+        gbuffer.copy_layer("rgb", layer, self._slot(gbuffer.ctx, gbuffer.size))
+        return self._queued_one(index)
+
+    def _slot(self, ctx: moderngl.Context, size: tuple[int, int]) -> moderngl.Texture:
+        """The slot the next queued sample's colour goes into (the slots are made at the first)."""
         if not self._slots:
             self._open(ctx, size, self.batch)
             self._slots = [ctx.texture(size, 4) for _ in range(self.batch)]
-        ctx.copy_framebuffer(self._slots[len(self._queued)], fbo)
+        return self._slots[len(self._queued)]
+
+    def _queued_one(self, index: int) -> list[tuple[int, bytes]]:
         self._queued.append(index)
         if len(self._queued) < self.batch:
             return []

@@ -22,11 +22,14 @@ Needs an NVIDIA GPU whose GL context is the one the dataset renders in, CUDA
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import EncoderError, EncoderUnavailableError
 from ..spec.document import OutputSpec
 from .encode import ColourImage
+
+if TYPE_CHECKING:
+    from ...scenes.layers import LayeredGBuffer
 
 log = logging.getLogger("glrec")
 
@@ -53,7 +56,7 @@ def cuda_device_of_current_context() -> int:
 
 
 class NvJpegColour:
-    """A :class:`~glrec.dataset.files.encode.ColourEncoder` that reads the colour texture on the GPU.
+    """A :class:`~glrec.dataset.rendering.colour.LayerColour` that reads the colour texture on the GPU.
 
     Its GPU stages are made at the first image, in the GL context that image's
     texture belongs to; :meth:`close` releases them (the dataset worker calls it
@@ -73,6 +76,7 @@ class NvJpegColour:
         self._stages: list[Any] = []  # packer, handoff, encoder, device: released in reverse
         self._count = 0
         self._held: list[Any] = []  # frames handed to CUDA, not encoded yet (batches)
+        self._scratch: Any = None  # the texture a batch's colour layer is copied into (queue_layer)
 
     def _open(self, texture: Any) -> None:
         from ...convert import RgbPacker
@@ -117,7 +121,17 @@ class NvJpegColour:
 
     def queue(self, fbo: Any, index: int) -> list[tuple[int, bytes]]:
         """Pack sample ``index``'s colour and hand it to CUDA; every ``batch`` samples, encode the held ones."""
-        texture = fbo.color_attachments[0]
+        return self._hand_over(fbo.color_attachments[0], index)
+
+    def queue_layer(self, gbuffer: LayeredGBuffer, layer: int, index: int) -> list[tuple[int, bytes]]:
+        """:meth:`queue` of sample ``index`` from layer ``layer`` of a batch's colour target: copied on the GPU
+        into a texture of this encoder's, which its pack stage reads as it reads a framebuffer's."""
+        if self._scratch is None:
+            self._scratch = gbuffer.ctx.texture(gbuffer.size, 4)
+        gbuffer.copy_layer("rgb", layer, self._scratch)
+        return self._hand_over(self._scratch, index)
+
+    def _hand_over(self, texture: Any, index: int) -> list[tuple[int, bytes]]:
         _, packer, handoff, _ = self._ready(texture)
         packer.run(texture)
         self._held += handoff.submit(index)
@@ -142,6 +156,9 @@ class NvJpegColour:
         held, self._held = self._held, []
         for frame in held:
             frame.release()
+        scratch, self._scratch = self._scratch, None
+        if scratch is not None:
+            scratch.release()
         stages, self._stages = self._stages, []
         for stage in reversed(stages):
             close = getattr(stage, "close", None) or stage.release

@@ -11,11 +11,11 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ...errors import GlrecError
 from ...gl.context import GLContext, create_context
-from ..rendering.colour import BatchColour
+from ..rendering.colour import BatchColour, LayerColour
 from ..rendering.devices import check_egl_device
 from ..rendering.sample import Sample, SampleRenderer, finish_colour
 from ..spec.document import DatasetSpec, check_flag
@@ -24,6 +24,9 @@ from .folder import DatasetFolder, holds_anything
 from .lock import FolderLock
 from .samples import Encoded, encode_threads, file_digests, manifest_line, sample_files
 from .writers import FolderWriter, ShardWriter, TarWriter, WriteBehind, disk_full
+
+if TYPE_CHECKING:
+    from ...scenes.layers import LayeredGBuffer
 
 log = logging.getLogger("glrec")
 
@@ -119,11 +122,14 @@ class ShardWorker:
 
     def _drawn(self, indices: range, mark: Callable[[int], None]) -> Iterator[tuple[Sample, bytes | None, Any]]:
         """Samples ``indices`` drawn in order (``mark(i)`` before sample i, or its chunk, is drawn): a chunk of up to
-        :data:`SHARD_CHUNK` per GL pass where the scene draws batches (``render_layers``) and colour is encoded on
-        the host, else one by one (a GPU JPEG encoder takes each sample's colour from the framebuffer)."""
+        :data:`SHARD_CHUNK` per GL pass where the scene draws batches (``render_layers``), colour encoded on the
+        host or by a GPU encoder that takes it from the chunk's layers (:class:`LayerColour`), else one by one."""
         renderer = None if self.spec.is_clip else self._image_renderer()
-        if renderer is not None and renderer.batch_ready and self._batch is None:  # GPU JPEG: per sample
+        layers = self._batch is None or isinstance(self._batch, LayerColour)  # GPU JPEG from the chunk's layers
+        if renderer is not None and renderer.batch_ready and layers:
             assert self._gl is not None
+            if self._batch is not None and renderer.layer_colour is None:
+                renderer.layer_colour = self._queue_layer
             for first in range(indices.start, indices.stop, SHARD_CHUNK):
                 chunk = range(first, min(indices.stop, first + SHARD_CHUNK))
                 then = range(chunk.stop, min(indices.stop, chunk.stop + SHARD_CHUNK))  # planned while this draws
@@ -147,6 +153,11 @@ class ShardWorker:
         for index in indices:
             mark(index)
             yield self._draw(index)
+
+    def _queue_layer(self, gbuffer: LayeredGBuffer, layer: int, index: int) -> None:
+        """Hand sample ``index``'s colour, layer ``layer`` of a chunk just drawn, to the batched GPU encoder."""
+        assert isinstance(self._batch, LayerColour)
+        self._jpegs.update(self._batch.queue_layer(gbuffer, layer, index))
 
     def _encode(self, sample: Sample, video: bytes | None) -> Encoded:
         """The rest, on any thread: colour left to a host encoder, the pass files, their digests."""

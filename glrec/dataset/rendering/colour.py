@@ -8,12 +8,15 @@ the registry that picks one live with the files (:mod:`glrec.dataset.files.encod
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import moderngl
 import numpy as np
 
-__all__ = ["BatchColour", "ColourEncoder", "ColourImage"]
+if TYPE_CHECKING:
+    from ...scenes.layers import LayeredGBuffer
+
+__all__ = ["BatchColour", "ColourEncoder", "ColourImage", "LayerColour"]
 
 
 class ColourImage:
@@ -68,3 +71,15 @@ class BatchColour(Protocol):
     def queue(self, fbo: moderngl.Framebuffer, index: int) -> list[tuple[int, bytes]]: ...
 
     def flush(self) -> list[tuple[int, bytes]]: ...
+
+
+@runtime_checkable
+class LayerColour(BatchColour, Protocol):
+    """A :class:`BatchColour` that also takes colour from a layer of a batch's G-buffer (GL thread only).
+
+    :meth:`queue_layer` copies layer ``layer`` of ``gbuffer``'s colour target (sample ``index``) on the GPU, so
+    the shards of a batch-drawing scene keep their batch path (N samples per GL pass) with JPEG made on the GPU.
+    A sample's bytes are those :meth:`queue` makes of the same sample drawn alone.
+    """
+
+    def queue_layer(self, gbuffer: LayeredGBuffer, layer: int, index: int) -> list[tuple[int, bytes]]: ...

@@ -72,7 +72,8 @@ def budget_of(ctx: moderngl.Context) -> int:
 def can_render_layers(renderer: SampleRenderer) -> bool:
     """Whether ``renderer``'s samples can go through the layered batch path: a batch-drawing scene,
     still images (clips keep the one-sample path), the GPU packer, no colour encoder or a host-only
-    one (the GPU JPEG encoders read the one-sample colour target), every pass one the packer packs (a pass a
+    one (a GPU JPEG encoder takes the layers' colour through :attr:`SampleRenderer.layer_colour` instead; as the
+    renderer's own encoder it reads the one-sample colour target), every pass one the packer packs (a pass a
     row adds is read back as rendered, one sample at a time), and a driver that layers."""
     enc = renderer.colour_encoder
     packer = renderer.packer
@@ -116,6 +117,9 @@ class LayerRenderer:
         # Targets for the passes packed, plus instance and semantic where boxes or ids are counted.
         ids = packer.want_boxes or bool(packer.wanted & {"instance", "semantic"})  # the box pass reads both
         read = set(packer.wanted) | ({"instance", "semantic"} if ids else set())
+        self.colour = renderer.layer_colour  # the renderer's, when this was made
+        if self.colour is not None:  # a GPU encoder copies each sample's colour out of the chunk's target
+            read.add("rgb")
         layers = min(layers_for(ctx, size, batch, budget_of(ctx), read), max(1, block // self.stride))
         self.layers = max(1, min(layers, max_layers or layers))
         self.gbuffer: LayeredGBuffer | None = LayeredGBuffer(ctx, size, self.layers, read)
@@ -170,6 +174,10 @@ class LayerRenderer:
                     annotations = batch[k] if batch is not None else _annotate(r, plan.index, times[k])
                 r.finish_meta(sample, [frame_meta(times[k], annotations, result.boxes[k])])
                 samples.append(sample)
+            if self.colour is not None:  # before the next chunk draws over the layers
+                assert self.gbuffer is not None
+                for k, plan in enumerate(chunk):
+                    self.colour(self.gbuffer, k, plan.index)
         return samples
 
     def draw(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import moderngl
 import numpy as np
@@ -28,6 +28,9 @@ from .batch_meta import add_visible, frame_meta, sample_meta
 from .colour import ColourEncoder, ColourImage
 from .pack import PackTarget, PassPacker
 from .plans import TIME_PARAM, SamplePlan, plan_samples, sample_plan
+
+if TYPE_CHECKING:
+    from ...scenes.layers import LayeredGBuffer
 
 log = logging.getLogger("glrec")
 
@@ -146,6 +149,10 @@ class SampleRenderer:
         check_scene(self.scene, spec)
         self._packer: PassPacker | None = None
         self._layers: Any = None  # the batch path (render_layers.LayerRenderer), made on first use
+        #: Called (G-buffer, layer, sample index) for each sample of a chunk :meth:`render_batch` drew, before the
+        #: next chunk draws: a GPU colour encoder taking colour from the layers (the shard worker sets it). Set
+        #: before the first batch: the batch path keeps a colour target only where it is set.
+        self.layer_colour: Callable[[LayeredGBuffer, int, int], None] | None = None
         self._plans: dict[int, SamplePlan] = {}
         # The scene's capabilities, checked once (a runtime protocol check costs ~10 us a call).
         self._randomisable = isinstance(self.scene, Randomisable)
@@ -216,7 +223,12 @@ class SampleRenderer:
 
         layers = self._layers
         # Made for the first batch; made again only when a larger batch could use more layers.
-        if layers is None or layers.max_layers != max_layers or layers.layers == layers.batch < n:
+        if (
+            layers is None
+            or layers.max_layers != max_layers
+            or layers.layers == layers.batch < n
+            or layers.colour is not self.layer_colour
+        ):
             self._layers = None
             if layers is not None:
                 layers.release()
