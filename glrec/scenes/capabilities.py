@@ -53,6 +53,10 @@ place instead of probing attributes with ``getattr``:
   its annotations list them. The training stream then makes the ``boxes``, ``labels`` and ``instances``
   columns from those and the boxes the GPU counted, without the rest of the metadata
   (:func:`batch_objects_agree` says when a scene's is used).
+- :class:`PlansWithoutGL`: ``setup_planning(size)`` readies a copy of the scene for planning only, no GL
+  context: its ``randomise_batch``, ``prepare_batch`` and ``cameras_batch`` then give what the set-up scene's
+  give. The training stream's planning processes (:mod:`glrec.dataset.rendering.plan_child`) then also
+  prepare the draws and the cameras, and the stream's own interpreter only unpickles them.
 - :class:`Finite`: ``done(t)`` says it has nothing left to show at ``t`` (a video
   input that ended); live streams stop there.
 - :class:`~glrec.events.Interactive`: ``on_input(event)`` takes viewer input.
@@ -137,6 +141,11 @@ class BatchAnnotated(Protocol):
 @runtime_checkable
 class BatchCameras(Protocol):
     def cameras_batch(self, layouts: Sequence[Any], times: Sequence[float]) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@runtime_checkable
+class PlansWithoutGL(Protocol):
+    def setup_planning(self, size: tuple[int, int]) -> None: ...
 
 
 @runtime_checkable
@@ -252,6 +261,7 @@ __all__ = [
     "Interactive",
     "LayoutParams",
     "Parameterised",
+    "PlansWithoutGL",
     "Randomisable",
     "ReportsParams",
     "WritesPasses",

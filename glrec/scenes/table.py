@@ -232,6 +232,11 @@ class Table:
 
     # -- Scene protocol ----------------------------------------------------------------------
 
+    def setup_planning(self, size: tuple[int, int]) -> None:
+        """Plan, prepare and give cameras for frames of ``size`` with no GL context (a planning process's copy;
+        :class:`~glrec.scenes.capabilities.PlansWithoutGL`): the size is all those halves read of the set-up."""
+        self.size = size
+
     def setup(self, ctx: moderngl.Context, size: tuple[int, int]) -> None:
         """Make the table's meshes and program in ``ctx`` for frames of ``size``."""
         self.ctx = ctx

@@ -3,6 +3,7 @@
 import os
 import time
 
+import numpy as np
 import pytest
 from test_dataset_layers import gl, make_spec  # noqa: F401 - gl is a fixture
 from test_plan_ahead import assert_as_planned_here
@@ -25,7 +26,7 @@ def test_the_child_plans_what_this_process_plans():
     child = ready(PlanProcess(spec))
     try:
         futures = [child.submit(list(range(k, k + 10))) for k in (0, 10, 30)]
-        got = [f.result(timeout=60) for f in futures]
+        got = [f.result(timeout=60)[0] for f in futures]
     finally:
         child.close()
     scene = load_scene(spec.scene_ref())
@@ -56,11 +57,11 @@ def test_a_batch_the_child_refuses_is_planned_here_and_raises_the_error_of_plann
         with pytest.raises(RuntimeError):
             child.submit(list(range(20))).result(timeout=60)
         planner = plan_ahead.ChunkPlanner(spec, load_scene(spec.scene_ref()), 20, False)
-        planner._remote = child  # this planner's requests go to that child
+        planner._remotes = [child]  # this planner's requests go to that child
         planner.ahead(range(20))
         with pytest.raises(SceneError, match="fov 0.0"):
             list(planner.chunks(range(20), None))
-        planner._remote = None
+        planner._remotes = []
         planner.close()
     finally:
         child.close()
@@ -72,12 +73,13 @@ def test_a_stream_planning_in_a_process_renders_what_threads_render(gl, monkeypa
     monkeypatch.setattr(plan_ahead, "PROCESS_CORES", 1)
     asked = []
     real = PlanProcess.submit
-    monkeypatch.setattr(PlanProcess, "submit", lambda self, idx: asked.append(list(idx)) or real(self, idx))
+    monkeypatch.setattr(plan_ahead, "PROCESSES", 1)
+    monkeypatch.setattr(PlanProcess, "submit", lambda self, idx, cams=False: asked.append(list(idx)) or real(self, idx))
     spec = make_spec(samples=24)
     r = SampleRenderer(spec, gl.mgl, None, keep_rgb=True, packed=True)
     try:
         r.render_batch(range(0, 8), lambda j, n: None)  # makes the batch renderer, which starts the child
-        child = r._layers._planner._remote
+        (child,) = r._layers._planner._remotes
         ready(child)
         r.render_batch(range(8, 16), lambda j, n: None, then=range(16, 24))
         ahead = r.render_batch(range(16, 24), lambda j, n: None)
@@ -91,9 +93,12 @@ def test_a_stream_planning_in_a_process_renders_what_threads_render(gl, monkeypa
 def test_small_batches_and_small_machines_plan_on_threads(monkeypatch):
     monkeypatch.setattr(plan_ahead, "PROCESS_CORES", 4)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    assert not plan_ahead.plans_in_process(4096)
+    monkeypatch.setattr(plan_ahead, "PROCESSES", 2)
+    assert plan_ahead.plans_in_process(4096) == 0
     monkeypatch.setattr(os, "cpu_count", lambda: 16)
-    assert plan_ahead.plans_in_process(plan_ahead.PROCESS_BATCH) and not plan_ahead.plans_in_process(256)
+    assert plan_ahead.plans_in_process(plan_ahead.PROCESS_BATCH) == 2 and plan_ahead.plans_in_process(256) == 0
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    assert plan_ahead.plans_in_process(4096) == 1
 
 
 def test_a_child_that_cannot_start_leaves_planning_to_threads(monkeypatch):
@@ -105,11 +110,64 @@ def test_a_child_that_cannot_start_leaves_planning_to_threads(monkeypatch):
     monkeypatch.setattr(plan_child, "start_child", refuse)
     spec = make_spec(samples=8)
     scene = load_scene(spec.scene_ref())
-    planner = plan_ahead.ChunkPlanner(spec, scene, 4, False, process=True)
+    planner = plan_ahead.ChunkPlanner(spec, scene, 4, False, processes=2)
     try:
-        assert planner._remote is None
+        assert planner._remotes == []
         planner.ahead(range(4, 8))
         got = [plan for _, chunk, *_ in planner.chunks(range(4, 8), None) for plan in chunk]
     finally:
         planner.close()
     assert got == plan_samples(spec, list(range(4, 8)), scene)
+
+
+@pytest.mark.gl
+def test_two_planning_processes_make_the_prepared_draws_and_cameras_of_a_stream_that_equals_one_planned_here(
+    monkeypatch,
+):
+    from glrec.dataset import stream
+    from glrec.scenes.table import Table
+
+    def batches(processes):
+        monkeypatch.setattr(plan_ahead, "PROCESS_BATCH", 4 if processes else None)
+        monkeypatch.setattr(plan_ahead, "PROCESS_CORES", 1)
+        monkeypatch.setattr(plan_ahead, "PROCESSES", processes)
+        out = []
+        with stream(spec, 8, device="cpu") as s:
+            for batch in s:
+                out.append({k: np.array(batch[k]) for k in ("index", "rgb", "depth", "K", "world_to_camera")})
+                out[-1]["meta"] = list(batch["meta"])
+        return out
+
+    spec = make_spec(samples=40)
+    here = batches(0)
+    made = {"prepare_batch": 0, "cameras_batch": 0}  # in this process
+    for name in made:
+        real = getattr(Table, name)
+
+        def counted(self, *args, real=real, name=name):
+            made[name] += 1
+            return real(self, *args)
+
+        monkeypatch.setattr(Table, name, counted)
+    real_init = PlanProcess.__init__
+
+    def started(self, spec):  # every batch after the first is planned by the processes
+        real_init(self, spec)
+        ready(self)
+
+    monkeypatch.setattr(PlanProcess, "__init__", started)
+    asked = []
+    real_submit = PlanProcess.submit
+    monkeypatch.setattr(PlanProcess, "submit", lambda self, idx, cams=False: asked.append(
+        (id(self), cams)) or real_submit(self, idx, cams))  # fmt: skip
+    there = batches(2)
+    assert len(asked) == 4 and len({who for who, _ in asked}) == 2 and all(cams for _, cams in asked)
+    assert made == {"prepare_batch": 1, "cameras_batch": 1}  # only for the first batch, planned here at once
+    assert len(here) == len(there) == 5
+    for a, b in zip(here, there, strict=True):
+        assert a.keys() == b.keys()
+        for key in a:
+            if key == "meta":
+                assert a[key] == b[key]
+            else:
+                assert np.array_equal(np.asarray(a[key]), np.asarray(b[key])), key

@@ -99,7 +99,10 @@ class DeferredMetas(_Made[Meta]):
         the metadata is made: take them from it); a camera that is not finite raises the metadata's error."""
         if self._metas is not None:
             return None
-        parts = [scene.cameras_batch([p.layout for p in c.plans], c.times) for c in self._chunks]
+        parts = [
+            c.cameras if c.cameras is not None else scene.cameras_batch([p.layout for p in c.plans], c.times)
+            for c in self._chunks
+        ]
         k = np.concatenate([p[0] for p in parts])
         w2c = np.concatenate([p[1] for p in parts])
         if not (np.isfinite(k).all() and np.isfinite(w2c).all()):

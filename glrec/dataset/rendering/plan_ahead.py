@@ -9,22 +9,28 @@ to :data:`PLANNERS` threads, a chunk per task, while the render thread draws thi
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
-from ...scenes.capabilities import BatchPrepared
+from ...scenes.capabilities import BatchCameras, BatchPrepared
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..spec.document import DatasetSpec
-    from .plan_child import PlanProcess
+    from .plan_child import Planned, PlanProcess
     from .plans import SamplePlan
+
+    Cameras = tuple[np.ndarray, np.ndarray]  # K (n, 3, 3) and world-to-camera (n, 4, 4)
+    Chunk = tuple[list[SamplePlan], Any, Cameras | None]  # plans, prepared draw, cameras
 
 log = logging.getLogger("glrec")
 
-__all__ = ["PLANNERS", "PROCESS_BATCH", "ChunkPlanner", "plans_in_process"]
+__all__ = ["PLANNERS", "PROCESSES", "PROCESS_BATCH", "ChunkPlanner", "plans_in_process"]
 
 #: Threads that plan the next batch's chunks while one draws, at most (and at most half the cores): their numpy
 #: runs beside the render thread, their Python takes turns with it (four slowed the render thread on the H200).
@@ -35,28 +41,38 @@ PLANNERS = 2
 #: and the planning threads' Python holds the render thread back. None: never.
 PROCESS_BATCH: int | None = 1024
 PROCESS_CORES = 4
+#: Planning processes at most, one per :data:`PROCESS_CORES` cores; a batch's chunks go to them in turn. One
+#: planned the 128x128 stream's chunks on the H200 at about 40,000 samples/s, busy nine tenths of the time.
+PROCESSES = 2
 
 
-def plans_in_process(batch: int) -> bool:
-    """Whether batches of ``batch`` samples are planned in a process of their own here (see PROCESS_BATCH)."""
-    return PROCESS_BATCH is not None and batch >= PROCESS_BATCH and (os.cpu_count() or 1) >= PROCESS_CORES
+def plans_in_process(batch: int) -> int:
+    """How many processes plan batches of ``batch`` samples here (0: none; see PROCESS_BATCH)."""
+    if PROCESS_BATCH is None or batch < PROCESS_BATCH:
+        return 0
+    return max(0, min(PROCESSES, (os.cpu_count() or 1) // PROCESS_CORES))
 
 
 class ChunkPlanner:
-    """Plans of ``spec``'s samples for ``scene``, in chunks of ``layers``; ``prepares``: also the draws' CPU half."""
+    """Plans of ``spec``'s samples for ``scene``, in chunks of ``layers``; ``prepares``: also the draws' CPU half;
+    ``processes``: planning processes to start (:func:`plans_in_process`). :attr:`cameras`: also each chunk's
+    cameras (``cameras_batch``, a :class:`~glrec.scenes.capabilities.BatchCameras` scene; the training stream's)."""
 
-    def __init__(self, spec: DatasetSpec, scene: object, layers: int, prepares: bool, process: bool = False) -> None:
+    def __init__(self, spec: DatasetSpec, scene: object, layers: int, prepares: bool, processes: int = 0) -> None:
         self.spec, self.scene, self.layers, self.prepares = spec, scene, layers, prepares
-        self._remote: PlanProcess | None = None
-        if process:  # started now, so it has loaded the scene by the time batches are planned ahead
+        self.cameras = False
+        self._remotes: list[PlanProcess] = []
+        self._turn = 0
+        if processes:  # started now, so they have loaded the scene by the time batches are planned ahead
             from .plan_child import PlanProcess
 
             try:
-                self._remote = PlanProcess(spec)
+                for _ in range(processes):
+                    self._remotes.append(PlanProcess(spec))
             except Exception as exc:  # no child to be had (no interpreter to start, no fds): threads plan
-                log.debug("glrec: no planning process (%s); batches are planned on threads", exc)
+                log.debug("glrec: %d planning processes of %d (%s)", len(self._remotes), processes, exc)
         self._pool: ThreadPoolExecutor | None = None
-        self._ahead: tuple[tuple[int, ...], list[Future[tuple[list[SamplePlan], Any]]]] | None = None
+        self._ahead: tuple[tuple[int, ...], list[Future[Chunk]]] | None = None
 
     @property
     def planned_ahead(self) -> tuple[int, ...] | None:
@@ -74,33 +90,37 @@ class ChunkPlanner:
             self._pool = ThreadPoolExecutor(threads, thread_name_prefix="glrec-plan")
         key, step = tuple(indices), self.layers
         chunks = [key[i : i + step] for i in range(0, len(key), step)]
-        child = self._remote if self._remote is not None and self._remote.ready.is_set() else None
-        remote = [child.submit(list(c)) if child is not None else None for c in chunks]
+        ready = [r for r in self._remotes if r.ready.is_set()]
+        remote: list[Future[Planned] | None] = []
+        for c in chunks:  # the processes take chunks in turn, from batch to batch
+            self._turn += 1
+            remote.append(ready[self._turn % len(ready)].submit(list(c), self.cameras) if ready else None)
         self._ahead = (key, [self._pool.submit(self._plan_chunk, c, r) for c, r in zip(chunks, remote, strict=True)])
 
-    def _plan_chunk(
-        self, indices: Sequence[int], remote: Future[list[SamplePlan]] | None = None
-    ) -> tuple[list[SamplePlan], Any]:
-        """A chunk's plans (the planning process's, or made here) and, where the scene prepares draws, its
-        prepared draw (None: drawn from the layouts)."""
+    def _plan_chunk(self, indices: Sequence[int], remote: Future[Planned] | None = None) -> Chunk:
+        """A chunk's plans (a planning process's, or made here), its prepared draw where the scene prepares
+        draws (None: drawn from the layouts) and its cameras where :attr:`cameras` (None: made when read)."""
         from .plans import TIME_PARAM, plan_samples
 
-        plans = None
+        plans, prepared, cams = None, None, None
         if remote is not None:
             try:
-                plans = remote.result()
+                plans, prepared, cams = remote.result()
             except Exception as exc:  # planned here, which raises the error that names the sample
                 log.debug("glrec: the planning process did not plan samples %d..%d (%s)", indices[0], indices[-1], exc)
         if plans is None:
             plans = plan_samples(self.spec, list(indices), self.scene)
-        if not self.prepares:
-            return plans, None
-        try:
-            times = [float(p.params.get(TIME_PARAM, 0.0)) for p in plans]
-            return plans, cast(BatchPrepared, self.scene).prepare_batch([p.layout for p in plans], times)
-        except Exception as exc:  # drawn from the layouts on the render thread, which names the failure there
-            log.debug("glrec: preparing a chunk's draw failed (%s); it is drawn from its layouts", exc)
-            return plans, None
+        times = [float(p.params.get(TIME_PARAM, 0.0)) for p in plans]
+        layouts = [p.layout for p in plans]
+        if self.prepares and prepared is None:
+            try:
+                prepared = cast(BatchPrepared, self.scene).prepare_batch(layouts, times)
+            except Exception as exc:  # drawn from the layouts on the render thread, which names the failure there
+                log.debug("glrec: preparing a chunk's draw failed (%s); it is drawn from its layouts", exc)
+        if self.cameras and cams is None:
+            with contextlib.suppress(Exception):  # made again when read, which raises the error there
+                cams = cast(BatchCameras, self.scene).cameras_batch(layouts, times)
+        return plans, prepared if self.prepares else None, cams
 
     def _drop_ahead(self) -> None:
         ahead, self._ahead = self._ahead, None
@@ -108,9 +128,10 @@ class ChunkPlanner:
 
     def chunks(
         self, indices: Sequence[int], then: Sequence[int] | None
-    ) -> Iterator[tuple[int, list[SamplePlan], list[float], list[Any], Any]]:
-        """Per chunk of up to ``layers`` samples: its first position, plans, times, layouts and prepared draw
-        (or None). Planned ahead (:meth:`ahead`) or here, at once; ``then`` is planned ahead from here."""
+    ) -> Iterator[tuple[int, list[SamplePlan], list[float], list[Any], Any, Cameras | None]]:
+        """Per chunk of up to ``layers`` samples: its first position, plans, times, layouts, prepared draw
+        (or None) and cameras (or None). Planned ahead (:meth:`ahead`) or here, at once; ``then`` is planned
+        ahead from here."""
         from .plans import TIME_PARAM, plan_samples
 
         ahead, self._ahead = self._ahead, None
@@ -123,14 +144,14 @@ class ChunkPlanner:
             plans = plan_samples(self.spec, list(indices), self.scene)
             ahead = (
                 tuple(indices),
-                [_done((plans[j : j + self.layers], None)) for j in range(0, len(plans), self.layers)],
+                [_done((plans[j : j + self.layers], None, None)) for j in range(0, len(plans), self.layers)],
             )
         j = 0
         try:
             for task in ahead[1]:
-                chunk, prepared = task.result()
+                chunk, prepared, cams = task.result()
                 times = [float(p.params.get(TIME_PARAM, 0.0)) for p in chunk]
-                yield j, chunk, times, [p.layout for p in chunk], prepared
+                yield j, chunk, times, [p.layout for p in chunk], prepared, cams
                 j += len(chunk)
         finally:  # after a chunk that failed (or a caller that stopped), the rest are waited for, not left running
             _settle(ahead[1])
@@ -141,8 +162,8 @@ class ChunkPlanner:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown()
-        remote, self._remote = self._remote, None
-        if remote is not None:
+        remotes, self._remotes = self._remotes, []
+        for remote in remotes:
             remote.close()
 
 

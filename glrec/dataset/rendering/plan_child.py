@@ -9,8 +9,14 @@ this glrec, dying with its parent) and sends the plans back pickled; unpickling 
 5 us a sample. The child loads the spec's scene itself (``load_scene(spec.scene_ref())``, as a dataset worker
 does); plans are pure functions of (seed, index), so they are the same bytes wherever they are made.
 
+Where the scene plans without GL (:class:`~glrec.scenes.capabilities.PlansWithoutGL`: set up for the frame size
+alone), the child also makes a chunk's prepared draw (``prepare_batch``) and, when asked, its cameras
+(``cameras_batch``): arrays, cheap to unpickle, that the parent's planning threads and render thread would
+otherwise compute holding its interpreter lock.
+
 Anything the child cannot do (it does not start, its scene fails to load, a batch raises, it dies) fails that
-request's future; the caller plans those samples itself, which raises the error that names the sample.
+request's future; the caller plans those samples itself, which raises the error that names the sample. A prepared
+draw or cameras the child could not make come back as None: the caller makes them.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 from ..._children import child_env, die_with_parent, start_child
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..spec.document import DatasetSpec
     from .plans import SamplePlan
 
@@ -37,11 +45,16 @@ log = logging.getLogger("glrec")
 _READY = -1  # the child's first message: the scene is loaded
 
 
+#: What the child answers for a chunk: its plans, its prepared draw and its (K, world-to-camera) arrays (None:
+#: not made there).
+Planned = tuple["list[SamplePlan]", Any, "tuple[np.ndarray, np.ndarray] | None"]
+
+
 class PlanProcess:
     """A child process that plans ``spec``'s samples: :meth:`submit` a chunk's indices, get a future of its plans."""
 
     def __init__(self, spec: DatasetSpec) -> None:
-        self._futures: dict[int, Future[list[SamplePlan]]] = {}
+        self._futures: dict[int, Future[Planned]] = {}
         self._lock = threading.Lock()
         self._next = 0
         self._gone: str | None = None
@@ -53,9 +66,10 @@ class PlanProcess:
         self._reader = threading.Thread(target=self._read, name="glrec-plan-reader", daemon=True)
         self._reader.start()
 
-    def submit(self, indices: list[int]) -> Future[list[SamplePlan]]:
-        """Plans of ``indices``, made by the child in the order asked."""
-        future: Future[list[SamplePlan]] = Future()
+    def submit(self, indices: list[int], cameras: bool = False) -> Future[Planned]:
+        """Plans of ``indices``, made by the child in the order asked, with the chunk's prepared draw and, if
+        ``cameras``, its cameras where the child's scene makes them (else None)."""
+        future: Future[Planned] = Future()
         with self._lock:
             if self._gone is not None:
                 future.set_exception(RuntimeError(self._gone))
@@ -63,7 +77,7 @@ class PlanProcess:
             key, self._next = self._next, self._next + 1
             self._futures[key] = future
         try:
-            self._conn.send_bytes(pickle.dumps((key, list(indices)), protocol=pickle.HIGHEST_PROTOCOL))
+            self._conn.send_bytes(pickle.dumps((key, list(indices), cameras), protocol=pickle.HIGHEST_PROTOCOL))
         except OSError as exc:
             self._fail(f"the planning process is gone ({exc})")
         return future
@@ -119,7 +133,7 @@ class PlanProcess:
 
 def _serve(conn: Any) -> None:
     from ...scenes import load_scene
-    from .plans import plan_samples
+    from ...scenes.capabilities import PlansWithoutGL
 
     spec = pickle.loads(conn.recv_bytes())
     try:
@@ -127,20 +141,46 @@ def _serve(conn: Any) -> None:
         failed = None
     except Exception as exc:  # every request is answered with the reason; the parent plans them itself
         scene, failed = None, f"the planning process could not load scene {spec.scene!r}: {exc}"
+    sized = False  # set up for planning: its prepared draws and cameras are the parent's
+    if isinstance(scene, PlansWithoutGL):
+        with contextlib.suppress(Exception):  # not set up: plans only
+            scene.setup_planning(spec.size)
+            sized = True
     if failed is None:
         conn.send_bytes(pickle.dumps((_READY, True, None)))
     while True:
         try:
-            key, indices = pickle.loads(conn.recv_bytes())
+            key, indices, cameras = pickle.loads(conn.recv_bytes())
         except EOFError:
             return
         try:
             if failed is not None:
                 raise RuntimeError(failed)
-            answer: tuple[int, bool, Any] = (key, True, plan_samples(spec, indices, scene))
+            answer: tuple[int, bool, Any] = (key, True, _plan(spec, indices, scene, sized, cameras))
         except Exception as exc:
             answer = (key, False, f"{type(exc).__name__}: {exc}")
         conn.send_bytes(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _plan(spec: DatasetSpec, indices: list[int], scene: Any, sized: bool, cameras: bool) -> Planned:
+    """A chunk's plans; where ``sized``, its prepared draw and (if asked) cameras, or None where those raise (the
+    parent makes them again, which names the failure there)."""
+    from ...scenes.capabilities import BatchCameras, batch_prepared
+    from .plans import TIME_PARAM, plan_samples
+
+    plans = plan_samples(spec, indices, scene)
+    if not sized:
+        return plans, None, None
+    layouts = [p.layout for p in plans]
+    times = [float(p.params.get(TIME_PARAM, 0.0)) for p in plans]
+    prepared = cams = None
+    if batch_prepared(scene):
+        with contextlib.suppress(Exception):
+            prepared = scene.prepare_batch(layouts, times)
+    if cameras and isinstance(scene, BatchCameras):
+        with contextlib.suppress(Exception):
+            cams = scene.cameras_batch(layouts, times)
+    return plans, prepared, cams
 
 
 def main(argv: list[str]) -> int:

@@ -30,6 +30,7 @@ from ...gl.fences import gl_function
 from ...scenes.capabilities import (
     Annotated,
     BatchAnnotated,
+    BatchCameras,
     BatchDrawable,
     BatchPrepared,
     BatchRandomisable,
@@ -90,13 +91,15 @@ def can_render_layers(renderer: SampleRenderer) -> bool:
 @dataclass
 class DrawnChunk:
     """A chunk :meth:`LayerRenderer.draw` rendered: sample k is ``plans[k]`` at ``times[k]``, with the boxes its
-    instance mask holds (``boxes[k]``) and the scene's params in effect (``in_effect[k]``, read only). It holds no pass
-    memory: what reads its metadata later never keeps a batch's buffer from being reused."""
+    instance mask holds (``boxes[k]``) and the scene's params in effect (``in_effect[k]``, read only); ``cameras``: its
+    ``cameras_batch`` arrays where they were made while it was planned. It holds no pass memory: what reads its
+    metadata later never keeps a batch's buffer from being reused."""
 
     plans: list[SamplePlan]
     times: list[float]
     boxes: Sequence[Boxes | None]
     in_effect: Sequence[Mapping[str, Any]]
+    cameras: tuple[np.ndarray, np.ndarray] | None = None
 
 
 class LayerRenderer:
@@ -158,7 +161,7 @@ class LayerRenderer:
         r = self.renderer
         spec = r.spec
         samples: list[Sample] = []
-        for j, chunk, times, layouts, prepared in self._planner.chunks(indices, then):
+        for j, chunk, times, layouts, prepared, _ in self._planner.chunks(indices, then):
             # The chunk's annotations are computed on the CPU while the GPU draws and packs it.
             annotate = functools.partial(self._batch_annotations, layouts, times)
             result = self._chunk(layouts, times, target(j, len(chunk)), annotate, prepared)
@@ -189,8 +192,9 @@ class LayerRenderer:
         any thread. Only where :attr:`can_defer` (the annotations are a pure function of the layouts)."""
         assert self.can_defer
         r = self.renderer
+        self._planner.cameras = isinstance(r.scene, BatchCameras)  # the stream's columns: made while planning
         chunks: list[DrawnChunk] = []
-        for j, chunk, times, layouts, prepared in self._planner.chunks(indices, then):
+        for j, chunk, times, layouts, prepared, cams in self._planner.chunks(indices, then):
             result = self._chunk(layouts, times, target(j, len(chunk)), prepared=prepared)
             in_effect: list[Mapping[str, Any]] = []
             if self._layout_params:  # read from the layouts (copied when the meta is made), not switched to
@@ -199,7 +203,7 @@ class LayerRenderer:
                 for plan in chunk:
                     cast(BatchRandomisable, r.scene).use_layout(plan.layout)
                     in_effect.append(r.in_effect())
-            chunks.append(DrawnChunk(chunk, times, result.boxes, in_effect or [{}] * len(chunk)))
+            chunks.append(DrawnChunk(chunk, times, result.boxes, in_effect or [{}] * len(chunk), cams))
         return chunks
 
     def _masking_works(self) -> bool:
