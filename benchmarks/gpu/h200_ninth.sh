@@ -5,7 +5,8 @@
 #   bash benchmarks/gpu/h200_ninth.sh turns      # pipe:recorder (now turns of 64) against turns of 32, alternating
 #   bash benchmarks/gpu/h200_ninth.sh streamprof # py-spy over the 128x128 CUDA stream (raw stacks to $OUT), gl-bound
 #   bash benchmarks/gpu/h200_ninth.sh jpegshards # dataset_workers.py, GL JPEG and nvJPEG colour, 6,400 samples
-#   bash benchmarks/gpu/h200_ninth.sh stream     # dataset_stream.py 128x128 and 640x480, this tree and .before/
+#     (run 1: main 2c1ff62 alone; later runs: this tree and .before/ = main 2c1ff62)
+#   bash benchmarks/gpu/h200_ninth.sh stream     # dataset_stream.py 128x128, this tree (and --with-boxes) and .before/
 set -u
 source .gpu/boot.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -48,14 +49,21 @@ PY
   ;;
 jpegshards)
   D="benchmarks/dataset_workers.py --shard-size 25 --rounds 1 --machine nvidia-h200 --samples ${BIG:-6400}"
-  python3 $D --workers ${BIG_W:-8,16} ${BIG_JPEG:---gl-jpeg --nvjpeg} --json "$OUT/jpeg-shards.json" 2>&1 \
-    | grep -e "workers=" | grep -v "^round"
+  for r in $(seq ${JS_ROUNDS:-1}); do
+    python3 $D --workers ${BIG_W:-8,16} ${BIG_JPEG:---gl-jpeg --nvjpeg} --json "$OUT/jpeg-shards-after-$r.json" 2>&1 \
+      | grep -e "workers=" | grep -v "^round"
+    [ -n "${JS_BEFORE:-1}" ] && (cd .before && python3 $D --workers ${BIG_W:-8,16} ${BIG_JPEG:---gl-jpeg --nvjpeg} \
+      --json "$OUT/jpeg-shards-before-$r.json" 2>&1 | grep -e "workers=" | grep -v "^round" | sed 's/^/before /')
+  done
   ;;
 stream)
   S="benchmarks/dataset_stream.py --device cuda --workers= --rounds 1 --tag nvidia-h200 --samples 65536 --size 128x128 --passes rgb,depth --batch-size 4096"
   for r in $(seq ${ST_ROUNDS:-2}); do
     python3 $S ${ST_BOXES:---with-boxes} --name ninth-128-after-$r 2>&1 | grep median
-    (cd .before && python3 $S --name ninth-128-before-$r 2>&1 | grep median)
+    (cd .before && python3 $S --name ninth-128-before-$r 2>&1 | grep median | sed 's/^/before /')
+    S6="benchmarks/dataset_stream.py --device cuda --workers= --rounds 1 --tag nvidia-h200 --samples 8192 --batch-size 256"
+    [ -n "${ST_640:-1}" ] && python3 $S6 --name ninth-640-after-$r 2>&1 | grep median
+    [ -n "${ST_640:-1}" ] && (cd .before && python3 $S6 --name ninth-640-before-$r 2>&1 | grep median | sed 's/^/before /')
   done
   tar -cf "$OUT/stream-results.tar" benchmarks/results/*ninth* .before/benchmarks/results/*ninth* 2>/dev/null
   ;;
