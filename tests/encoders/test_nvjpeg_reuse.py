@@ -75,8 +75,8 @@ def test_two_recordings_share_one_warm_encoder(tmp_path):
 
 @pytest.mark.gpu
 def test_a_slots_image_is_reused_and_every_frame_still_encodes_its_own_pixels(tmp_path):
-    """The images of a pool's slots are made once (``NvJpegEncoder._image``); 100 frames through a pool of
-    fewer slots each decode to their own grey level, in order."""
+    """The images of a pool's slots are made once (``NvJpegEncoder._image``); 300 frames through a pool of
+    fewer slots (two turns of 64 frames and the encoder's) each decode to their own grey level, in order."""
     pytest.importorskip("nvidia.nvimgcodec", reason="needs an NVIDIA GPU with pip install glrec[nvjpeg]")
     import numpy as np
 
@@ -93,13 +93,14 @@ def test_a_slots_image_is_reused_and_every_frame_still_encodes_its_own_pixels(tm
     nvjpeg.NvJpegEncoder._image = spy
     try:
         with glrec.Recorder(tmp_path / "g.mkv", size=(320, 240), fps=30, encoder="nvjpeg", codec="mjpeg") as rec:
-            for i in range(100):
+            for i in range(300):
                 with rec.frame():
-                    rec.ctx.clear((20 + 2 * i) / 255, (20 + 2 * i) / 255, (20 + 2 * i) / 255, 1.0)
+                    level = (20 + 2 * (i % 100)) / 255
+                    rec.ctx.clear(level, level, level, 1.0)
     finally:
         nvjpeg.NvJpegEncoder._image = original
-    assert len(made) == 100 and len(set(made)) < 100  # slots' images were reused
+    assert len(made) == 300 and len(set(made)) < 200  # slots' images were reused
     with av.open(str(tmp_path / "g.mkv")) as c:
         levels = [float(np.mean(f.to_ndarray(format="gray"))) for f in c.decode(video=0)]
-    assert len(levels) == 100
-    assert np.allclose(levels, [20 + 2 * i for i in range(100)], atol=3.0), levels
+    assert len(levels) == 300
+    assert np.allclose(levels, [20 + 2 * (i % 100) for i in range(300)], atol=3.0), levels
