@@ -6,6 +6,7 @@
 #   bash benchmarks/gpu/h200_ninth.sh streamprof # py-spy over the 128x128 CUDA stream (raw stacks to $OUT), gl-bound
 #   bash benchmarks/gpu/h200_ninth.sh jpegshards # dataset_workers.py, GL JPEG and nvJPEG colour, 6,400 samples
 #     (run 1: main 2c1ff62 alone; later runs: this tree and .before/ = main 2c1ff62)
+#   bash benchmarks/gpu/h200_ninth.sh shardprof  # py-spy over GL JPEG colour shards, 1 and 16 workers
 #   bash benchmarks/gpu/h200_ninth.sh stream     # dataset_stream.py 128x128, this tree (and --with-boxes) and .before/
 set -u
 source .gpu/boot.sh
@@ -54,6 +55,22 @@ jpegshards)
       | grep -e "workers=" | grep -v "^round"
     [ -n "${JS_BEFORE:-1}" ] && (cd .before && python3 $D --workers ${BIG_W:-8,16} ${BIG_JPEG:---gl-jpeg --nvjpeg} \
       --json "$OUT/jpeg-shards-before-$r.json" 2>&1 | grep -e "workers=" | grep -v "^round" | sed 's/^/before /')
+  done
+  ;;
+shardprof)  # py-spy over GL JPEG colour shards, 1 and 16 workers (raw stacks to $OUT)
+  xz -dc .tools/py-spy.xz > /tmp/py-spy && chmod +x /tmp/py-spy
+  for w in ${PROF_W:-1 16}; do
+    cat > /tmp/gen.py <<PY
+import time
+from dataclasses import replace
+from glrec.dataset import DatasetSpec, generate
+spec = DatasetSpec.load("examples/dataset.toml").with_(samples=${PROF_N:-3200}, shard_size=25)
+spec = spec.with_(output=replace(spec.output, rgb="jpg", rgb_encoder="${PROF_ENC:-gl}"))
+t = time.perf_counter(); generate(spec, "/tmp/prof-out", overwrite=True, workers=$w)
+print("workers=$w", round(${PROF_N:-3200} / (time.perf_counter() - t), 1), "samples/s under py-spy")
+PY
+    timeout 200 /tmp/py-spy record --subprocesses --threads --idle -r 100 -f raw -o "$OUT/pyspy-w$w.txt" -- python3 /tmp/gen.py 2>&1 \
+      | grep -v -e "^py-spy" -e Sampling | tail -3
   done
   ;;
 stream)
