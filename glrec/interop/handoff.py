@@ -25,9 +25,9 @@ REGISTER_BATCH = 16
 # turns in batches of up to SHARED_BATCH frames, capped at SHARED_BATCH_BYTES of frames
 # per batch; live ones (latency first) hand each frame over as soon as it is written.
 # None: decide per recording (shared_batching); an int / bool: fixed, for measurements.
-# Measured, not yet the default: turns of 64 frames wrote 4-8 % more frames/s than 32 at 1080p
-# in three interleaved rounds on the H200 (2026-12-03, results/..._seventh-d-turns-*), for twice
-# the GPU memory; the GPU tier has not run with 64.
+# Turns of 64 frames wrote 4-8 % more frames/s than 32 at 1080p in three interleaved rounds on the
+# H200 (2026-12-03, results/..._seventh-d-turns-*; about even in ..._ninth-a-turns-*), for twice the
+# GPU memory (at 1080p RGB 398 MB a turn); the default since the ninth session, whose GPU tier ran it.
 SHARED_BATCH: int | None = None
 SHARED_PHASED: bool | None = None
 SHARED_BATCH_MAX = 64
