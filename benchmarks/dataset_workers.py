@@ -57,6 +57,9 @@ import os
 if os.environ.get("GLREC_BENCH_READBACK"):
     from glrec.dataset.rendering import layer_pack
     layer_pack.READBACK = os.environ["GLREC_BENCH_READBACK"]
+if os.environ.get("GLREC_BENCH_MIN_THREADS"):
+    from glrec.dataset.files import local
+    local.MIN_WORKER_THREADS = int(os.environ["GLREC_BENCH_MIN_THREADS"])
 if os.environ.get("GLREC_BENCH_FENCE_POLL"):
     from glrec.dataset.rendering import layer_pack
     layer_pack.FENCE_POLL_S = float(os.environ["GLREC_BENCH_FENCE_POLL"])

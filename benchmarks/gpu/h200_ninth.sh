@@ -7,6 +7,7 @@
 #   bash benchmarks/gpu/h200_ninth.sh jpegshards # dataset_workers.py, GL JPEG and nvJPEG colour, 6,400 samples
 #     (run 1: main 2c1ff62 alone; later runs: this tree and .before/ = main 2c1ff62)
 #   bash benchmarks/gpu/h200_ninth.sh yield      # __GL_YIELD=USLEEP in the shard workers beside the default
+#   bash benchmarks/gpu/h200_ninth.sh threads    # GLREC_BENCH_MIN_THREADS=2 (two encode threads a worker) beside the default
 #   bash benchmarks/gpu/h200_ninth.sh shardprof  # py-spy over GL JPEG colour shards, 1 and 16 workers
 #   bash benchmarks/gpu/h200_ninth.sh stream     # dataset_stream.py 128x128, this tree (and --with-boxes) and .before/
 set -u
@@ -62,6 +63,11 @@ yield)  # the NVIDIA driver sleeping instead of spinning while a worker waits fo
   D="benchmarks/dataset_workers.py --shard-size 25 --rounds 1 --machine nvidia-h200 --samples ${Y_N:-6400}"
   python3 $D --workers ${Y_W:-16} ${Y_JPEG:---gl-jpeg} --env __GL_YIELD=USLEEP --json "$OUT/yield.json" 2>&1 \
     | grep -e "workers=" | grep -v "^round"
+  ;;
+threads)  # every worker given two encode threads (16 workers on 16 cores have one each), beside the default
+  D="benchmarks/dataset_workers.py --shard-size 25 --rounds 1 --machine nvidia-h200 --samples ${T_N:-6400}"
+  python3 $D --workers ${T_W:-16} ${T_JPEG:---gl-jpeg} --env GLREC_BENCH_MIN_THREADS=2 ${T_ENV:-} \
+    --json "$OUT/threads.json" 2>&1 | grep -e "workers=" | grep -v "^round"
   ;;
 shardprof)  # py-spy over GL JPEG colour shards, 1 and 16 workers (raw stacks to $OUT)
   xz -dc .tools/py-spy.xz > /tmp/py-spy && chmod +x /tmp/py-spy

@@ -57,6 +57,9 @@ log = logging.getLogger("glrec")
 #: workers ran at 1.21x the speed of 4 in one run, 16 at 0.90x of 4 in another (benchmarks/README.md,
 #: "Datasets on every core"). Ask for more with ``workers=N``.
 MAX_DEFAULT_WORKERS = 8
+#: Encode threads a worker has at least, whatever its share of the cores: with one, a worker encodes and
+#: writes between its draws and its GL thread's waits for the GPU leave the core idle; with two, they overlap.
+MIN_WORKER_THREADS = 1
 
 
 def usable_cores() -> int:
@@ -157,7 +160,7 @@ def run_workers(
     keep = () if lock_fd is None else (lock_fd,)
     setup = {
         "spec": spec, "root": str(folder.root), "scratch": str(folder.scratch), "device": device,
-        "threads": min(8, cores_each), "log_level": log.getEffectiveLevel(), "colour": colour,
+        "threads": min(8, max(cores_each, MIN_WORKER_THREADS)), "log_level": log.getEffectiveLevel(), "colour": colour,
         "owner": folder.owner, "keep": keep,
     }  # fmt: skip
     env = _child_env(cores_each)
