@@ -242,7 +242,9 @@ class ShardWorker:
         try:
             for sample, video, info in self._drawn(spec.shard_range(shard), mark):
                 pending.append((sample, info, self._submit(sample, video)))
-                while len(pending) > 2 * self.threads:
+                # A chunk's samples come at once, their arrays in one host array: up to a chunk of them wait for
+                # the encode threads while the GL thread goes on to draw the next.
+                while len(pending) > max(2 * self.threads, SHARD_CHUNK if self.threads > 1 else 0):
                     write_oldest()
             while pending:
                 write_oldest()
