@@ -2,6 +2,7 @@
 
 import errno
 import hashlib
+import tarfile
 import threading
 
 import numpy as np
@@ -56,6 +57,39 @@ def test_an_add_that_fails_is_raised_to_the_caller_and_abort_leaves_nothing(tmp_
     assert threading.get_ident() not in inner.threads  # the adds ran on the writer's thread
     writer.abort()
     assert list(tmp_path.iterdir()) == []
+
+
+class Gated(TarWriter):
+    """A tar writer whose adds wait for ``gate`` (the disk is slow)."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        self.gate, self.started = threading.Event(), threading.Semaphore(0)
+
+    def add(self, key, files):
+        self.started.release()
+        assert self.gate.wait(30)
+        super().add(key, files)
+
+
+def test_adds_wait_only_once_the_files_queued_pass_the_byte_limit(tmp_path):
+    inner = Gated(tmp_path / "s.tar")
+    writer = WriteBehind(inner, limit=100, limit_bytes=2500)
+    files = {"depth.npy": b"x" * 1000}
+    for k in range(3):  # 3,000 bytes queued, the first add being written: the caller has not waited
+        writer.add(f"k{k}", files)
+    assert inner.started.acquire(timeout=30)
+    done = threading.Event()
+    late = threading.Thread(target=lambda: (writer.add("k3", files), done.set()))
+    late.start()
+    assert not done.wait(0.3)  # past 2,500 bytes: the fourth waits for the first to be written
+    inner.gate.set()
+    assert done.wait(30)
+    late.join()
+    result = writer.commit()
+    assert result["file"] is not None
+    with tarfile.open(tmp_path / "s.tar") as tar:
+        assert [m.name for m in tar.getmembers()] == [f"k{k}.depth.npy" for k in range(4)]
 
 
 def test_a_full_disk_while_writing_behind_keeps_finished_shards(tmp_path, monkeypatch):
