@@ -46,6 +46,7 @@ from ...errors import InputError
 from .formats import FORMATS, cpu_fallback
 from .media import InputSpec, close_container, open_container, open_error, video_stream
 from .resume import ResumeFilter, seek_near, why
+from .stamps import Stamps
 
 log = logging.getLogger("glrec")
 
@@ -54,9 +55,6 @@ _BACKOFF_S = (0.25, 0.5, 1.0, 2.0, 4.0)
 MAX_RECONNECTS = 10
 #: Pictures an input must deliver after a break before its retries start afresh.
 _HEALTHY = 25
-#: A forward jump in timestamps that counts as a discontinuity in formats that allow them (FFmpeg's
-#: dts_delta_threshold).
-_JUMP_S = 10.0
 _TS_DISCONT = 0x0200  # AVFMT_TS_DISCONT
 
 
@@ -103,23 +101,24 @@ class DecodeWorker:
         self.decoded = 0
         self.reconnects = 0
         self.bad_packets = 0  # packets the decoder rejected, skipped as FFmpeg's CLI skips them
-        self.discontinuities = 0  # timestamp resets and jumps bridged by continuing the timeline
         self.gave_up: str | None = None  # why a network input was finished early, with what it had
         self.stall_limit = max(30.0, 3.0 * spec.timeout)  # seconds away across all reconnects
         self._stalled = 0.0  # seconds between a break and the next picture, summed over breaks
         self._broke_at: float | None = None
         self._last_wall: float | None = None  # when the last picture was received
-        self._jumps = False  # the format allows timestamp jumps (MPEG-TS and the like)
         self._resume = ResumeFilter()  # a resumed recording: what came before the break is skipped
         self._last_pts: float | None = None
         self._time_base: Any = None  # the stream's: PyAV leaves the time base of a drained frame unset
         self._run_index = 0  # an image sequence with gaps: the run of numbers being read
         self._run_offset = 0.0  # seconds: where that run starts on the sequence's clock
-        self._origin: float | None = None
-        self._last_time = 0.0
-        self._last_duration: float | None = None
+        self._stamps = Stamps(spec.label)  # each picture's time on one timeline
         self._converted_from: str | None = None
         self._thread = threading.Thread(target=self._run, name="glrec-decode", daemon=True)
+
+    @property
+    def discontinuities(self) -> int:
+        """Timestamp resets and jumps bridged by continuing the timeline."""
+        return self._stamps.discontinuities
 
     def start(self) -> None:
         self._thread.start()
@@ -158,7 +157,7 @@ class DecodeWorker:
     @property
     def origin(self) -> float | None:
         """The input time (seconds) of the first picture: time 0 of everything decoded from it."""
-        return self._origin
+        return self._stamps.origin
 
     @property
     def ended(self) -> bool:
@@ -256,7 +255,7 @@ class DecodeWorker:
         assert container is not None
         stream = video_stream(container, self.spec)
         self._time_base = stream.time_base
-        self._jumps = bool(container.format.flags & _TS_DISCONT)
+        self._stamps.jumps = bool(container.format.flags & _TS_DISCONT)
         # Slice threads only: frame threads add a picture of delay per thread, and PyAV loses the pictures
         # in flight in frame threads when a file ends on a read error (2 of a cut MP4), which FFmpeg keeps.
         stream.codec_context.thread_type = "SLICE"
@@ -350,7 +349,8 @@ class DecodeWorker:
         if self._broke_at is not None:
             self._stalled += now - self._broke_at
             self._broke_at = None
-        pic = Picture(payload, self._time_of(seconds, duration), self.decoded, duration)
+        pic = Picture(payload, self._stamps.time_of(seconds, duration, not self.decoded, self._rate()), self.decoded,
+                      duration)  # fmt: skip
         self.decoded += 1
         with self._cond:
             if self._stop:
@@ -361,26 +361,6 @@ class DecodeWorker:
                 self._discard(self._queue.popleft())
                 self.dropped += 1
             self._cond.notify_all()
-
-    def _time_of(self, seconds: float | None, duration: float | None) -> float:
-        step = self._last_duration or 1.0 / float(self._rate() or 25)
-        if seconds is None:
-            # No timestamp (some raw streams): one frame after the previous one.
-            t = self._last_time + step if self.decoded else 0.0
-        else:
-            if self._origin is None:
-                self._origin = seconds - (self._last_time if self.decoded else 0.0)
-            t = seconds - self._origin
-            expected = self._last_time + step
-            if self.decoded and (t < self._last_time - step / 2 or (self._jumps and t - expected > _JUMP_S)):
-                # A new segment (timestamps reset or jumped): it continues where the last one ended.
-                self.discontinuities += 1
-                log.info("%s: timestamps jump from %.3f s to %.3f s; continuing the timeline at %.3f s",
-                         self.spec.label, self._last_time + self._origin, seconds, expected)  # fmt: skip
-                self._origin = seconds - expected
-                t = expected
-        self._last_time, self._last_duration = t, duration
-        return t
 
     def _rate(self) -> float | None:
         container = self._container
@@ -411,7 +391,4 @@ class DecodeWorker:
             # A recording: the same stream again, resumed after its last picture, on the same clock.
             self._resume.arm(self._last_pts)
             return
-        # Live: the new connection's timestamps start anywhere: continue from the last picture, plus the
-        # time away.
-        self._origin = None
-        self._last_time += away
+        self._stamps.resume_live(away)
