@@ -114,6 +114,26 @@ def test_gl_jpeg_shards_take_colour_from_the_batch_layers_with_the_bytes_of_one_
     layers_equal_alone(gl.mgl, tmp_path, monkeypatch, GlJpegColour, "gl")
 
 
+def test_a_chunk_that_fails_as_a_batch_is_drawn_one_by_one_with_the_same_gl_jpegs(tmp_path, monkeypatch):
+    from glrec.dataset.rendering.render_layers import LayerRenderer
+    from glrec.errors import SceneError
+
+    spec = jpeg_spec()
+    want = shards_with_batch(tmp_path, spec, 3, threads=1)
+    real, failed = LayerRenderer.render, []
+
+    def fail_once(self, indices, target, then=None):
+        if not failed:
+            failed.append(list(indices))
+            raise SceneError("a chunk that fails as a batch")
+        return real(self, indices, target, then)
+
+    monkeypatch.setattr(LayerRenderer, "render", fail_once)
+    (tmp_path / "again").mkdir()
+    assert shards_with_batch(tmp_path / "again", spec, 3, threads=1) == want
+    assert failed == [[0, 1, 2, 3]]
+
+
 def test_the_cpu_row_still_makes_ffmpeg_jpegs(tmp_path):
     spec = jpeg_spec(samples=2, shard_size=2, encoder="cpu")
     generate(spec, tmp_path / "o", workers=1)

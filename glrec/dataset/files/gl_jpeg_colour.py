@@ -52,6 +52,7 @@ class GlJpegColour:
         self.batch = max(1, batch)
         self._stage: Any = None
         self._slots: list[moderngl.Texture] = []
+        self._slot_fbos: list[moderngl.Framebuffer] = []  # one around each slot, for queue's copy
         self._queued: list[int] = []  # sample indices copied into the slots, not yet dispatched
 
     def _open(self, ctx: moderngl.Context, size: tuple[int, int], batch: int) -> Any:
@@ -80,7 +81,10 @@ class GlJpegColour:
 
         Returns the (index, JPEG) of samples whose batch finished meanwhile (oldest first).
         """
-        fbo.ctx.copy_framebuffer(self._slot(fbo.ctx, (fbo.width, fbo.height)), fbo)
+        self._slot(fbo.ctx, (fbo.width, fbo.height))
+        # Framebuffer to framebuffer (a blit): copying into the texture itself (glCopyTexImage2D) would remake
+        # it as unsized RGBA, which queue_layer's copy (glCopyImageSubData, RGBA8 only) then refuses.
+        fbo.ctx.copy_framebuffer(self._slot_fbos[len(self._queued)], fbo)
         return self._queued_one(index)
 
     def queue_layer(self, gbuffer: LayeredGBuffer, layer: int, index: int) -> list[tuple[int, bytes]]:
@@ -93,6 +97,7 @@ class GlJpegColour:
         if not self._slots:
             self._open(ctx, size, self.batch)
             self._slots = [ctx.texture(size, 4) for _ in range(self.batch)]
+            self._slot_fbos = [ctx.framebuffer([tex]) for tex in self._slots]
         return self._slots[len(self._queued)]
 
     def _queued_one(self, index: int) -> list[tuple[int, bytes]]:
@@ -117,8 +122,9 @@ class GlJpegColour:
     def close(self) -> None:
         """Release the slots and the GL stage; safe twice."""
         slots, self._slots, self._queued = self._slots, [], []
-        for tex in slots:
-            tex.release()
+        fbos, self._slot_fbos = self._slot_fbos, []
+        for obj in [*fbos, *slots]:
+            obj.release()
         stage, self._stage = self._stage, None
         if stage is not None:
             stage.release()
