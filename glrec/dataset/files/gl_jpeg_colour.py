@@ -123,8 +123,10 @@ class GlJpegColour:
         """Release the slots and the GL stage; safe twice."""
         slots, self._slots, self._queued = self._slots, [], []
         fbos, self._slot_fbos = self._slot_fbos, []
-        for obj in [*fbos, *slots]:
-            obj.release()
+        for fbo in fbos:
+            fbo.release()
+        for tex in slots:
+            tex.release()
         stage, self._stage = self._stage, None
         if stage is not None:
             stage.release()
