@@ -56,7 +56,8 @@ place instead of probing attributes with ``getattr``:
 - :class:`PlansWithoutGL`: ``setup_planning(size)`` readies a copy of the scene for planning only, no GL
   context: its ``randomise_batch``, ``prepare_batch`` and ``cameras_batch`` then give what the set-up scene's
   give. The training stream's planning processes (:mod:`glrec.dataset.rendering.plan_child`) then also
-  prepare the draws and the cameras, and the stream's own interpreter only unpickles them.
+  prepare the draws and the cameras, and the stream's own interpreter only unpickles them
+  (:func:`plans_without_gl` says when a scene's is used).
 - :class:`Finite`: ``done(t)`` says it has nothing left to show at ``t`` (a video
   input that ended); live streams stop there.
 - :class:`~glrec.events.Interactive`: ``on_input(event)`` takes viewer input.
@@ -228,6 +229,16 @@ def layout_params_agree(scene: object) -> bool:
     return using is None or (given is not None and issubclass(given, using))
 
 
+def plans_without_gl(scene: object) -> bool:
+    """Whether ``scene``'s :class:`PlansWithoutGL` set-up may stand for its ``setup`` when planning: it overrides
+    no ``setup`` below the class giving ``setup_planning`` (a subclass of the table whose own ``setup`` keeps
+    state its ``prepare_batch`` reads is prepared where it was set up)."""
+    if not isinstance(scene, PlansWithoutGL):
+        return False
+    given, full = _owner(type(scene), "setup_planning"), _owner(type(scene), "setup")
+    return full is None or (given is not None and issubclass(given, full))
+
+
 def marks_drawn(scene: object) -> bool:
     """Whether ``scene`` says its depth marks every pixel it draws (:class:`DepthMarksDrawn`, set to True)."""
     return isinstance(scene, DepthMarksDrawn) and scene.depth_marks_drawn is True
@@ -276,4 +287,5 @@ __all__ = [
     "parameters_of",
     "params_in_effect",
     "passes_of",
+    "plans_without_gl",
 ]

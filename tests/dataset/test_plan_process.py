@@ -171,3 +171,20 @@ def test_two_planning_processes_make_the_prepared_draws_and_cameras_of_a_stream_
                 assert a[key] == b[key]
             else:
                 assert np.array_equal(np.asarray(a[key]), np.asarray(b[key])), key
+
+
+def test_a_table_whose_own_setup_keeps_state_is_not_planned_without_gl():
+    from glrec.scenes.capabilities import plans_without_gl
+    from glrec.scenes.table import Table
+
+    class Lit(Table):  # its setup keeps what its prepare_batch may read: prepared where it was set up
+        def setup(self, ctx, size):
+            super().setup(ctx, size)
+            self.gain = 2.0
+
+    class LitPlanned(Lit):  # says how to set up for planning too
+        def setup_planning(self, size):
+            super().setup_planning(size)
+            self.gain = 2.0
+
+    assert plans_without_gl(Table()) and not plans_without_gl(Lit()) and plans_without_gl(LitPlanned())

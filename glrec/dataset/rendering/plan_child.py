@@ -133,7 +133,7 @@ class PlanProcess:
 
 def _serve(conn: Any) -> None:
     from ...scenes import load_scene
-    from ...scenes.capabilities import PlansWithoutGL
+    from ...scenes.capabilities import PlansWithoutGL, plans_without_gl
 
     spec = pickle.loads(conn.recv_bytes())
     try:
@@ -142,7 +142,8 @@ def _serve(conn: Any) -> None:
     except Exception as exc:  # every request is answered with the reason; the parent plans them itself
         scene, failed = None, f"the planning process could not load scene {spec.scene!r}: {exc}"
     sized = False  # set up for planning: its prepared draws and cameras are the parent's
-    if isinstance(scene, PlansWithoutGL):
+    if plans_without_gl(scene):
+        assert isinstance(scene, PlansWithoutGL)
         with contextlib.suppress(Exception):  # not set up: plans only
             scene.setup_planning(spec.size)
             sized = True
