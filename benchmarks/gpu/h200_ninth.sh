@@ -66,8 +66,9 @@ yield)  # the NVIDIA driver sleeping instead of spinning while a worker waits fo
   ;;
 threads)  # every worker given two encode threads (16 workers on 16 cores have one each), beside the default
   D="benchmarks/dataset_workers.py --shard-size 25 --rounds 1 --machine nvidia-h200 --samples ${T_N:-6400}"
+  tag=$(echo "${T_ENV:-}" | tr -c 'A-Za-z0-9_\n' '-' | tr -s '-')
   python3 $D --workers ${T_W:-16} ${T_JPEG:---gl-jpeg} --env GLREC_BENCH_MIN_THREADS=2 ${T_ENV:-} \
-    --json "$OUT/threads.json" 2>&1 | grep -e "workers=" | grep -v "^round"
+    --json "$OUT/threads${tag:+-$tag}.json" 2>&1 | grep -e "workers=" | grep -v "^round"
   ;;
 shardprof)  # py-spy over GL JPEG colour shards, 1 and 16 workers (raw stacks to $OUT)
   xz -dc .tools/py-spy.xz > /tmp/py-spy && chmod +x /tmp/py-spy
