@@ -30,6 +30,8 @@ from typing import Literal
 
 import moderngl
 
+from ..gl.context import software_gl
+
 #: The stages a frame passes through, in pipeline order (the table's columns).
 STAGES = ("render", "convert", "readback", "encode", "mux")
 
@@ -122,9 +124,7 @@ def gl_clock_for(ctx: moderngl.Context, wanted: GLClock = "auto") -> Literal["qu
     """``query`` on hardware GL with timer queries, ``finish`` on software rasterisers (see module doc)."""
     if wanted != "auto":
         return wanted
-    renderer = str(ctx.info.get("GL_RENDERER", "")).lower()
-    software = "llvmpipe" in renderer or "softpipe" in renderer
-    return "finish" if software or "GL_ARB_timer_query" not in ctx.extensions else "query"
+    return "finish" if software_gl(ctx) or "GL_ARB_timer_query" not in ctx.extensions else "query"
 
 
 class GLStageTimer:

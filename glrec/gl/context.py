@@ -50,8 +50,7 @@ class ContextInfo:
     @property
     def is_software(self) -> bool:
         """True for Mesa's CPU rasterisers (llvmpipe, softpipe)."""
-        r = self.renderer.lower()
-        return "llvmpipe" in r or "softpipe" in r
+        return software_renderer(self.renderer)
 
 
 class _Activation:
@@ -100,6 +99,18 @@ class _Loader:
 
     def release(self) -> None:
         pass
+
+
+def software_renderer(renderer: str) -> bool:
+    """Whether the GL renderer named ``renderer`` (``GL_RENDERER``) is one of Mesa's CPU rasterisers
+    (llvmpipe, softpipe), where the GPU's work is the CPU's."""
+    r = renderer.lower()
+    return "llvmpipe" in r or "softpipe" in r
+
+
+def software_gl(ctx: moderngl.Context) -> bool:
+    """:func:`software_renderer` of ``ctx``'s renderer (``ctx.info`` queries every GL limit: once per object)."""
+    return software_renderer(str(ctx.info.get("GL_RENDERER", "")))
 
 
 def _get_proc_address(name: bytes) -> int:

@@ -20,6 +20,7 @@ import numpy as np
 
 from ...errors import EncoderError
 from ...gl import glsl
+from ...gl.context import software_gl
 from ...gl.fences import Fence, dispatch_compute, gl_function
 from ...gl.mapped import CLIENT_MAPPED_BARRIER, MappedBuffer
 from ...scenes.camera import mask_boxes
@@ -126,8 +127,7 @@ class LayerPacker:
         set_sections((self._pack, self._boxes), gbuffer.size, self.sections)
         #: The largest storage block this GL takes, in bytes: one chunk's packed bytes must fit.
         self.max_block = int(ctx.info.get("GL_MAX_SHADER_STORAGE_BLOCK_SIZE", 2**27))
-        renderer = str(ctx.info.get("GL_RENDERER", "")).lower()
-        self._auto_readback = "get" if "llvmpipe" in renderer or "softpipe" in renderer else "copy"
+        self._auto_readback = "get" if software_gl(ctx) else "copy"
         self._out: moderngl.Buffer | None = None
         self._table: moderngl.Buffer | None = None
         self._mapped: MappedBuffer | None = None

@@ -26,6 +26,7 @@ import moderngl
 import numpy as np
 
 from ...errors import GlrecError, SceneError
+from ...gl.context import software_gl
 from ...gl.fences import gl_function
 from ...scenes.capabilities import (
     Annotated,
@@ -66,8 +67,7 @@ _RED_INTEGER, _UNSIGNED_INT, _DEPTH_COMPONENT, _FLOAT = 0x8D94, 0x1405, 0x1902, 
 
 def budget_of(ctx: moderngl.Context) -> int:
     """Bytes of render targets a chunk may take on ``ctx``'s device."""
-    renderer = str(ctx.info.get("GL_RENDERER", "")).lower()
-    return SOFTWARE_BUDGET if "llvmpipe" in renderer or "softpipe" in renderer else GPU_BUDGET
+    return SOFTWARE_BUDGET if software_gl(ctx) else GPU_BUDGET
 
 
 def can_render_layers(renderer: SampleRenderer) -> bool:

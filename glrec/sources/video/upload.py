@@ -18,6 +18,7 @@ import moderngl
 import numpy as np
 
 from ...errors import ConfigError
+from ...gl.context import software_gl
 from ..pixel_unpack import FenceRing, unpacking
 from .formats import FORMATS, PlaneFormat
 
@@ -110,8 +111,7 @@ class PboUploader(PlaneUploader):
             raise ConfigError(f"upload ring {ring} must be at least 2 so uploads overlap decoding.")
         self.ctx = ctx
         if pbo is None:
-            renderer = str(ctx.info.get("GL_RENDERER", "")).lower()
-            pbo = not ("llvmpipe" in renderer or "softpipe" in renderer)
+            pbo = not software_gl(ctx)
         self.use_pbo = pbo
         self._pbos: list[moderngl.Buffer | None] = [None] * ring
         self._ring = FenceRing(ring)
