@@ -9,14 +9,11 @@ to :data:`PLANNERS` threads, a chunk per task, while the render thread draws thi
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, cast
-
-from ...scenes.capabilities import BatchCameras, BatchPrepared
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -100,7 +97,7 @@ class ChunkPlanner:
     def _plan_chunk(self, indices: Sequence[int], remote: Future[Planned] | None = None) -> Chunk:
         """A chunk's plans (a planning process's, or made here), its prepared draw where the scene prepares
         draws (None: drawn from the layouts) and its cameras where :attr:`cameras` (None: made when read)."""
-        from .plans import TIME_PARAM, plan_samples
+        from .plans import chunk_extras, plan_samples
 
         plans, prepared, cams = None, None, None
         if remote is not None:
@@ -110,17 +107,7 @@ class ChunkPlanner:
                 log.debug("glrec: the planning process did not plan samples %d..%d (%s)", indices[0], indices[-1], exc)
         if plans is None:
             plans = plan_samples(self.spec, list(indices), self.scene)
-        times = [float(p.params.get(TIME_PARAM, 0.0)) for p in plans]
-        layouts = [p.layout for p in plans]
-        if self.prepares and prepared is None:
-            try:
-                prepared = cast(BatchPrepared, self.scene).prepare_batch(layouts, times)
-            except Exception as exc:  # drawn from the layouts on the render thread, which names the failure there
-                log.debug("glrec: preparing a chunk's draw failed (%s); it is drawn from its layouts", exc)
-        if self.cameras and cams is None:
-            with contextlib.suppress(Exception):  # made again when read, which raises the error there
-                cams = cast(BatchCameras, self.scene).cameras_batch(layouts, times)
-        return plans, prepared if self.prepares else None, cams
+        return plans, *chunk_extras(self.scene, plans, self.prepares, self.cameras, prepared, cams)
 
     def _drop_ahead(self) -> None:
         ahead, self._ahead = self._ahead, None

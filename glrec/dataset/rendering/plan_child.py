@@ -167,21 +167,12 @@ def _plan(spec: DatasetSpec, indices: list[int], scene: Any, sized: bool, camera
     """A chunk's plans; where ``sized``, its prepared draw and (if asked) cameras, or None where those raise (the
     parent makes them again, which names the failure there)."""
     from ...scenes.capabilities import BatchCameras, batch_prepared
-    from .plans import TIME_PARAM, plan_samples
+    from .plans import chunk_extras, plan_samples
 
     plans = plan_samples(spec, indices, scene)
     if not sized:
         return plans, None, None
-    layouts = [p.layout for p in plans]
-    times = [float(p.params.get(TIME_PARAM, 0.0)) for p in plans]
-    prepared = cams = None
-    if batch_prepared(scene):
-        with contextlib.suppress(Exception):
-            prepared = scene.prepare_batch(layouts, times)
-    if cameras and isinstance(scene, BatchCameras):
-        with contextlib.suppress(Exception):
-            cams = scene.cameras_batch(layouts, times)
-    return plans, prepared, cams
+    return plans, *chunk_extras(scene, plans, batch_prepared(scene), cameras and isinstance(scene, BatchCameras))
 
 
 def main(argv: list[str]) -> int:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ...errors import ConfigError, GlrecError, SceneError
-from ...scenes.capabilities import BatchRandomisable, batch_randomisable
+from ...scenes.capabilities import BatchCameras, BatchPrepared, BatchRandomisable, batch_randomisable
 from ..spec.document import DatasetSpec
 from ..spec.params import params_batch, sample_seeds
 
-__all__ = ["TIME_PARAM", "SamplePlan", "plan_samples", "sample_plan"]
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger("glrec")
+
+__all__ = ["TIME_PARAM", "SamplePlan", "chunk_extras", "plan_samples", "sample_plan"]
 
 #: A parameter every scene takes: the time rendered for an image (a clip's start time).
 TIME_PARAM = "time"
@@ -72,3 +79,24 @@ def sample_plan(spec: DatasetSpec, index: int) -> tuple[int, dict[str, Any]]:
     """The seed and the sampled ``[params]`` of sample ``index`` (no rendering)."""
     plan = plan_samples(spec, [index])[0]
     return plan.seed, plan.params
+
+
+def chunk_extras(
+    scene: object, plans: list[SamplePlan], prepare: bool, cameras: bool, prepared: Any = None, cams: Any = None
+) -> tuple[Any, tuple[np.ndarray, np.ndarray] | None]:
+    """A chunk's prepared draw (where ``prepare``: the scene's ``prepare_batch``) and its cameras (where
+    ``cameras``: its ``cameras_batch``), made now unless given; None for what the scene raised making (it is
+    made again where its error is named: the draw from the layouts, the cameras when read)."""
+    layouts = [p.layout for p in plans]
+    times = [float(p.params.get(TIME_PARAM, 0.0)) for p in plans]
+    if not prepare:
+        prepared = None
+    elif prepared is None:
+        try:
+            prepared = cast(BatchPrepared, scene).prepare_batch(layouts, times)
+        except Exception as exc:
+            log.debug("glrec: preparing a chunk's draw failed (%s); it is drawn from its layouts", exc)
+    if cameras and cams is None:
+        with contextlib.suppress(Exception):
+            cams = cast(BatchCameras, scene).cameras_batch(layouts, times)
+    return prepared, cams if cameras else None
