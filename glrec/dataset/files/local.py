@@ -57,8 +57,9 @@ log = logging.getLogger("glrec")
 #: workers ran at 1.21x the speed of 4 in one run, 16 at 0.90x of 4 in another (benchmarks/README.md,
 #: "Datasets on every core"). Ask for more with ``workers=N``.
 MAX_DEFAULT_WORKERS = 8
-#: Encode threads a worker has at least, whatever its share of the cores: with one, a worker encodes and
-#: writes between its draws and its GL thread's waits for the GPU leave the core idle; with two, they overlap.
+#: Encode threads a worker has at least, whatever its share of the cores (a benchmark switch,
+#: ``GLREC_BENCH_MIN_THREADS``). Two, so encoding might overlap the GL thread's waits, wrote fewer samples/s on
+#: 16 H200 workers (PNG 579 against 672, GL JPEG 587 against 620; results/..._ninth-d-threads.txt), so one.
 MIN_WORKER_THREADS = 1
 
 
