@@ -81,7 +81,7 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ..dataset.api import generate
-    from ..dataset.files.runner import write_samples
+    from ..dataset.files.only import write_samples
     from ..dataset.spec import DatasetSpec
 
     spec = DatasetSpec.load(args.spec, allow_scene_outside=args.allow_scene_outside)

@@ -10,7 +10,7 @@ See ``glrec dataset --help`` and the README's "Datasets" section.
 
 from .api import DatasetResult, generate, render_sample
 from .files.encode import register_colour_encoder
-from .files.runner import write_samples
+from .files.only import write_samples
 from .rendering.sample import Sample
 from .spec.document import PASSES, DatasetSpec, OutputSpec
 from .streaming.tensors import Batch, SampleStream, stream

@@ -14,9 +14,10 @@ from typing import Any
 from ..errors import ConfigError
 from ..scenes.capabilities import classes_of
 from .files.encode import check_colour_encoder
+from .files.feed import ShardQueue
 from .files.folder import FORMAT, FORMAT_VERSION, DatasetFolder, member_names
 from .files.lock import FolderLock
-from .files.runner import Progress, ShardQueue, run_local
+from .files.runner import Progress, run_local
 from .files.writers import disk_full
 from .rendering.devices import check_egl_device
 from .rendering.sample import Sample, SampleRenderer, check_scene

@@ -78,7 +78,9 @@ def shard_members(path: Path) -> dict[str, bytes]:
 
 def test_a_dataset_of_2_63_minus_1_samples_renders_at_once_resumes_and_overwrites(tmp_path):
     spec, out = endless_spec(tmp_path), tmp_path / "out"
-    run_until_killed(spec, out, 3)  # samples 0 and 1 written (one a shard), killed drawing sample 2
+    # Killed drawing sample 3: a shard is begun once all but the one before it are complete, so shards 0 and 1
+    # (one sample each) are, and 2 may be.
+    run_until_killed(spec, out, 4)
     info = json.loads((out / "dataset.json").read_text())
     assert info["samples"] == ENDLESS and info["shards"] == ENDLESS and info["status"] == "incomplete"
     first = shard_members(out / "shard-000000.tar")
@@ -91,11 +93,13 @@ def test_a_dataset_of_2_63_minus_1_samples_renders_at_once_resumes_and_overwrite
     rgb = np.asarray(Image.open(io.BytesIO(second["0000000000000000001.rgb.png"])))
     np.testing.assert_array_equal(rgb, alone.frames[0]["rgb"])
 
-    run_until_killed(spec, out, 2, "--resume")  # the two complete shards are kept, shard 2 is written
+    # The complete shards are kept; the first pending one (2, or 3 if 2 was complete) is complete once the run
+    # draws its third sample.
+    run_until_killed(spec, out, 3, "--resume")
     assert shard_members(out / "shard-000000.tar") == first
     assert "0000000000000000002.meta.json" in shard_members(out / "shard-000002.tar")
 
-    run_until_killed(spec, out, 2, "--overwrite")  # removing it lists the folder; it does not walk 2**63 shards
+    run_until_killed(spec, out, 3, "--overwrite")  # removing it lists the folder; it does not walk 2**63 shards
     assert shard_members(out / "shard-000000.tar") == first  # made again: the same bytes
     assert not (out / "shard-000002.tar").exists() and not (out / ".glrec" / "shard-000002.json").exists()
 

@@ -21,7 +21,7 @@ from crash_helpers import child_env
 import glrec
 from glrec.cli import main
 from glrec.dataset import generate
-from glrec.dataset.files.runner import write_samples
+from glrec.dataset.files.only import write_samples
 from glrec.dataset.spec.document import DatasetSpec
 
 SPEC = """

@@ -34,9 +34,10 @@ from glrec.dataset.spec.document import DatasetSpec
 
 pytestmark = pytest.mark.gl
 
-# The table, except that with GLREC_TEST_GATE=FILE set its 5th frame (the first of shard 1) waits
-# until FILE exists, having first made FILE.waiting: the run is caught mid-dataset for as long as
-# the test needs, with shard 0 complete and shard 1 begun.
+# The table, except that with GLREC_TEST_GATE=FILE set its 9th frame (GLREC_TEST_GATE_AT; in one process the
+# first of shard 2) waits until FILE exists, having first made FILE.waiting: the run is caught mid-dataset for
+# as long as the test needs, with shard 0 complete (a shard is begun once all but the one before it are),
+# shard 1 drawn and not yet written, shard 2 begun.
 GATED_SCENE = """
 import os, time
 from glrec.scenes.table import Table
@@ -47,7 +48,7 @@ class Gated(Table):
     def render(self, t):
         Gated.frames += 1
         gate = os.environ.get("GLREC_TEST_GATE")
-        if gate and Gated.frames == 5:
+        if gate and Gated.frames == int(os.environ.get("GLREC_TEST_GATE_AT", "9")):
             open(gate + ".waiting", "w").close()
             deadline = time.monotonic() + 120
             while not os.path.exists(gate) and time.monotonic() < deadline:
@@ -106,8 +107,8 @@ def test_a_second_run_is_refused_naming_the_first_whose_shards_stay_whole(tmp_pa
     first = subprocess.Popen(cmd, env=child_env(GLREC_TEST_GATE=str(gate)), stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
-        while not Path(str(gate) + ".waiting").exists():  # shard 0 written, shard 1 begun
-            assert first.poll() is None and time.monotonic() < deadline, "the first run did not get to shard 1"
+        while not Path(str(gate) + ".waiting").exists():  # shard 0 written, shards 1 and 2 begun
+            assert first.poll() is None and time.monotonic() < deadline, "the first run did not get to shard 2"
             time.sleep(0.05)
         before = tree(out)
         assert "shard-000000.tar" in before and "shard-000001.tar.partial" in before
@@ -157,7 +158,8 @@ def _holds(pid: int, path: Path) -> bool:
 def test_local_workers_hold_the_lock_too(tmp_path):
     spec, out, gate = write_spec(tmp_path), tmp_path / "out", tmp_path / "gate"
     cmd = [sys.executable, "-m", "glrec", "dataset", "-q", str(spec), "-o", str(out), "--workers", "2"]
-    run = subprocess.Popen(cmd, env=child_env(GLREC_TEST_GATE=str(gate)), stderr=subprocess.PIPE, text=True)
+    env = child_env(GLREC_TEST_GATE=str(gate), GLREC_TEST_GATE_AT="5")
+    run = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
         while not Path(str(gate) + ".waiting").exists():  # a worker is at its 5th frame: in its second shard

@@ -91,12 +91,13 @@ def test_killed_mid_shard_then_resumed_equals_an_uninterrupted_run(tmp_path):
     whole, crashed = tmp_path / "whole", tmp_path / "crashed"
     assert glrec_cli(str(spec), "-o", str(whole), "--workers", "1").returncode == 0
 
-    # sample 6 is the third of shard 1: die while rendering it
-    proc = glrec_cli(str(spec), "-o", str(crashed), "--workers", "1", kill_at=7)
+    # sample 9 is the second of shard 2: die while rendering it. Shard 2 was begun once shard 0 was complete;
+    # shard 1, drawn, may be (its samples are written while shard 2 draws).
+    proc = glrec_cli(str(spec), "-o", str(crashed), "--workers", "1", kill_at=10)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     left = tree(crashed)
     assert "shard-000000.tar" in left and ".glrec/shard-000000.json" in left  # shard 0 finished
-    assert "shard-000001.tar.partial" in left and "shard-000001.tar" not in left  # shard 1 cut off
+    assert "shard-000002.tar.partial" in left and "shard-000002.tar" not in left  # shard 2 cut off
     assert "manifest.jsonl" not in left
 
     refused = glrec_cli(str(spec), "-o", str(crashed))

@@ -5,16 +5,19 @@ Each worker is a new interpreter (``python -m glrec.dataset.files.local``, start
 GL or CUDA context, and without re-running the caller's main module as
 ``multiprocessing``'s spawn would). It holds one
 :class:`~glrec.dataset.files.runner.ShardWorker` (context, scene, packer, encode threads)
-made once, and renders the shards the parent hands it, one at a time, lowest
-pending shard first. Workers write into ``OUT`` themselves; a shard's bytes depend
-only on the spec and the shard, so which worker renders it changes nothing.
+made once, and renders the shards the parent hands it, lowest pending shard first.
+Workers write into ``OUT`` themselves; a shard's bytes depend only on the spec and
+the shard, so which worker renders it changes nothing.
 
 Messages go over one socket pair per worker (pickled): the parent sends the set-up,
-then shard numbers, then None; a worker answers ``("sample", index)`` before each
-draw, ``("progress", 1)`` as each sample is written, ``("done", shard, record)`` and
-``("failed", ...)``. A worker that raises, or dies (its socket closes), ends the run
-with one error naming the sample; the other workers are killed, finished shards stay
-for ``--resume``. Workers die with the parent (``PR_SET_PDEATHSIG``), so a killed run
+then shard numbers, then None; a worker answers ``("start", shard)`` as it begins a
+shard, ``("sample", index)`` before each draw, ``("progress", 1)`` as each sample is
+written, ``("done", shard, record)`` and ``("failed", ...)``. Each worker has one shard
+waiting beside the ones it renders: sent when the one before it starts, so it is there
+when the worker finishes drawing (:meth:`~glrec.dataset.files.runner.ShardWorker.run_shards`
+draws it while the one before is committed). A worker that raises, or dies (its socket
+closes), ends the run with one error naming the sample; the other workers are killed,
+finished shards stay for ``--resume``. Workers die with the parent (``PR_SET_PDEATHSIG``), so a killed run
 leaves nothing writing behind it.
 """
 
@@ -37,6 +40,7 @@ from typing import Any
 from ..._children import child_env, die_with_parent, start_child
 from ...errors import ConfigError, DatasetError, GlrecError
 from ..spec.document import DatasetSpec
+from .feed import ShardFeed
 from .folder import DatasetFolder
 from .runner import Progress, ShardWorker
 
@@ -123,8 +127,10 @@ class _Worker:
     number: int
     proc: subprocess.Popen[bytes]
     conn: Connection
-    shard: int | None = None
+    shard: int | None = None  # the one it draws
     sample: int | None = None
+    waiting: int | None = None  # the one sent ahead, not begun
+    shards: list[int] = field(default_factory=list)  # every one it was sent and has not finished
     done: list[int] = field(default_factory=list)
     heard: bool = False  # it has sent something: it started
 
@@ -174,12 +180,12 @@ def run_workers(
             _send(pool[-1], setup)
         for w in pool:
             _hand_out(w, queue)
-        while any(w.shard is not None for w in pool):
-            busy = [w for w in pool if w.shard is not None]
+        while any(w.shards for w in pool):
+            busy = [w for w in pool if w.shards]
             for conn in wait([w.conn for w in busy]):
                 w = next(x for x in busy if x.conn is conn)
                 _receive(w, done, progress)
-                if w.shard is None:
+                if w.waiting is None:
                     _hand_out(w, queue)
         for w in pool:
             with contextlib.suppress(OSError):  # one that died now has nothing left to do anyway
@@ -194,11 +200,12 @@ def run_workers(
             with contextlib.suppress(subprocess.TimeoutExpired):
                 w.proc.wait(timeout=10)
             w.conn.close()
-            if w.shard is not None and w.proc.returncode is not None:
-                # What a stopped worker left unfinished of its shard goes, as one process removes its
+            if w.proc.returncode is not None:
+                # What a stopped worker left unfinished of its shards goes, as one process removes its
                 # own on an error or Ctrl-C; a complete shard (its record written) stays for --resume.
-                with contextlib.suppress(OSError):
-                    folder.discard(w.shard)
+                for shard in w.shards:
+                    with contextlib.suppress(OSError):
+                        folder.discard(shard)
     return done
 
 
@@ -210,10 +217,11 @@ def _send(w: _Worker, message: Any) -> None:
 
 
 def _hand_out(w: _Worker, queue: Iterator[int]) -> None:
+    """Send ``w`` the next shard to wait beside the one it draws (none once the queue is empty)."""
     shard = next(queue, None)
     if shard is not None:
-        w.shard = shard
-        w.sample = None
+        w.waiting = shard
+        w.shards.append(shard)
         _send(w, shard)
 
 
@@ -226,15 +234,21 @@ def _receive(w: _Worker, done: list[int], progress: Progress | None) -> None:
     kind = msg[0]
     if kind == "sample":
         w.sample = msg[1]
+    elif kind == "start":
+        w.shard, w.sample = msg[1], None
+        if w.waiting == msg[1]:
+            w.waiting = None  # begun: another is sent to wait
     elif kind == "progress":
         if progress is not None:
             progress(msg[1])
     elif kind == "done":
         done.append(msg[1])
         w.done.append(msg[1])
-        w.shard = None
+        w.shards.remove(msg[1])
+        if w.shard == msg[1]:
+            w.shard = None
     elif kind == "failed":
-        raise _failed(w, *msg[1:])
+        raise _failed(w, msg[1] if msg[1] is not None else w.shard, *msg[2:])
     else:  # pragma: no cover - a message this version does not send
         raise DatasetError(f"Dataset worker {w.number} sent an unknown message {kind!r}.")
 
@@ -248,7 +262,7 @@ def _died(w: _Worker) -> DatasetError:
     else:
         how = f"exited with status {code}" if code is not None else "stopped answering"
     if not w.heard:
-        where = "starting" + ("" if w.shard is None else f" (before its first sample of shard {w.shard})")
+        where = "starting" + (f" (before its first sample of shard {w.shards[0]})" if w.shards else "")
     elif w.sample is not None:
         where = f"rendering sample {w.sample} of shard {w.shard}"
     else:
@@ -259,7 +273,9 @@ def _died(w: _Worker) -> DatasetError:
     )
 
 
-def _failed(w: _Worker, shard: int, index: int | None, blob: bytes | None, name: str, text: str, tb: str) -> GlrecError:
+def _failed(
+    w: _Worker, shard: int | None, index: int | None, blob: bytes | None, name: str, text: str, tb: str
+) -> GlrecError:
     """The worker's error as one error of this process, naming the sample; a glrec error keeps its class."""
     log.debug("dataset worker %d failed:\n%s", w.number, tb)
     original: BaseException | None = None
@@ -296,21 +312,24 @@ def _serve(conn: Connection) -> None:
     folder = DatasetFolder(setup["root"], spec, owner=setup["owner"])
     folder.scratch = Path(setup["scratch"])
     with ShardWorker(spec, folder, setup["device"], threads=setup["threads"]) as worker:
-        while (shard := conn.recv()) is not None:
-            try:
-                record = worker.run(
-                    shard, progress=lambda n: conn.send(("progress", n)), started=lambda i: conn.send(("sample", i))
-                )
-            except BaseException as exc:
-                blob: bytes | None = None
-                with contextlib.suppress(Exception):
-                    data = pickle.dumps(exc)
-                    pickle.loads(data)  # only what the parent can read back
-                    blob = data
-                tb = "".join(traceback.format_exception(exc))
-                conn.send(("failed", shard, worker.failed_index, blob, type(exc).__name__, str(exc), tb))
-                return
-            conn.send(("done", shard, record))
+        try:
+            worker.run_shards(
+                ShardFeed(lambda: conn.poll(0), conn.recv),
+                progress=lambda n: conn.send(("progress", n)),
+                started=lambda i: conn.send(("sample", i)),
+                opened=lambda shard: conn.send(("start", shard)),
+                done=lambda record: conn.send(("done", record["shard"], record)),
+            )
+        except (EOFError, BrokenPipeError):
+            raise  # the parent went away
+        except BaseException as exc:
+            blob: bytes | None = None
+            with contextlib.suppress(Exception):
+                data = pickle.dumps(exc)
+                pickle.loads(data)  # only what the parent can read back
+                blob = data
+            tb = "".join(traceback.format_exception(exc))
+            conn.send(("failed", worker.failed_shard, worker.failed_index, blob, type(exc).__name__, str(exc), tb))
 
 
 def main(argv: list[str]) -> int:

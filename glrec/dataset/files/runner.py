@@ -5,23 +5,19 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
-import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ...errors import GlrecError
 from ...gl.context import GLContext, create_context
 from ..rendering.colour import BatchColour, LayerColour
-from ..rendering.devices import check_egl_device
 from ..rendering.sample import Sample, SampleRenderer, finish_colour
-from ..spec.document import DatasetSpec, check_flag
-from .encode import ColourEncoder, check_colour_encoder, colour_encoder
-from .folder import DatasetFolder, holds_anything
-from .lock import FolderLock
+from ..spec.document import DatasetSpec
+from .encode import ColourEncoder, colour_encoder
+from .feed import OpenShard, ShardFeed, commit_later
+from .folder import DatasetFolder
 from .samples import Encoded, encode_threads, file_digests, manifest_line, sample_files
 from .writers import FolderWriter, ShardWriter, TarWriter, WriteBehind, disk_full
 
@@ -63,8 +59,10 @@ class ShardWorker:
         self._jpegs: dict[int, bytes] = {}  # its finished images by sample index, until written
         self._renderer_name: str | None = None
         self._pool: ThreadPoolExecutor | None = None
-        #: The sample whose draw or encoding raised in the last failed :meth:`run` (None: no failure yet).
+        #: The sample whose draw or encoding raised in the last failed :meth:`run` (None: no failure yet, or
+        #: a shard's opening or commit failed), and its shard.
         self.failed_index: int | None = None
+        self.failed_shard: int | None = None
 
     def _render_info(self, ctx: Any) -> dict[str, Any]:
         if self._renderer_name is None:  # ctx.info queries every GL limit: once per worker
@@ -120,10 +118,13 @@ class ShardWorker:
                 self._jpegs.update(self._batch.queue(renderer.gbuffer.colour_fbo, index))
         return sample, None, self._render_info(renderer.ctx)
 
-    def _drawn(self, indices: range, mark: Callable[[int], None]) -> Iterator[tuple[Sample, bytes | None, Any]]:
+    def _drawn(
+        self, indices: range, mark: Callable[[int], None], after: range | None = None
+    ) -> Iterator[tuple[Sample, bytes | None, Any]]:
         """Samples ``indices`` drawn in order (``mark(i)`` before sample i, or its chunk, is drawn): a chunk of up to
         :data:`SHARD_CHUNK` per GL pass where the scene draws batches (``render_layers``), colour encoded on the
-        host or by a GPU encoder that takes it from the chunk's layers (:class:`LayerColour`), else one by one."""
+        host or by a GPU encoder that takes it from the chunk's layers (:class:`LayerColour`), else one by one.
+        ``after``: the chunk drawn next (the next shard's first), planned while the last one here draws."""
         renderer = None if self.spec.is_clip else self._image_renderer()
         layers = self._batch is None or isinstance(self._batch, LayerColour)  # GPU JPEG from the chunk's layers
         if renderer is not None and renderer.batch_ready and layers:
@@ -133,6 +134,7 @@ class ShardWorker:
             for first in range(indices.start, indices.stop, SHARD_CHUNK):
                 chunk = range(first, min(indices.stop, first + SHARD_CHUNK))
                 then = range(chunk.stop, min(indices.stop, chunk.stop + SHARD_CHUNK))  # planned while this draws
+                then = then if len(then) or after is None else after
                 mark(first)  # a worker that dies now names the chunk's first sample
                 try:
                     with self._gl.active():  # a new host array per chunk
@@ -206,73 +208,139 @@ class ShardWorker:
         ``progress(1)`` is called as each sample is written, ``started(index)`` before each is drawn;
         after an error :attr:`failed_index` names the sample that raised.
         """
-        spec, folder = self.spec, self.folder
-        folder.check_owner()  # this run still holds the folder: what is there of the shard is its own to redo
-        folder.clean(shard)
-        writer: ShardWriter
-        if spec.output.layout == "webdataset":
-            writer = TarWriter(folder.root / folder.shard_name(shard))
-            where = folder.shard_name(shard)
-        else:
-            writer = FolderWriter(folder.root)
-            where = ""
-        if self.threads > 1:  # written on a thread of its own while the next samples are drawn
-            writer = WriteBehind(writer)
-        lines: list[dict[str, Any]] = []
-        # Samples being encoded, oldest first; bounded so memory stays flat whatever the shard size.
-        pending: deque[tuple[Sample, dict[str, Any], Future[Encoded]]] = deque()
-        current: int | None = None
+        [record] = self.run_shards(ShardFeed.of([shard]), progress, started)
+        return record
+
+    def run_shards(
+        self, feed: ShardFeed, progress: Progress | None = None, started: Progress | None = None,
+        opened: Progress | None = None, done: Callable[[dict[str, Any]], None] | None = None,
+    ) -> list[dict[str, Any]]:  # fmt: skip
+        """Render the shards ``feed`` hands out, each completely, its record written; returns the records.
+
+        Pipelined: while one shard's samples are encoded, written and committed (on the encode and write
+        threads), the GL thread draws the next shard that has come (:meth:`ShardFeed.take`), whose first chunk
+        was planned while the one before drew. A shard is begun once every shard but the one before it is
+        complete, so a worker killed mid-run loses at most those two. With none come yet, what is in flight is
+        finished first, so a worker whose feed waits on its parent has reported every shard it took.
+        ``opened(shard)`` is called as a shard is begun, ``done(record)`` once it is complete. On an error, every
+        shard begun and not complete is removed (:attr:`failed_index`, :attr:`failed_shard` say where); complete
+        ones stay.
+        """
+        spec = self.spec
+        shards: deque[OpenShard] = deque()  # begun and not yet complete, oldest first
+        pending: deque[tuple[OpenShard, Sample, dict[str, Any], Future[Encoded]]] = deque()
+        records: list[dict[str, Any]] = []
+        # A chunk's samples come at once, their arrays in one host array: up to a chunk of them wait for
+        # the encode threads while the GL thread goes on to draw the next.
+        bound = max(2 * self.threads, SHARD_CHUNK if self.threads > 1 else 0)
+        current: int | None = None  # the sample being drawn or written (None: a shard's opening or commit)
+        at: int | None = None  # its shard
+
+        def finish(block: bool) -> None:  # the records of the oldest shards whose commits are done
+            nonlocal current, at
+            while shards and shards[0].commit is not None and (block or shards[0].commit.done()):
+                current, at = None, shards[0].shard
+                records.append(self._complete(shards[0]))  # one that fails stays to be removed
+                shards.popleft()
+                if done is not None:
+                    done(records[-1])
 
         def write_oldest() -> None:
-            nonlocal current
-            sample, info, job = pending.popleft()
-            current = sample.index
+            nonlocal current, at
+            st, sample, info, job = pending.popleft()
+            current, at = sample.index, st.shard
             files, digests = self._with_colour(sample, job.result())
-            writer.add(sample.key, files)
-            lines.append(manifest_line(spec, sample, files, shard, where or sample.key, info, digests))
+            st.writer.add(sample.key, files)
+            st.lines.append(manifest_line(spec, sample, files, st.shard, st.where or sample.key, info, digests))
             if progress is not None:
                 progress(1)
+            if len(st.lines) == len(st.indices):  # whole: committed behind the next shard's draws
+                st.commit = commit_later(st.writer)
+
+        def settle(keep: int) -> None:  # every shard but the newest ``keep`` written, committed and recorded
+            while len(shards) > keep:
+                while pending and pending[0][0] is shards[0]:
+                    write_oldest()
+                finish(block=True)
 
         def mark(index: int) -> None:
-            nonlocal current
-            current = index
+            nonlocal current, at
+            current, at = index, index // spec.shard_size
             if started is not None:
                 started(index)
 
         try:
-            for sample, video, info in self._drawn(spec.shard_range(shard), mark):
-                pending.append((sample, info, self._submit(sample, video)))
-                # A chunk's samples come at once, their arrays in one host array: up to a chunk of them wait for
-                # the encode threads while the GL thread goes on to draw the next.
-                while len(pending) > max(2 * self.threads, SHARD_CHUNK if self.threads > 1 else 0):
-                    write_oldest()
-            while pending:
-                write_oldest()
-            result = writer.commit()
+            shard = feed.take(block=True)
+            while shard is not None:
+                settle(keep=1)  # a worker killed while it draws this shard loses it and the one before, no more
+                current, at = None, shard
+                shards.append(self._open_shard(shard))
+                if opened is not None:
+                    opened(shard)
+                coming = feed.peek()  # its first chunk is planned while this shard's last one draws
+                then = None if coming is None else spec.shard_range(coming)[:SHARD_CHUNK]
+                for sample, video, info in self._drawn(shards[-1].indices, mark, then):
+                    pending.append((shards[-1], sample, info, self._submit(sample, video)))
+                    while len(pending) > bound:
+                        write_oldest()
+                finish(block=False)
+                shard = feed.take(block=False)
+                if shard is None:  # none has come yet: finish what is in flight, then wait for the next
+                    settle(keep=0)
+                    shard = feed.take(block=True)
         except BaseException as exc:
-            self.failed_index = current
+            self.failed_index, self.failed_shard = current, at
             for *_, job in pending:
                 job.cancel()
             wait([job for *_, job in pending])  # jobs already running finish; what they made is dropped
             with contextlib.suppress(Exception):  # the shard's error is the one to raise
                 self._drop_colour()
-            writer.abort()
-            full = disk_full(exc, f"Writing shard {shard} of {folder.root}")
+            for st in shards:
+                self._abandon(st)
+            full = disk_full(exc, f"Writing shard {self.failed_shard} of {self.folder.root}")
             if full is not None:
                 raise full from exc
             raise
-        record = {"shard": shard, "file": result["file"], "samples": lines}
+        return records
+
+    def _open_shard(self, shard: int) -> OpenShard:
+        folder = self.folder
+        folder.check_owner()  # this run still holds the folder: what is there of the shard is its own to redo
+        folder.clean(shard)
+        writer: ShardWriter
+        if self.spec.output.layout == "webdataset":
+            writer, where = TarWriter(folder.root / folder.shard_name(shard)), folder.shard_name(shard)
+        else:
+            writer, where = FolderWriter(folder.root), ""
+        if self.threads > 1:  # written on a thread of its own while the next samples are drawn
+            writer = WriteBehind(writer)
+        return OpenShard(shard, self.spec.shard_range(shard), writer, where)
+
+    def _complete(self, st: OpenShard) -> dict[str, Any]:
+        """The record of a committed shard, written: the shard is complete."""
+        assert st.commit is not None
+        result = st.commit.result()  # a failed commit raises here
+        record = {"shard": st.shard, "file": result["file"], "samples": st.lines}
         if result["file"] is not None:
             record.update(bytes=result["bytes"], sha256=result["sha256"])
         try:
-            folder.write_record(shard, record)
+            self.folder.write_record(st.shard, record)
         except OSError as exc:
-            full = disk_full(exc, f"Recording that shard {shard} of {folder.root} is complete")
+            full = disk_full(exc, f"Recording that shard {st.shard} of {self.folder.root} is complete")
             if full is not None:
                 raise full from exc
             raise
-        log.info("shard %d: %d samples -> %s", shard, len(lines), where or "folders")
+        log.info("shard %d: %d samples -> %s", st.shard, len(st.lines), st.where or "folders")
         return record
+
+    def _abandon(self, st: OpenShard) -> None:
+        """After an error: a shard whose commit went through is kept (its record written), any other removed."""
+        if st.commit is not None:
+            with contextlib.suppress(BaseException):
+                self._complete(st)
+                return
+        with contextlib.suppress(Exception):
+            st.writer.abort()
 
     def close(self) -> None:
         pool, self._pool = self._pool, None
@@ -298,78 +366,10 @@ class ShardWorker:
         self.close()
 
 
-class ShardQueue:
-    """The shards still to render, lowest first, made as they are taken: a spec may have 2**63 - 1 shards.
-
-    >>> list(ShardQueue(5, {0, 2})), len(ShardQueue(5, {0, 2}))
-    ([1, 3, 4], 3)
-    """
-
-    def __init__(self, total: int, done: set[int]) -> None:
-        self.total = total
-        self.done = done
-
-    def __len__(self) -> int:
-        return self.total - len(self.done)
-
-    def __iter__(self) -> Iterator[int]:
-        return (s for s in range(self.total) if s not in self.done)
-
-
 def run_local(
     spec: DatasetSpec, folder: DatasetFolder, shards: Iterable[int], device: int | None, progress: Progress | None
 ) -> list[int]:
-    """Render ``shards`` one after another in this process; returns those rendered."""
+    """Render ``shards`` one after another in this process (pipelined: :meth:`ShardWorker.run_shards`); returns
+    those rendered."""
     with ShardWorker(spec, folder, device) as worker:
-        done = []
-        for shard in shards:
-            worker.run(shard, progress)
-            done.append(shard)
-        return done
-
-
-def write_samples(
-    spec: DatasetSpec | str | os.PathLike[str],
-    indices: list[int],
-    out: str | os.PathLike[str],
-    *,
-    overwrite: bool = False,
-    device: int | None = None,
-) -> list[Path]:
-    """Render only ``indices`` of ``spec`` (a DatasetSpec or a TOML path) into per-sample folders ``OUT/KEY/``.
-
-    The same files the full run makes.
-
-    >>> write_samples(spec, [17], "sample17/")  # doctest: +SKIP
-    [PosixPath('sample17/000017')]
-    """
-    from ...errors import ConfigError, OutputExistsError
-
-    spec = spec if isinstance(spec, DatasetSpec) else DatasetSpec.load(spec)  # a TOML path, as generate() takes
-    bad = [i for i in indices if not 0 <= i < spec.samples]
-    if bad:
-        raise ConfigError(f"Sample index {bad[0]} is outside the spec's samples 0..{spec.samples - 1}.")
-    check_flag("overwrite", overwrite)
-    check_colour_encoder(spec.output)
-    check_egl_device(device)
-    root = Path(out)
-    if root.is_dir() and holds_anything(root) and not overwrite:
-        raise OutputExistsError(f"Output folder {str(root)!r} is not empty; pass --overwrite or choose another.")
-    with FolderLock(root):  # no other run writes here meanwhile (a dataset's run, another --only)
-        if overwrite:
-            for i in indices:
-                shutil.rmtree(root / spec.key(i), ignore_errors=True)
-        folder = DatasetFolder(root, spec)
-        # Clip videos are encoded in a scratch folder of this run's own: .glrec/ may hold a
-        # finished dataset's shard records, which --resume needs.
-        folder.scratch = Path(tempfile.mkdtemp(prefix=".glrec-only-", dir=root))
-        writer = FolderWriter(root)
-        try:
-            with ShardWorker(spec, folder, device) as worker:
-                for i in indices:
-                    sample, files, _ = worker.render(i)
-                    writer.add(sample.key, files)
-            writer.commit()
-        finally:
-            shutil.rmtree(folder.scratch, ignore_errors=True)
-    return [root / spec.key(i) for i in indices]
+        return [record["shard"] for record in worker.run_shards(ShardFeed.of(shards), progress)]

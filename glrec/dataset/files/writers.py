@@ -259,6 +259,24 @@ class WriteBehind:
         self._close()
         return self.writer.commit()
 
+    def commit_later(self) -> Future[dict[str, object]]:
+        """:meth:`commit` on the write thread, after the adds queued before it, while the caller draws on (a shard
+        worker's next shard). An add's error is the future's; after any error, :meth:`abort` removes the shard."""
+        assert self._pool is not None, "shard already committed or aborted"
+        jobs = [job for job, _ in self._jobs]
+        self._jobs.clear()
+        self._queued = 0
+
+        def commit() -> dict[str, object]:
+            for job in jobs:  # done already: the write thread ran them first
+                job.result()
+            return self.writer.commit()
+
+        pool, self._pool = self._pool, None
+        future = pool.submit(commit)
+        pool.shutdown(wait=False)  # its thread ends after the commit
+        return future
+
     def abort(self) -> None:
         jobs = [job for job, _ in self._jobs]
         for job in jobs:

@@ -1,0 +1,44 @@
+#!/bin/bash
+# The tenth H200 session (2026-12-03): shard workers that draw the next shard while the one before is written and
+# committed (issue 33, shards >= 1,000 samples/s with PNG, >= 2,000 with GPU JPEG), the GPU tier.
+#   bash benchmarks/gpu/h200_tenth.sh tests      # the GPU tier
+#   bash benchmarks/gpu/h200_tenth.sh shards     # dataset_workers.py: this tree, then .before/ (main bc3541d)
+#     SH_W: worker counts (4,8,16); SH_FMT: colour variants (--gl-jpeg --nvjpeg; PNG always); SH_ENV: --env pairs
+#   bash benchmarks/gpu/h200_tenth.sh shardprof  # py-spy over PNG shards (raw stacks to $OUT), PROF_W workers
+set -u
+source .gpu/boot.sh
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
+for mode in "$@"; do
+case "$mode" in
+tests)
+  GLREC_FAKE_DRIVERS_DIR=$PWD/.fake timeout ${TIER_S:-240} python3 -m pytest -q -p no:cacheprovider -m gpu -rfE 2>&1 \
+    | grep -v -e Warning -e "^  " -e "^$" | tail -${TAIL:-12} | tee "$OUT/gpu-tier.txt"
+  ;;
+shards)
+  D="benchmarks/dataset_workers.py --shard-size 25 --rounds 1 --machine nvidia-h200 --samples ${SH_N:-6400}"
+  for r in $(seq ${SH_ROUNDS:-1}); do
+    python3 $D --workers ${SH_W:-4,8,16} ${SH_FMT:---gl-jpeg --nvjpeg} ${SH_ENV:-} --json "$OUT/shards-after-$r.json" \
+      2>&1 | grep -e "workers=" | grep -v "^round"
+    [ -n "${SH_BEFORE:-1}" ] && (cd .before && python3 $D --workers ${SH_W:-4,8,16} ${SH_FMT:---gl-jpeg --nvjpeg} \
+      --json "$OUT/shards-before-$r.json" 2>&1 | grep -e "workers=" | grep -v "^round" | sed 's/^/before /')
+  done
+  ;;
+shardprof)
+  xz -dc .tools/py-spy.xz > /tmp/py-spy && chmod +x /tmp/py-spy
+  for w in ${PROF_W:-8}; do
+    cat > /tmp/gen.py <<PY
+import time
+from dataclasses import replace
+from glrec.dataset import DatasetSpec, generate
+spec = DatasetSpec.load("examples/dataset.toml").with_(samples=${PROF_N:-6400}, shard_size=25)
+spec = spec.with_(output=replace(spec.output, rgb="${PROF_RGB:-png}", rgb_encoder="${PROF_ENC:-cpu}"))
+t = time.perf_counter(); generate(spec, "/tmp/prof-out", overwrite=True, workers=$w)
+print("workers=$w", round(${PROF_N:-6400} / (time.perf_counter() - t), 1), "samples/s under py-spy")
+PY
+    timeout 200 /tmp/py-spy record --subprocesses --threads --idle -r 100 -f raw -o "$OUT/pyspy-w$w.txt" -- python3 /tmp/gen.py 2>&1 \
+      | grep -v -e "^py-spy" -e Sampling | tail -3
+  done
+  ;;
+esac
+done
