@@ -153,7 +153,7 @@ def run_workers(
 ) -> list[int]:  # fmt: skip
     """Render ``shards`` on ``workers`` local processes; returns the shards rendered.
 
-    ``shards`` is taken lazily (it may be a :class:`~glrec.dataset.files.runner.ShardQueue` of any length).
+    ``shards`` is taken lazily (it may be a :class:`~glrec.dataset.files.feed.ShardQueue` of any length).
     ``colour``: :func:`colour_factory` of the spec (made here when None). ``lock_fd``: the folder's
     lock (:class:`~glrec.dataset.files.lock.FolderLock`), which every worker inherits and so holds too.
     """
