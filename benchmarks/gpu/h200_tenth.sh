@@ -5,6 +5,7 @@
 #   bash benchmarks/gpu/h200_tenth.sh shards     # dataset_workers.py: this tree, then .before/ (main bc3541d)
 #     SH_W: worker counts (4,8,16); SH_FMT: colour variants (--gl-jpeg --nvjpeg; PNG always); SH_ENV: --env pairs
 #   bash benchmarks/gpu/h200_tenth.sh shardprof  # py-spy over PNG shards (raw stacks to $OUT), PROF_W workers
+#   bash benchmarks/gpu/h200_tenth.sh streamprof # py-spy over the 128x128 CUDA stream (raw stacks to $OUT)
 set -u
 source .gpu/boot.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -39,6 +40,27 @@ PY
     timeout 200 /tmp/py-spy record --subprocesses --threads --idle -r 100 -f raw -o "$OUT/pyspy-w$w.txt" -- python3 /tmp/gen.py 2>&1 \
       | grep -v -e "^py-spy" -e Sampling | tail -3
   done
+  ;;
+streamprof)  # py-spy over the 128x128 CUDA stream (raw stacks to $OUT): where the parent's time goes now
+  xz -dc .tools/py-spy.xz > /tmp/py-spy && chmod +x /tmp/py-spy
+  cat > /tmp/stream.py <<PY
+import time, torch
+from dataclasses import replace
+from glrec.dataset import DatasetSpec, stream
+n = 4096
+spec = DatasetSpec.load("examples/dataset.toml").with_(samples=n * ${PROF_BATCHES:-24}, shard_size=n, size=(128, 128))
+spec = spec.with_(output=replace(spec.output, passes=("rgb", "depth")))
+t = time.perf_counter(); first = None
+with stream(spec, n, device="cuda") as s:
+    for b in s:
+        total = sum(torch.from_dlpack(b[p]).sum(dtype=torch.float64) for p in ("rgb", "depth")); float(total)
+        if first is None: first = time.perf_counter()
+end = time.perf_counter()
+print("stream", round(spec.samples / (end - t)), "samples/s; steady", round((spec.samples - n) / (end - first)))
+PY
+  python3 /tmp/stream.py 2>&1 | tail -1
+  timeout 200 /tmp/py-spy record --subprocesses --threads --idle -r 200 -f raw -o "$OUT/pyspy-stream.txt" -- python3 /tmp/stream.py 2>&1 \
+    | grep -v -e "^py-spy" -e Sampling | tail -2
   ;;
 esac
 done
