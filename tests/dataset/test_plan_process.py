@@ -135,8 +135,14 @@ def test_two_planning_processes_make_the_prepared_draws_and_cameras_of_a_stream_
         with stream(spec, 8, device="cpu") as s:
             for batch in s:
                 out.append({k: np.array(batch[k]) for k in ("index", "rgb", "depth", "K", "world_to_camera")})
+                # Plans from a process stay pickled through the tensors and cameras, until the metadata is read.
+                chunks = batch["meta"].chunks
+                unread.append([getattr(c.plans, "unread", False) for c in chunks])
                 out[-1]["meta"] = list(batch["meta"])
+                assert not any(getattr(c.plans, "unread", False) for c in chunks)  # read for the metadata
         return out
+
+    unread: list[list[bool]] = []
 
     spec = make_spec(samples=40)
     here = batches(0)
@@ -160,7 +166,9 @@ def test_two_planning_processes_make_the_prepared_draws_and_cameras_of_a_stream_
     real_submit = PlanProcess.submit
     monkeypatch.setattr(PlanProcess, "submit", lambda self, idx, cams=False: asked.append(
         (id(self), cams)) or real_submit(self, idx, cams))  # fmt: skip
+    unread.clear()
     there = batches(2)
+    assert unread == [[False]] + [[True]] * 4  # the first batch is planned here
     assert len(asked) == 4 and len({who for who, _ in asked}) == 2 and all(cams for _, cams in asked)
     assert made == {"prepare_batch": 1, "cameras_batch": 1}  # only for the first batch, planned here at once
     assert len(here) == len(there) == 5
@@ -188,3 +196,23 @@ def test_a_table_whose_own_setup_keeps_state_is_not_planned_without_gl():
             self.gain = 2.0
 
     assert plans_without_gl(Table()) and not plans_without_gl(Lit()) and plans_without_gl(LitPlanned())
+
+
+def test_packed_plans_stay_pickled_until_read_and_read_as_the_plans():
+    import pickle
+
+    from glrec.dataset.rendering.plans import PackedPlans, chunk_layouts, chunk_times
+
+    spec = make_spec(samples=12)
+    scene = load_scene(spec.scene_ref())
+    plans = plan_samples(spec, list(range(12)), scene)
+    packed = PackedPlans(plans)
+    assert len(packed) == 12 and packed.unread
+    assert chunk_times(packed) == [float(p.params.get("time", 0.0)) for p in plans]
+    assert packed.ids == 1 + max(p.layout.object_count for p in plans)
+    layouts = chunk_layouts(packed)
+    assert len(layouts) == 12 and packed.unread  # a view: nothing read yet
+    again = pickle.loads(pickle.dumps(packed))  # still pickled inside: it travels as it came
+    assert again.unread and again == plans and not again.unread
+    assert [lay.objects for lay in layouts] == [p.layout.objects for p in plans] and not packed.unread
+    assert packed[3] == plans[3] and packed[2:4] == plans[2:4] and list(packed) == plans

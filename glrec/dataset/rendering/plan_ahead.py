@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .plans import SamplePlan
 
     Cameras = tuple[np.ndarray, np.ndarray]  # K (n, 3, 3) and world-to-camera (n, 4, 4)
-    Chunk = tuple[list[SamplePlan], Any, Cameras | None]  # plans, prepared draw, cameras
+    Chunk = tuple[Sequence[SamplePlan], Any, Cameras | None]  # plans, prepared draw, cameras
 
 log = logging.getLogger("glrec")
 
@@ -115,11 +115,11 @@ class ChunkPlanner:
 
     def chunks(
         self, indices: Sequence[int], then: Sequence[int] | None
-    ) -> Iterator[tuple[int, list[SamplePlan], list[float], list[Any], Any, Cameras | None]]:
+    ) -> Iterator[tuple[int, Sequence[SamplePlan], list[float], Sequence[Any], Any, Cameras | None]]:
         """Per chunk of up to ``layers`` samples: its first position, plans, times, layouts, prepared draw
         (or None) and cameras (or None). Planned ahead (:meth:`ahead`) or here, at once; ``then`` is planned
         ahead from here."""
-        from .plans import TIME_PARAM, plan_samples
+        from .plans import chunk_layouts, chunk_times, plan_samples
 
         ahead, self._ahead = self._ahead, None
         if ahead is not None and ahead[0] != tuple(indices):
@@ -137,8 +137,7 @@ class ChunkPlanner:
         try:
             for task in ahead[1]:
                 chunk, prepared, cams = task.result()
-                times = [float(p.params.get(TIME_PARAM, 0.0)) for p in chunk]
-                yield j, chunk, times, [p.layout for p in chunk], prepared, cams
+                yield j, chunk, chunk_times(chunk), chunk_layouts(chunk), prepared, cams
                 j += len(chunk)
         finally:  # after a chunk that failed (or a caller that stopped), the rest are waited for, not left running
             _settle(ahead[1])

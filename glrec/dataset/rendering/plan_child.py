@@ -12,7 +12,9 @@ does); plans are pure functions of (seed, index), so they are the same bytes whe
 Where the scene plans without GL (:class:`~glrec.scenes.capabilities.PlansWithoutGL`: set up for the frame size
 alone), the child also makes a chunk's prepared draw (``prepare_batch``) and, when asked, its cameras
 (``cameras_batch``): arrays, cheap to unpickle, that the parent's planning threads and render thread would
-otherwise compute holding its interpreter lock.
+otherwise compute holding its interpreter lock. The plans then come as
+:class:`~glrec.dataset.rendering.plans.PackedPlans`: still pickled, unpickled only where the parent reads them
+(a sample's metadata), with each sample's time and the chunk's box-table width beside them.
 
 Anything the child cannot do (it does not start, its scene fails to load, a batch raises, it dies) fails that
 request's future; the caller plans those samples itself, which raises the error that names the sample. A prepared
@@ -34,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 from ..._children import child_env, die_with_parent, start_child
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import numpy as np
 
     from ..spec.document import DatasetSpec
@@ -47,7 +51,7 @@ _READY = -1  # the child's first message: the scene is loaded
 
 #: What the child answers for a chunk: its plans, its prepared draw and its (K, world-to-camera) arrays (None:
 #: not made there).
-Planned = tuple["list[SamplePlan]", Any, "tuple[np.ndarray, np.ndarray] | None"]
+Planned = tuple["Sequence[SamplePlan]", Any, "tuple[np.ndarray, np.ndarray] | None"]
 
 
 class PlanProcess:
@@ -167,12 +171,14 @@ def _plan(spec: DatasetSpec, indices: list[int], scene: Any, sized: bool, camera
     """A chunk's plans; where ``sized``, its prepared draw and (if asked) cameras, or None where those raise (the
     parent makes them again, which names the failure there)."""
     from ...scenes.capabilities import BatchCameras, batch_prepared
-    from .plans import chunk_extras, plan_samples
+    from .plans import PackedPlans, chunk_extras, plan_samples
 
     plans = plan_samples(spec, indices, scene)
     if not sized:
         return plans, None, None
-    return plans, *chunk_extras(scene, plans, batch_prepared(scene), cameras and isinstance(scene, BatchCameras))
+    extras = chunk_extras(scene, plans, batch_prepared(scene), cameras and isinstance(scene, BatchCameras))
+    # Where the parent needs no layout to draw (prepared here), the plans stay pickled until it reads them.
+    return (plans if extras[0] is None else PackedPlans(plans)), *extras
 
 
 def main(argv: list[str]) -> int:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import pickle
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, cast, overload
 
 from ...errors import ConfigError, GlrecError, SceneError
 from ...scenes.capabilities import BatchCameras, BatchPrepared, BatchRandomisable, batch_randomisable
@@ -17,7 +20,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("glrec")
 
-__all__ = ["TIME_PARAM", "SamplePlan", "chunk_extras", "plan_samples", "sample_plan"]
+__all__ = [
+    "TIME_PARAM", "PackedPlans", "SamplePlan", "chunk_extras", "chunk_layouts", "chunk_times", "plan_samples",
+    "sample_plan",
+]  # fmt: skip
 
 #: A parameter every scene takes: the time rendered for an image (a clip's start time).
 TIME_PARAM = "time"
@@ -32,6 +38,93 @@ class SamplePlan:
     seed: int
     params: dict[str, Any]
     layout: Any = None
+
+
+class PackedPlans(Sequence[SamplePlan]):
+    """A chunk's plans as a planning process sends them: pickled until first read, with what the draw needs beside
+    them (:attr:`times`, :attr:`ids`), so a stream whose reader takes only the tensors never makes them.
+
+    Unpickling a chunk's plans made a dozen Python objects a sample (about 5 us a sample on the H200's
+    parent, and the garbage collector's passes over them after); the parent's interpreter lock bounds the
+    128x128 stream. Read in any way (an item, iteration, :attr:`layouts`), they are unpickled once (thread-safe).
+    """
+
+    def __init__(self, plans: list[SamplePlan]) -> None:
+        self._blob: bytes | None = pickle.dumps(plans, protocol=pickle.HIGHEST_PROTOCOL)
+        self._n = len(plans)
+        #: Each sample's time, and 1 + the most objects a sample has (the box table's width; 0: not known).
+        self.times = [float(p.params.get(TIME_PARAM, 0.0)) for p in plans]
+        counts = [c for p in plans if isinstance(c := getattr(p.layout, "object_count", None), int)]
+        self.ids = 1 + max(counts, default=0) if len(counts) == len(plans) else 0
+        self._plans: list[SamplePlan] | None = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> tuple[bytes | None, int, list[float], int, list[SamplePlan] | None]:
+        return self._blob, self._n, self.times, self.ids, self._plans
+
+    def __setstate__(self, state: tuple[bytes | None, int, list[float], int, list[SamplePlan] | None]) -> None:
+        self._blob, self._n, self.times, self.ids, self._plans = state
+        self._lock = threading.Lock()
+
+    def materialise(self) -> list[SamplePlan]:
+        """The plans, unpickled on the first call."""
+        with self._lock:
+            if self._plans is None:
+                assert self._blob is not None
+                self._plans, self._blob = pickle.loads(self._blob), None
+            return self._plans
+
+    @property
+    def layouts(self) -> Sequence[Any]:
+        """The samples' layouts, read when first indexed or iterated."""
+        return _Layouts(self)
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> SamplePlan: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[SamplePlan]: ...
+    def __getitem__(self, i: int | slice) -> SamplePlan | list[SamplePlan]:
+        return self.materialise()[i]
+
+    def __iter__(self) -> Iterator[SamplePlan]:
+        return iter(self.materialise())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (PackedPlans, list, tuple)):
+            return self.materialise() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def unread(self) -> bool:
+        """Whether the plans are still pickled (nothing has read them)."""
+        return self._plans is None
+
+
+class _Layouts(Sequence[Any]):
+    def __init__(self, plans: PackedPlans) -> None:
+        self._plans = plans
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    def __getitem__(self, i: Any) -> Any:
+        got = self._plans.materialise()[i]
+        return [p.layout for p in got] if isinstance(i, slice) else got.layout
+
+
+def chunk_layouts(plans: Sequence[SamplePlan]) -> Sequence[Any]:
+    """The layouts of ``plans`` (left unread for :class:`PackedPlans`)."""
+    return plans.layouts if isinstance(plans, PackedPlans) else [p.layout for p in plans]
+
+
+def chunk_times(plans: Sequence[SamplePlan]) -> list[float]:
+    """Each plan's time (the ``time`` parameter, 0 without one)."""
+    return plans.times if isinstance(plans, PackedPlans) else [float(p.params.get(TIME_PARAM, 0.0)) for p in plans]
 
 
 def plan_samples(spec: DatasetSpec, indices: list[int] | range, scene: object = None) -> list[SamplePlan]:
@@ -82,21 +175,19 @@ def sample_plan(spec: DatasetSpec, index: int) -> tuple[int, dict[str, Any]]:
 
 
 def chunk_extras(
-    scene: object, plans: list[SamplePlan], prepare: bool, cameras: bool, prepared: Any = None, cams: Any = None
+    scene: object, plans: Sequence[SamplePlan], prepare: bool, cameras: bool, prepared: Any = None, cams: Any = None
 ) -> tuple[Any, tuple[np.ndarray, np.ndarray] | None]:
     """A chunk's prepared draw (where ``prepare``: the scene's ``prepare_batch``) and its cameras (where
     ``cameras``: its ``cameras_batch``), made now unless given; None for what the scene raised making (it is
     made again where its error is named: the draw from the layouts, the cameras when read)."""
-    layouts = [p.layout for p in plans]
-    times = [float(p.params.get(TIME_PARAM, 0.0)) for p in plans]
     if not prepare:
         prepared = None
     elif prepared is None:
         try:
-            prepared = cast(BatchPrepared, scene).prepare_batch(layouts, times)
+            prepared = cast(BatchPrepared, scene).prepare_batch(list(chunk_layouts(plans)), chunk_times(plans))
         except Exception as exc:
             log.debug("glrec: preparing a chunk's draw failed (%s); it is drawn from its layouts", exc)
     if cameras and cams is None:
         with contextlib.suppress(Exception):
-            cams = cast(BatchCameras, scene).cameras_batch(layouts, times)
+            cams = cast(BatchCameras, scene).cameras_batch(list(chunk_layouts(plans)), chunk_times(plans))
     return prepared, cams if cameras else None

@@ -95,7 +95,7 @@ class DrawnChunk:
     ``cameras_batch`` arrays where they were made while it was planned. It holds no pass memory: what reads its
     metadata later never keeps a batch's buffer from being reused."""
 
-    plans: list[SamplePlan]
+    plans: Sequence[SamplePlan]
     times: list[float]
     boxes: Sequence[Boxes | None]
     in_effect: Sequence[Mapping[str, Any]]
@@ -162,6 +162,7 @@ class LayerRenderer:
         spec = r.spec
         samples: list[Sample] = []
         for j, chunk, times, layouts, prepared, _ in self._planner.chunks(indices, then):
+            layouts = list(layouts)
             # The chunk's annotations are computed on the CPU while the GPU draws and packs it.
             annotate = functools.partial(self._batch_annotations, layouts, times)
             result = self._chunk(layouts, times, target(j, len(chunk)), annotate, prepared)
@@ -195,14 +196,16 @@ class LayerRenderer:
         self._planner.cameras = isinstance(r.scene, BatchCameras)  # the stream's columns: made while planning
         chunks: list[DrawnChunk] = []
         for j, chunk, times, layouts, prepared, cams in self._planner.chunks(indices, then):
-            result = self._chunk(layouts, times, target(j, len(chunk)), prepared=prepared)
-            in_effect: list[Mapping[str, Any]] = []
+            result = self._chunk(layouts, times, target(j, len(chunk)), prepared=prepared, ids=getattr(chunk, "ids", 0))
+            in_effect: Sequence[Mapping[str, Any]] = []
             if self._layout_params:  # read from the layouts (copied when the meta is made), not switched to
-                in_effect = [cast(LayoutParams, r.scene).layout_params(lay) for lay in layouts]
+                in_effect = _ParamsOf(cast(LayoutParams, r.scene), layouts)
             elif r._reports_params:
+                switched = []
                 for plan in chunk:
                     cast(BatchRandomisable, r.scene).use_layout(plan.layout)
-                    in_effect.append(r.in_effect())
+                    switched.append(r.in_effect())
+                in_effect = switched
             chunks.append(DrawnChunk(chunk, times, result.boxes, in_effect or [{}] * len(chunk), cams))
         return chunks
 
@@ -266,8 +269,9 @@ class LayerRenderer:
             arrays["rgb"] = rgb
         return arrays
 
-    def _chunk(self, layouts: list[Any], times: list[float], into: PackTarget | None,
-               meanwhile: Callable[[], Any] | None = None, prepared: Any = None) -> Any:  # fmt: skip
+    def _chunk(self, layouts: Sequence[Any], times: list[float], into: PackTarget | None,
+               meanwhile: Callable[[], Any] | None = None, prepared: Any = None, ids: int = 0) -> Any:  # fmt: skip
+        """Draw and pack a chunk; ``ids``: its box table's width where known (else counted from the layouts)."""
         assert self.gbuffer is not None and self.packer is not None
         gb, scene = self.gbuffer, self.renderer.scene
         with gb.bound():
@@ -275,7 +279,7 @@ class LayerRenderer:
                 if prepared is not None:  # the CPU half done on a planning thread
                     cast(BatchPrepared, scene).render_prepared(gb, prepared)
                 else:
-                    cast(BatchDrawable, scene).render_batch(gb, layouts, times)
+                    cast(BatchDrawable, scene).render_batch(gb, list(layouts), times)
             except GlrecError:
                 raise
             except Exception as exc:
@@ -283,7 +287,7 @@ class LayerRenderer:
                     f"Scene {self.renderer.spec.scene!r} raised drawing a batch of {len(layouts)} samples: "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
-        ids = 1 + max((_object_count(lay) for lay in layouts), default=0)
+        ids = ids or 1 + max((_object_count(lay) for lay in layouts), default=0)
         return self.packer.run(len(layouts), self.stride, ids, into, self._instance_layer, meanwhile)
 
     def _instance_layer(self, layer: int) -> np.ndarray:
@@ -326,6 +330,23 @@ def _annotate(r: SampleRenderer, index: int, t: float) -> dict[str, Any]:
         raise SceneError(
             f"Scene {r.spec.scene!r} failed to annotate sample {index} at t={t:g}: {type(exc).__name__}: {exc}"
         ) from exc
+
+
+class _ParamsOf(Sequence[Mapping[str, Any]]):
+    """The params in effect of each of ``layouts`` (the scene's ``layout_params``), made when first read: the
+    layouts of a chunk planned in a process stay unread until its metadata is."""
+
+    def __init__(self, scene: LayoutParams, layouts: Sequence[Any]) -> None:
+        self._scene, self._layouts = scene, layouts
+        self._made: list[Mapping[str, Any]] | None = None
+
+    def __len__(self) -> int:
+        return len(self._layouts)
+
+    def __getitem__(self, i: Any) -> Any:
+        if self._made is None:
+            self._made = [self._scene.layout_params(lay) for lay in self._layouts]
+        return self._made[i]
 
 
 def _object_count(layout: Any) -> int:
