@@ -6,6 +6,7 @@
 #     SH_W: worker counts (4,8,16); SH_FMT: colour variants (--gl-jpeg --nvjpeg; PNG always); SH_ENV: --env pairs
 #   bash benchmarks/gpu/h200_tenth.sh shardprof  # py-spy over PNG shards (raw stacks to $OUT), PROF_W workers
 #   bash benchmarks/gpu/h200_tenth.sh streamprof # py-spy over the 128x128 CUDA stream (raw stacks to $OUT)
+#   bash benchmarks/gpu/h200_tenth.sh stream     # dataset_stream.py 128x128: this tree and .before/, alternating
 set -u
 source .gpu/boot.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -40,6 +41,14 @@ PY
     timeout 200 /tmp/py-spy record --subprocesses --threads --idle -r 100 -f raw -o "$OUT/pyspy-w$w.txt" -- python3 /tmp/gen.py 2>&1 \
       | grep -v -e "^py-spy" -e Sampling | tail -3
   done
+  ;;
+stream)  # the 128x128 CUDA stream (plans packed until read) and .before/, alternating; ST_BOXES: a consumer of boxes
+  S="benchmarks/dataset_stream.py --device cuda --workers= --rounds 1 --tag nvidia-h200 --samples 65536 --size 128x128 --passes rgb,depth --batch-size 4096"
+  for r in $(seq ${ST_ROUNDS:-2}); do
+    python3 $S ${ST_BOXES:-} --name tenth-128-after-$r 2>&1 | grep median
+    (cd .before && python3 $S ${ST_BOXES:-} --name tenth-128-before-$r 2>&1 | grep median | sed 's/^/before /')
+  done
+  tar -cf "$OUT/stream-results.tar" benchmarks/results/*tenth* .before/benchmarks/results/*tenth* 2>/dev/null
   ;;
 streamprof)  # py-spy over the 128x128 CUDA stream (raw stacks to $OUT): where the parent's time goes now
   xz -dc .tools/py-spy.xz > /tmp/py-spy && chmod +x /tmp/py-spy
