@@ -21,7 +21,8 @@ shards)
   D="benchmarks/dataset_workers.py --shard-size 25 --rounds 1 --machine nvidia-h200 --samples ${SH_N:-6400}"
   for r in $(seq ${SH_ROUNDS:-1}); do
     python3 $D --workers ${SH_W:-4,8,16} ${SH_FMT:---gl-jpeg --nvjpeg} ${SH_ENV:-} --json "$OUT/shards-after-$r.json" \
-      2>&1 | grep -e "workers=" | grep -v "^round"
+      > "$OUT/shards-after-$r.log" 2>&1; grep -e "workers=" "$OUT/shards-after-$r.log" | grep -v "^round"
+    grep -q "failed (exit" "$OUT/shards-after-$r.log" && tail -40 "$OUT/shards-after-$r.log"
     [ -n "${SH_BEFORE:-1}" ] && (cd .before && python3 $D --workers ${SH_W:-4,8,16} ${SH_FMT:---gl-jpeg --nvjpeg} \
       --json "$OUT/shards-before-$r.json" 2>&1 | grep -e "workers=" | grep -v "^round" | sed 's/^/before /')
   done
@@ -45,8 +46,9 @@ PY
 stream)  # the 128x128 CUDA stream (plans packed until read) and .before/, alternating; ST_BOXES: a consumer of boxes
   S="benchmarks/dataset_stream.py --device cuda --workers= --rounds 1 --tag nvidia-h200 --samples 65536 --size 128x128 --passes rgb,depth --batch-size 4096"
   for r in $(seq ${ST_ROUNDS:-2}); do
-    python3 $S ${ST_BOXES:-} --name tenth-128-after-$r 2>&1 | grep median
-    (cd .before && python3 $S ${ST_BOXES:-} --name tenth-128-before-$r 2>&1 | grep median | sed 's/^/before /')
+    python3 $S ${ST_BOXES:-} --name tenth-128-after-$r > "$OUT/stream-after-$r.log" 2>&1; grep median "$OUT/stream-after-$r.log"
+    (cd .before && python3 $S ${ST_BOXES:-} --name tenth-128-before-$r > "$OUT/stream-before-$r.log" 2>&1)
+    grep median "$OUT/stream-before-$r.log" | sed 's/^/before /' || tail -5 "$OUT/stream-before-$r.log"
   done
   tar -cf "$OUT/stream-results.tar" benchmarks/results/*tenth* .before/benchmarks/results/*tenth* 2>/dev/null
   ;;
