@@ -78,7 +78,7 @@ import time
 from dataclasses import replace
 from glrec.dataset import DatasetSpec, generate
 spec = DatasetSpec.load("examples/dataset.toml").with_(samples=${PROF_N:-3200}, shard_size=25)
-spec = spec.with_(output=replace(spec.output, rgb="jpg", rgb_encoder="${PROF_ENC:-gl}"))
+spec = spec.with_(output=replace(spec.output, rgb="${PROF_RGB:-jpg}", rgb_encoder="${PROF_ENC:-gl}"))
 t = time.perf_counter(); generate(spec, "/tmp/prof-out", overwrite=True, workers=$w)
 print("workers=$w", round(${PROF_N:-3200} / (time.perf_counter() - t), 1), "samples/s under py-spy")
 PY

@@ -13,9 +13,12 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 for mode in "$@"; do
 case "$mode" in
-tests)
-  GLREC_FAKE_DRIVERS_DIR=$PWD/.fake timeout ${TIER_S:-240} python3 -m pytest -q -p no:cacheprovider -m gpu -rfE 2>&1 \
-    | grep -v -e Warning -e "^  " -e "^$" | tail -${TAIL:-12} | tee "$OUT/gpu-tier.txt"
+tests|streamprof)  # as the ninth session ran them (streamprof: py-spy over the 128x128 CUDA stream, then gl-bound)
+  OUT=$OUT bash benchmarks/gpu/h200_ninth.sh "$mode"
+  ;;
+shardprof)  # the ninth session's, over PNG shards by default: 8 workers, 6,400 samples
+  OUT=$OUT PROF_RGB=${PROF_RGB:-png} PROF_ENC=${PROF_ENC:-cpu} PROF_W=${PROF_W:-8} PROF_N=${PROF_N:-6400} \
+    bash benchmarks/gpu/h200_ninth.sh shardprof
   ;;
 shards)
   D="benchmarks/dataset_workers.py --shard-size 25 --rounds 1 --machine nvidia-h200 --samples ${SH_N:-6400}"
@@ -27,22 +30,6 @@ shards)
       --json "$OUT/shards-before-$r.json" 2>&1 | grep -e "workers=" | grep -v "^round" | sed 's/^/before /')
   done
   ;;
-shardprof)
-  xz -dc .tools/py-spy.xz > /tmp/py-spy && chmod +x /tmp/py-spy
-  for w in ${PROF_W:-8}; do
-    cat > /tmp/gen.py <<PY
-import time
-from dataclasses import replace
-from glrec.dataset import DatasetSpec, generate
-spec = DatasetSpec.load("examples/dataset.toml").with_(samples=${PROF_N:-6400}, shard_size=25)
-spec = spec.with_(output=replace(spec.output, rgb="${PROF_RGB:-png}", rgb_encoder="${PROF_ENC:-cpu}"))
-t = time.perf_counter(); generate(spec, "/tmp/prof-out", overwrite=True, workers=$w)
-print("workers=$w", round(${PROF_N:-6400} / (time.perf_counter() - t), 1), "samples/s under py-spy")
-PY
-    timeout 200 /tmp/py-spy record --subprocesses --threads --idle -r 100 -f raw -o "$OUT/pyspy-w$w.txt" -- python3 /tmp/gen.py 2>&1 \
-      | grep -v -e "^py-spy" -e Sampling | tail -3
-  done
-  ;;
 stream)  # the 128x128 CUDA stream (plans packed until read) and .before/, alternating; ST_BOXES: a consumer of boxes
   S="benchmarks/dataset_stream.py --device cuda --workers= --rounds 1 --tag nvidia-h200 --samples 65536 --size 128x128 --passes rgb,depth --batch-size 4096"
   for r in $(seq ${ST_ROUNDS:-2}); do
@@ -51,27 +38,6 @@ stream)  # the 128x128 CUDA stream (plans packed until read) and .before/, alter
     grep median "$OUT/stream-before-$r.log" | sed 's/^/before /' || tail -5 "$OUT/stream-before-$r.log"
   done
   tar -cf "$OUT/stream-results.tar" benchmarks/results/*tenth* .before/benchmarks/results/*tenth* 2>/dev/null
-  ;;
-streamprof)  # py-spy over the 128x128 CUDA stream (raw stacks to $OUT): where the parent's time goes now
-  xz -dc .tools/py-spy.xz > /tmp/py-spy && chmod +x /tmp/py-spy
-  cat > /tmp/stream.py <<PY
-import time, torch
-from dataclasses import replace
-from glrec.dataset import DatasetSpec, stream
-n = 4096
-spec = DatasetSpec.load("examples/dataset.toml").with_(samples=n * ${PROF_BATCHES:-24}, shard_size=n, size=(128, 128))
-spec = spec.with_(output=replace(spec.output, passes=("rgb", "depth")))
-t = time.perf_counter(); first = None
-with stream(spec, n, device="cuda") as s:
-    for b in s:
-        total = sum(torch.from_dlpack(b[p]).sum(dtype=torch.float64) for p in ("rgb", "depth")); float(total)
-        if first is None: first = time.perf_counter()
-end = time.perf_counter()
-print("stream", round(spec.samples / (end - t)), "samples/s; steady", round((spec.samples - n) / (end - first)))
-PY
-  python3 /tmp/stream.py 2>&1 | tail -1
-  timeout 200 /tmp/py-spy record --subprocesses --threads --idle -r 200 -f raw -o "$OUT/pyspy-stream.txt" -- python3 /tmp/stream.py 2>&1 \
-    | grep -v -e "^py-spy" -e Sampling | tail -2
   ;;
 esac
 done

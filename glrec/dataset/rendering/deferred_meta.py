@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
 from ...errors import GlrecError, SceneError
 from ...scenes.capabilities import BatchAnnotated, BatchCameras, BatchObjects, batch_objects_agree
 from .batch_meta import camera_arrays, frame_meta, object_arrays, sample_meta
+from .made import MadeWhenRead
 
 if TYPE_CHECKING:
     from ..spec.document import DatasetSpec
@@ -34,34 +35,7 @@ Meta = dict[str, Any]
 T = TypeVar("T")
 
 
-class _Made(Sequence[T]):
-    """A sequence made in full when first read (:meth:`materialise`): a list to every reader, and through pickle."""
-
-    def materialise(self) -> list[T]:
-        raise NotImplementedError
-
-    @overload
-    def __getitem__(self, i: int) -> T: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[T]: ...
-    def __getitem__(self, i: int | slice) -> T | list[T]:
-        return self.materialise()[i]
-
-    def __iter__(self) -> Iterator[T]:
-        return iter(self.materialise())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (_Made, list, tuple)):
-            return self.materialise() == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (list, (self.materialise(),))
-
-
-class DeferredMetas(_Made[Meta]):
+class DeferredMetas(MadeWhenRead[Meta]):
     """The ``meta`` of every sample of ``chunks``, made on first read (thread-safe), then kept.
 
     ``scene``: the scene that drew them, when it annotates (a
@@ -176,7 +150,7 @@ class DeferredMetas(_Made[Meta]):
         return repr(self.materialise()) if self.built else f"<{self._n} samples' meta, made when first read>"
 
 
-class LazyColumn(_Made[Any]):
+class LazyColumn(MadeWhenRead[Any]):
     """One per-sample column of a batch, made when first read (``boxes``, ``labels``, ``instances``: ``make()``
     gives the three at once, kept in ``shared``), from the batch's metadata or, where the scene says which
     objects its layouts hold (:class:`~glrec.scenes.capabilities.BatchObjects`), from those and the boxes the

@@ -6,14 +6,15 @@ import contextlib
 import logging
 import pickle
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast, overload
+from typing import TYPE_CHECKING, Any, cast
 
 from ...errors import ConfigError, GlrecError, SceneError
 from ...scenes.capabilities import BatchCameras, BatchPrepared, BatchRandomisable, batch_randomisable
 from ..spec.document import DatasetSpec
 from ..spec.params import params_batch, sample_seeds
+from .made import MadeWhenRead
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,7 +41,7 @@ class SamplePlan:
     layout: Any = None
 
 
-class PackedPlans(Sequence[SamplePlan]):
+class PackedPlans(MadeWhenRead[SamplePlan]):
     """A chunk's plans as a planning process sends them: pickled until first read, with what the draw needs beside
     them (:attr:`times`, :attr:`ids`), so a stream whose reader takes only the tensors never makes them.
 
@@ -58,6 +59,9 @@ class PackedPlans(Sequence[SamplePlan]):
         self.ids = 1 + max(counts, default=0) if len(counts) == len(plans) else 0
         self._plans: list[SamplePlan] | None = None
         self._lock = threading.Lock()
+
+    def __reduce__(self) -> tuple[Any, ...]:  # as itself, still packed (not as the list it reads as)
+        return (_unpacked, (), self.__getstate__())
 
     def __getstate__(self) -> tuple[bytes | None, int, list[float], int, list[SamplePlan] | None]:
         return self._blob, self._n, self.times, self.ids, self._plans
@@ -82,27 +86,14 @@ class PackedPlans(Sequence[SamplePlan]):
     def __len__(self) -> int:
         return self._n
 
-    @overload
-    def __getitem__(self, i: int) -> SamplePlan: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[SamplePlan]: ...
-    def __getitem__(self, i: int | slice) -> SamplePlan | list[SamplePlan]:
-        return self.materialise()[i]
-
-    def __iter__(self) -> Iterator[SamplePlan]:
-        return iter(self.materialise())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (PackedPlans, list, tuple)):
-            return self.materialise() == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
     @property
     def unread(self) -> bool:
         """Whether the plans are still pickled (nothing has read them)."""
         return self._plans is None
+
+
+def _unpacked() -> PackedPlans:
+    return PackedPlans.__new__(PackedPlans)
 
 
 class _Layouts(Sequence[Any]):
