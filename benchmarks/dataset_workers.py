@@ -128,7 +128,10 @@ def shards(root: Path) -> dict[str, bytes]:
 
 
 def commit() -> str | None:
-    proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    """The tree's commit, with ``-dirty`` where its files differ from it (a copy sent to the GPU machine carries
+    an older ``.git`` than its files: its bare commit named the wrong tree)."""
+    proc = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], cwd=ROOT, capture_output=True,
+                          text=True)  # fmt: skip
     return proc.stdout.strip() or None
 
 
