@@ -282,6 +282,12 @@ class _Datagrams:
         self._sock.setblocking(False)
         self.port = self._sock.getsockname()[1]
 
+    def __enter__(self) -> _Datagrams:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._sock.close()
+
     def frames(self, sent: int, path: Path, timeout: float = 10.0) -> list[np.ndarray]:
         """The frames of what came (written to ``path``) once ``sent`` have come, or after ``timeout`` s.
 
@@ -291,19 +297,18 @@ class _Datagrams:
         """
         data = bytearray()
         deadline = time.monotonic() + timeout
-        with self._sock:
-            while True:
-                with contextlib.suppress(BlockingIOError):
-                    while True:
-                        data += self._sock.recv(65536)
-                path.write_bytes(data)
-                if time.monotonic() > deadline:
-                    return _rgb(path)  # what came, or why it does not decode
-                with contextlib.suppress(av.FFmpegError):  # cut short mid-packet: wait for the rest
-                    frames = _rgb(path) if data else []
-                    if len(frames) >= sent:
-                        return frames
-                select.select([self._sock], [], [], 0.1)
+        while True:
+            with contextlib.suppress(BlockingIOError):
+                while True:
+                    data += self._sock.recv(65536)
+            path.write_bytes(data)
+            if time.monotonic() > deadline:
+                return _rgb(path)  # what came, or why it does not decode
+            with contextlib.suppress(av.FFmpegError):  # cut short mid-packet: wait for the rest
+                frames = _rgb(path) if data else []
+                if len(frames) >= sent:
+                    return frames
+            select.select([self._sock], [], [], 0.1)
 
 
 @pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs ffmpeg")
@@ -315,15 +320,15 @@ def test_stream_a_video_input_with_an_overlay(gl, media, tmp_path, capsys, slow)
         overlay = f"{tmp_path / 'slow.py'}:Slow"
     src = make_clip(media / "st.mkv", "-c:v", "ffv1", size="64x48", rate=25, frames=25)
     # Listening before glrec starts, however long glrec then takes to open the input and compile its shaders.
-    rx = _Datagrams()
-    code = main(["stream", str(src), "--to", f"udp://127.0.0.1:{rx.port}", "--overlay", overlay, "--measure",
-                 "-q"])  # fmt: skip
-    assert code == 0
-    # The live clock skips slots when rendering falls behind (by design, more of them on a loaded machine):
-    # what arrives is what glrec says it sent, whatever the load, and never more than the file's 25 frames.
-    measured = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    sent = measured["frames"]
-    frames = rx.frames(sent, tmp_path / "got.ts")
+    with _Datagrams() as rx:
+        code = main(["stream", str(src), "--to", f"udp://127.0.0.1:{rx.port}", "--overlay", overlay, "--measure",
+                     "-q"])  # fmt: skip
+        assert code == 0
+        # The live clock skips slots when rendering falls behind (by design, more of them on a loaded machine):
+        # what arrives is what glrec says it sent, whatever the load, and never more than the file's 25 frames.
+        measured = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        sent = measured["frames"]
+        frames = rx.frames(sent, tmp_path / "got.ts")
     assert 1 <= sent <= 25, measured
     assert len(frames) == sent and frames[0].shape == (48, 64, 3)  # the file's own size, every frame sent
     if slow:
