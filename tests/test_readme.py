@@ -7,6 +7,13 @@ only works once (an output it refuses to replace, a file it expects not to
 exist) fails too. The only fence words are skips for what a CPU-only machine
 lacks (```python fixture:needs_nvidia``), from tests/readme_blocks.py. Every
 glrec command of a ```bash block may be pasted again (each page on its own).
+
+Both runs are one pytest session (the pages given twice): every block, then
+every block again in the folder its first run left. The second run of a block
+is its code again in a fresh namespace, so only what its first run wrote can
+tell them apart, as for a reader who pastes it again; one session rather than
+two saved the second start of the interpreter and of torch, MuJoCo,
+matplotlib and Gymnasium (a third of the test's time on the 2-core machine).
 """
 
 import re
@@ -30,23 +37,21 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 def test_every_readme_python_block_runs_alone_twice(tmp_path):
     blocks = [b for page in PAGES for b in re.findall(r"^```python", page.read_text(), flags=re.M)]
     env = child_env(ROOT / "tests", GLREC_README_DIR=str(tmp_path))
-    for run in (1, 2):
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", "--markdown-docs", "-p", "readme_blocks", "-p", "no:cacheprovider",
-             "-q", "-rs", "--rootdir", str(tmp_path), *map(str, PAGES),
-             # a warning a block prints the first time it is pasted is one every reader sees (run again,
-             # Gymnasium's RecordVideo, and glrec's, warn that they replace the videos of the first run)
-             *(["-W", "error::UserWarning"] if run == 1 else [])],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
-        )  # fmt: skip
-        tail = done.stdout[-6000:] + done.stderr[-2000:]
-        assert done.returncode == 0, f"run {run}:\n{tail}"
-        passed = int(re.search(r"(\d+) passed", done.stdout).group(1))  # type: ignore[union-attr]
-        skipped = re.search(r"(\d+) skipped", done.stdout)
-        assert passed + (int(skipped.group(1)) if skipped else 0) == len(blocks), tail
-        for line in done.stdout.splitlines():  # every skip says why
-            if line.startswith("SKIPPED"):
-                assert re.search(r"needs .+", line), line
+    # --keep-duplicates: the pages twice are every block twice, the first runs before the second ones
+    # (readme_blocks makes a UserWarning of a first run an error, and names the run of a failure).
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--markdown-docs", "-p", "readme_blocks", "-p", "no:cacheprovider",
+         "-q", "-rs", "--rootdir", str(tmp_path), "--keep-duplicates", *map(str, PAGES), *map(str, PAGES)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    tail = done.stdout[-6000:] + done.stderr[-2000:]
+    assert done.returncode == 0, tail
+    passed = int(re.search(r"(\d+) passed", done.stdout).group(1))  # type: ignore[union-attr]
+    skipped = re.search(r"(\d+) skipped", done.stdout)
+    assert passed + (int(skipped.group(1)) if skipped else 0) == 2 * len(blocks), tail
+    for line in done.stdout.splitlines():  # every skip says why
+        if line.startswith("SKIPPED"):
+            assert re.search(r"needs .+", line), line
 
 
 def test_readme_python_blocks_define_their_own_inputs():

@@ -3,10 +3,14 @@ checked by decoding the output with PyAV (FFmpeg's decoders), independently of g
 
 from __future__ import annotations
 
+import contextlib
 import json
+import select
 import shutil
+import socket
 import subprocess
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -192,19 +196,33 @@ def test_bad_inputs_leave_no_output(media, tmp_path):
 
 @pytest.mark.skipif(FFMPEG is None, reason="needs the ffmpeg command line")
 def test_live_udp_input_records_until_the_stream_ends(gl, tmp_path):
+    from test_stream_network import wait_bound
+
     port = free_port()
-    sender = subprocess.Popen([FFMPEG, "-v", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25",
-                               "-t", "2", "-c:v", "libx264", "-g", "10", "-f", "mpegts",
-                               f"udp://127.0.0.1:{port}?pkt_size=1316"])  # fmt: skip
+    senders: list[subprocess.Popen[bytes]] = []
+
+    def send() -> None:  # once glrec listens, however long it takes to start: none of the 2 s is sent to nobody
+        wait_bound(port, "udp", timeout=60)
+        senders.append(subprocess.Popen([FFMPEG, "-v", "error", "-re", "-f", "lavfi", "-i",
+                                         "testsrc2=size=64x48:rate=25", "-t", "2", "-c:v", "libx264", "-g", "10",
+                                         "-f", "mpegts", f"udp://127.0.0.1:{port}?pkt_size=1316"]))  # fmt: skip
+
+    sending = threading.Thread(target=send, daemon=True)
+    sending.start()
     try:
         started = time.monotonic()
-        # The timeout bounds the wait for the first packet and, after the sender stops, for the next one
-        # (then one reconnect per retry): generous, as the two cores are shared.
-        result = transcode(f"udp://127.0.0.1:{port}", tmp_path / "live.mp4", input_timeout=8.0, input_retries=0)
+        # The timeout bounds the wait for the sender's first packet (the sender's start, from the moment glrec
+        # listens) and, after the sender stops, for the next one (then one reconnect per retry): the test
+        # takes the 2 s of stream and this long after it. Of the 50 frames sent, those that come while glrec
+        # probes the stream are not kept (a live input, read without buffering): about 20 remain, 10 are
+        # asked for.
+        result = transcode(f"udp://127.0.0.1:{port}", tmp_path / "live.mp4", input_timeout=4.0, input_retries=0)
         assert time.monotonic() - started < 60
     finally:
-        sender.kill()
-        sender.wait()
+        sending.join(timeout=60)
+        for sender in senders:
+            sender.kill()
+            sender.wait()
     frames = _rgb(tmp_path / "live.mp4")
     assert 10 <= result.frames == len(frames) and frames[0].shape == (48, 64, 3)
 
@@ -244,33 +262,73 @@ class Slow:  # draws nothing and takes 70 ms a frame: a machine too busy for 25 
 """
 
 
+class _Datagrams:
+    """Every datagram sent to a UDP port on loopback, in order, kept by the socket until read at the end.
+
+    The stream's receiver for :func:`test_stream_a_video_input_with_an_overlay`. ffmpeg receiving it (as
+    tests/stream does) cannot tell when a stream of unknown length is over: its MPEG-TS demuxer hands on
+    a frame's packet only when the next one starts, so it waited out its 10 s read timeout after the last
+    datagram every time (10 of the test's 12 s). Here the sender's own count says when all has come.
+
+    Nothing reads while glrec streams: the socket holds the whole stream (25 frames of 64x48 are about
+    15 KB, in the 208 KiB of Linux's default receive buffer, asked to be 1 MiB here), so what arrives
+    does not depend on when this process gets the CPU.
+    """
+
+    def __init__(self) -> None:
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2**20)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.setblocking(False)
+        self.port = self._sock.getsockname()[1]
+
+    def __enter__(self) -> _Datagrams:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._sock.close()
+
+    def frames(self, sent: int, path: Path, timeout: float = 10.0) -> list[np.ndarray]:
+        """The frames of what came (written to ``path``) once ``sent`` have come, or after ``timeout`` s.
+
+        Everything waiting in the socket is read before each count, so more frames than were sent show
+        as well as fewer. (On loopback a datagram is normally there when its send returns; the wait is
+        for one whose delivery the kernel put off.)
+        """
+        data = bytearray()
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(BlockingIOError):
+                while True:
+                    data += self._sock.recv(65536)
+            path.write_bytes(data)
+            if time.monotonic() > deadline:
+                return _rgb(path)  # what came, or why it does not decode
+            with contextlib.suppress(av.FFmpegError):  # cut short mid-packet: wait for the rest
+                frames = _rgb(path) if data else []
+                if len(frames) >= sent:
+                    return frames
+            select.select([self._sock], [], [], 0.1)
+
+
 @pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs ffmpeg")
 @pytest.mark.parametrize("slow", [False, True], ids=["grade", "slower-than-its-rate"])
 def test_stream_a_video_input_with_an_overlay(gl, media, tmp_path, capsys, slow):
-    from test_stream_network import receive, wait_bound
-
     overlay = str(ROOT / "examples" / "grade_overlay.glsl")
     if slow:  # what a loaded machine does to the clock, every time: slots skipped (issue 35 item 9)
         (tmp_path / "slow.py").write_text(_SLOW_OVERLAY)
         overlay = f"{tmp_path / 'slow.py'}:Slow"
     src = make_clip(media / "st.mkv", "-c:v", "ffv1", size="64x48", rate=25, frames=25)
-    port = free_port()
-    got = tmp_path / "got.ts"
-    # Waits up to 10 s between datagrams (glrec opens the input and compiles shaders first, slowly on a
-    # loaded machine) and stops at the 25th frame, so a full stream ends the test at once.
-    rx = receive(["-i", f"udp://127.0.0.1:{port}?timeout=10000000", "-frames:v", "25"], got)
-    try:
-        wait_bound(port, "udp")
-        code = main(["stream", str(src), "--to", f"udp://127.0.0.1:{port}", "--overlay", overlay, "--measure",
+    # Listening before glrec starts, however long glrec then takes to open the input and compile its shaders.
+    with _Datagrams() as rx:
+        code = main(["stream", str(src), "--to", f"udp://127.0.0.1:{rx.port}", "--overlay", overlay, "--measure",
                      "-q"])  # fmt: skip
         assert code == 0
-    finally:
-        rx.wait(timeout=30)
-    # The live clock skips slots when rendering falls behind (by design, more of them on a loaded machine):
-    # what arrives is what glrec says it sent, whatever the load, and never more than the file's 25 frames.
-    measured = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    sent = measured["frames"]
-    frames = _rgb(got)
+        # The live clock skips slots when rendering falls behind (by design, more of them on a loaded machine):
+        # what arrives is what glrec says it sent, whatever the load, and never more than the file's 25 frames.
+        measured = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        sent = measured["frames"]
+        frames = rx.frames(sent, tmp_path / "got.ts")
     assert 1 <= sent <= 25, measured
     assert len(frames) == sent and frames[0].shape == (48, 64, 3)  # the file's own size, every frame sent
     if slow:

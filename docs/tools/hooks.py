@@ -30,11 +30,12 @@ log = logging.getLogger("mkdocs.plugins.glrec")
 
 
 def on_files(files: Files, config: Any) -> Files:
-    for path, text in reference.generated().items():
+    pkg = reference.load()  # once for the pages and the check
+    for path, text in reference.generated(pkg).items():
         old = files.get_file_from_path(path)
         if old is not None:  # docs/options.md: the committed copy, served as generated now
             files.remove(old)
         files.append(File.generated(config, path, content=text))
-    for name in reference.undocumented():
+    for name in reference.undocumented(pkg):
         log.warning("public name without a docstring: %s", name)
     return files

@@ -66,8 +66,12 @@ EXTRA: list[tuple[str, str]] = [
 ]
 
 
-def _load() -> griffe.Module:
-    """glrec as mkdocstrings sees it: read statically, docstrings through the same extension."""
+def load() -> griffe.Module:
+    """glrec as mkdocstrings sees it: read statically, docstrings through the same extension.
+
+    The functions below that take ``pkg`` load it themselves when not given it; the build's hook loads it
+    once for all of them (a load of glrec is 1.3 s on the 2-core machine).
+    """
     if str(TOOLS) not in sys.path:  # griffe_sphinx, beside this file (mkdocs may have reset sys.path since)
         sys.path.insert(0, str(TOOLS))
     from griffe_sphinx import SphinxToMarkdown
@@ -96,7 +100,7 @@ def _target(pkg: griffe.Module, module: str, name: str) -> griffe.Object | None:
 
 def documented(pkg: griffe.Module | None = None) -> Iterator[tuple[str, str, griffe.Object | None]]:
     """(page module, public name, object) for every documented name, each object once, in page order."""
-    pkg = pkg or _load()
+    pkg = pkg or load()
     seen: set[str] = set()
     errors = set(_exports(pkg, "glrec.errors"))
     for module, _ in API:
@@ -123,9 +127,9 @@ def _needs_docstring(obj: Any) -> bool:
     return obj.is_function or obj.is_class
 
 
-def undocumented() -> list[str]:
+def undocumented(pkg: griffe.Module | None = None) -> list[str]:
     """Every documented public name (and the public methods and properties of its classes) without a docstring."""
-    pkg = _load()
+    pkg = pkg or load()
     missing = []
     for module, name, obj in documented(pkg):
         if obj is None:
@@ -149,9 +153,9 @@ def undocumented() -> list[str]:
 # -- the API pages -------------------------------------------------------------------------------------------
 
 
-def api_pages() -> dict[str, str]:
+def api_pages(pkg: griffe.Module | None = None) -> dict[str, str]:
     """``reference/api/MODULE.md`` for each module of :data:`API`, and the index of them."""
-    pkg = _load()
+    pkg = pkg or load()
     by_page: dict[str, list[tuple[str, griffe.Object | None]]] = {m: [] for m, _ in API}
     for module, name, obj in documented(pkg):
         by_page[module].append((name, obj))
@@ -321,11 +325,11 @@ def home_page() -> str:
     return re.sub(r"\]\(docs/", "](", text)
 
 
-def generated() -> dict[str, str]:
+def generated(pkg: griffe.Module | None = None) -> dict[str, str]:
     """Every generated page, by its path in the site."""
     pages = {"index.md": home_page(), "reference/cli.md": cli_page(), "reference/errors.md": errors_page(),
              "options.md": options_page()}  # fmt: skip
-    pages.update(api_pages())
+    pages.update(api_pages(pkg))
     # the benchmarks' own README: what each figure of the performance guide measures, and the commands
     pages["benchmarks.md"] = (ROOT / "benchmarks" / "README.md").read_text()
     return pages

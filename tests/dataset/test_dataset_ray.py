@@ -40,20 +40,30 @@ def tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-@pytest.fixture
-def local_ray(monkeypatch, tmp_path):
-    marker = tmp_path / "die-once"
+@pytest.fixture(scope="module")
+def local_ray(tmp_path_factory):
+    """One local cluster of 2 CPUs for the module's tests (starting one took 4-8 s on the 2-core machine).
+
+    Its workers inherit the environment the cluster starts with: this checkout on the path, and the files
+    the test scenes use, named here (the marker a worker dies at once, the log of set-ups), and made or read
+    by the test that uses them.
+    """
+    folder = tmp_path_factory.mktemp("ray")
+    files = {"die_once": folder / "die-once", "setup_log": folder / "setups.log"}
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GLREC_TEST_DIE_ONCE", str(files["die_once"]))
+        env.setenv("GLREC_TEST_SETUP_LOG", str(files["setup_log"]))
+        env.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        try:
+            yield files
+        finally:
+            ray.shutdown()
+
+
+def test_ray_local_cluster_makes_the_single_process_dataset(local_ray, tmp_path, monkeypatch):
+    marker = local_ray["die_once"]
     marker.write_text("")
-    # workers inherit the driver's environment: the marker, and this checkout on the path
-    monkeypatch.setenv("GLREC_TEST_DIE_ONCE", str(marker))
-    root = str(ROOT)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield marker
-    ray.shutdown()
-
-
-def test_ray_local_cluster_makes_the_single_process_dataset(local_ray, tmp_path):
     (tmp_path / "flaky.py").write_text(textwrap.dedent(FLAKY_SCENE))
     spec = DatasetSpec.from_dict(
         {
@@ -64,10 +74,10 @@ def test_ray_local_cluster_makes_the_single_process_dataset(local_ray, tmp_path)
     )
     progress = []
     result = generate(spec, tmp_path / "ray", ray="", progress=progress.append)
-    assert not local_ray.exists()  # a worker did die once, and its shard was retried
+    assert not marker.exists()  # a worker did die once, and its shard was retried
     assert result.samples_rendered == 9 and sum(progress) == 9  # one bar, every sample counted once
 
-    os.environ.pop("GLREC_TEST_DIE_ONCE")  # the single-process run must not die
+    monkeypatch.delenv("GLREC_TEST_DIE_ONCE")  # the single-process run must not die
     generate(spec, tmp_path / "single")
     assert tree(tmp_path / "ray") == tree(tmp_path / "single")
 
@@ -85,21 +95,15 @@ class Counting(Table):
 """
 
 
-def test_a_ray_worker_keeps_its_context_across_shards(monkeypatch, tmp_path):
-    log = tmp_path / "setups.log"
-    monkeypatch.setenv("GLREC_TEST_SETUP_LOG", str(log))
-    root = str(ROOT)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+def test_a_ray_worker_keeps_its_context_across_shards(local_ray, tmp_path):
+    log = local_ray["setup_log"]
     (tmp_path / "counting.py").write_text(textwrap.dedent(COUNTING_SCENE))
     spec = DatasetSpec.from_dict(
         {"dataset": {"scene": "counting.py:Counting", "samples": 8, "size": "32x24", "seed": 2, "shard_size": 2}},
         base_dir=tmp_path,
     )
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
-    try:
-        result = generate(spec, tmp_path / "out", ray="")
-    finally:
-        ray.shutdown()
+    # one worker: each takes both CPUs of the cluster (as a 1-CPU cluster of its own gave one worker of 1 CPU)
+    result = generate(spec, tmp_path / "out", ray="", ray_options={"cpus_per_task": 2})
     assert result.samples_rendered == 8 and spec.shards == 4
     # the one worker set the scene (and its GL context) up once for all 4 shards, in its own process
     pids = log.read_text().split()

@@ -86,10 +86,22 @@ def tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_killed_mid_shard_then_resumed_equals_an_uninterrupted_run(tmp_path):
-    spec = write_spec(tmp_path)
-    whole, crashed = tmp_path / "whole", tmp_path / "crashed"
-    assert glrec_cli(str(spec), "-o", str(whole), "--workers", "1").returncode == 0
+@pytest.fixture(scope="module")
+def png_run(tmp_path_factory) -> tuple[Path, dict[str, bytes]]:
+    """The PNG spec, and what one uninterrupted process makes of it: the tree each stopped run's resume must equal.
+
+    Made once for the module's five tests of it (a process each of them started the same way, about a second
+    apiece); each test stops and resumes runs of that spec into a folder of its own.
+    """
+    folder = tmp_path_factory.mktemp("png-run")
+    spec = write_spec(folder)
+    assert glrec_cli(str(spec), "-o", str(folder / "whole"), "--workers", "1").returncode == 0
+    return spec, tree(folder / "whole")
+
+
+def test_killed_mid_shard_then_resumed_equals_an_uninterrupted_run(tmp_path, png_run):
+    spec, whole = png_run
+    crashed = tmp_path / "crashed"
 
     # sample 9 is the second of shard 2: die while rendering it. Shard 2 was begun once shard 0 was complete;
     # shard 1, drawn, may be (its samples are written while shard 2 draws).
@@ -106,7 +118,7 @@ def test_killed_mid_shard_then_resumed_equals_an_uninterrupted_run(tmp_path):
 
     resumed = glrec_cli(str(spec), "-o", str(crashed), "--resume", "--workers", "1")
     assert resumed.returncode == 0, resumed.stderr
-    assert tree(crashed) == tree(whole)  # shards, records, manifest, dataset.json: byte for byte
+    assert tree(crashed) == whole  # shards, records, manifest, dataset.json: byte for byte
 
 
 def test_resume_after_kill_with_jpeg_colour_decodes_the_same(tmp_path):
@@ -133,10 +145,9 @@ def test_resume_after_kill_with_jpeg_colour_decodes_the_same(tmp_path):
                     assert da == db, name
 
 
-def test_a_worker_killed_mid_shard_is_one_line_and_resume_with_two_workers_equals_one_process(tmp_path):
-    spec = write_spec(tmp_path)
-    whole, crashed = tmp_path / "whole", tmp_path / "crashed"
-    assert glrec_cli(str(spec), "-o", str(whole), "--workers", "1").returncode == 0
+def test_a_worker_killed_mid_shard_is_one_line_and_resume_with_two_workers_equals_one_process(tmp_path, png_run):
+    spec, whole = png_run
+    crashed = tmp_path / "crashed"
 
     # the 6th frame of both workers together: each is inside its first shard
     proc = glrec_cli(str(spec), "-o", str(crashed), "--workers", "2", kill_at=6, GLREC_TEST_COUNTER=str(tmp_path / "n"))
@@ -150,7 +161,7 @@ def test_a_worker_killed_mid_shard_is_one_line_and_resume_with_two_workers_equal
 
     resumed = glrec_cli(str(spec), "-o", str(crashed), "--resume", "--workers", "2")
     assert resumed.returncode == 0, resumed.stderr
-    assert tree(crashed) == tree(whole)  # two workers after a crash write what one process writes
+    assert tree(crashed) == whole  # two workers after a crash write what one process writes
 
 
 def _alive(pid: int) -> bool:
@@ -166,11 +177,10 @@ def _alive(pid: int) -> bool:
     [(signal.SIGKILL, -signal.SIGKILL), (signal.SIGINT, 130), (signal.SIGTERM, 130)],
     ids=["SIGKILL", "SIGINT", "SIGTERM"],
 )
-def test_the_whole_run_stopped_stops_its_workers_and_resume_equals_one_process(tmp_path, sig, status):
-    spec = write_spec(tmp_path)
-    whole, crashed, pids = tmp_path / "whole", tmp_path / "crashed", tmp_path / "pids"
+def test_the_whole_run_stopped_stops_its_workers_and_resume_equals_one_process(tmp_path, png_run, sig, status):
+    spec, whole = png_run
+    crashed, pids = tmp_path / "crashed", tmp_path / "pids"
     pids.mkdir()
-    assert glrec_cli(str(spec), "-o", str(whole), "--workers", "1").returncode == 0
 
     cmd = [sys.executable, "-m", "glrec", "dataset", "-q", str(spec), "-o", str(crashed), "--workers", "2"]
     env = cli_env(GLREC_TEST_SLOW="0.3", GLREC_TEST_PIDS=str(pids))
@@ -203,4 +213,4 @@ def test_the_whole_run_stopped_stops_its_workers_and_resume_equals_one_process(t
 
     resumed = glrec_cli(str(spec), "-o", str(crashed), "--resume", "--workers", "2")
     assert resumed.returncode == 0, resumed.stderr
-    assert tree(crashed) == tree(whole)
+    assert tree(crashed) == whole

@@ -48,7 +48,12 @@ logging.getLogger("glrec").addHandler(seen)
 logging.getLogger("glrec").setLevel(logging.DEBUG)
 
 def make(steps=12):
-    return gym.make("HalfCheetah-v5", render_mode="rgb_array", width=W, height=H, max_episode_steps=steps)
+    env = gym.make("HalfCheetah-v5", render_mode="rgb_array", width=W, height=H, max_episode_steps=steps)
+    # MuJoCo draws its shadow map, 4096x4096 by default, for every frame: 67 ms a frame on llvmpipe (2-core
+    # machine), 16 ms at 512x512. The shadow pass and its framebuffer stay, smaller; set before the env's
+    # renderer is made at its first render, and every env of a test (theirs, ours, the reference) is made here.
+    env.unwrapped.model.vis.quality.shadowsize = 512
+    return env
 
 def episodes(env, n, each=None):
     env.action_space.seed(1)

@@ -14,7 +14,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import av
@@ -266,6 +266,13 @@ def test_a_pipe_with_a_writer_is_read_whole(tmp_path: Path) -> None:
     assert_same_pictures(frames_of(tmp_path / "out.mkv"), frames_of(tmp_path / "in.mkv"))
 
 
+def _holds_open(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` has ``path`` among its open files."""
+    with suppress(FileNotFoundError):  # the process, or one of its descriptors, gone meanwhile
+        return any(os.readlink(fd) == str(path.resolve()) for fd in Path(f"/proc/{pid}/fd").iterdir())
+    return False
+
+
 def test_sigterm_while_waiting_for_a_pipe_finishes_with_130(tmp_path: Path) -> None:
     import signal
     import sys
@@ -274,7 +281,12 @@ def test_sigterm_while_waiting_for_a_pipe_finishes_with_130(tmp_path: Path) -> N
     os.mkfifo(fifo)
     proc = subprocess.Popen([sys.executable, "-m", "glrec", "record", str(fifo), "-o", str(tmp_path / "out.mkv"),
                              "--input-timeout", "30"], stderr=subprocess.PIPE, text=True)  # fmt: skip
-    time.sleep(3.0)
+    # Waiting for the pipe is holding it open to poll it for a writer: signalled once the pipe is among the
+    # child's open files (not after a fixed sleep, which a loaded machine can outlast while glrec starts).
+    deadline = time.monotonic() + 60
+    while not _holds_open(proc.pid, fifo):
+        assert proc.poll() is None and time.monotonic() < deadline, "glrec never opened the pipe"
+        time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
