@@ -6,7 +6,7 @@ import contextlib
 import logging
 import pickle
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -53,10 +53,9 @@ class PackedPlans(MadeWhenRead[SamplePlan]):
     def __init__(self, plans: list[SamplePlan]) -> None:
         self._blob: bytes | None = pickle.dumps(plans, protocol=pickle.HIGHEST_PROTOCOL)
         self._n = len(plans)
-        #: Each sample's time, and 1 + the most objects a sample has (the box table's width; 0: not known).
-        self.times = [float(p.params.get(TIME_PARAM, 0.0)) for p in plans]
-        counts = [c for p in plans if isinstance(c := getattr(p.layout, "object_count", None), int)]
-        self.ids = 1 + max(counts, default=0) if len(counts) == len(plans) else 0
+        #: Each sample's time, and the chunk's box-table width (:func:`id_width`).
+        self.times = chunk_times(plans)
+        self.ids = id_width(p.layout for p in plans)
         self._plans: list[SamplePlan] | None = None
         self._lock = threading.Lock()
 
@@ -96,16 +95,29 @@ def _unpacked() -> PackedPlans:
     return PackedPlans.__new__(PackedPlans)
 
 
-class _Layouts(Sequence[Any]):
+class _Layouts(MadeWhenRead[Any]):
     def __init__(self, plans: PackedPlans) -> None:
         self._plans = plans
+        self._made: list[Any] | None = None
 
     def __len__(self) -> int:
         return len(self._plans)
 
-    def __getitem__(self, i: Any) -> Any:
-        got = self._plans.materialise()[i]
-        return [p.layout for p in got] if isinstance(i, slice) else got.layout
+    def materialise(self) -> list[Any]:
+        if self._made is None:
+            self._made = [p.layout for p in self._plans.materialise()]
+        return self._made
+
+
+def id_width(layouts: Iterable[Any]) -> int:
+    """1 + the most objects any of ``layouts`` has (``object_count`` where it says, else ``len(objects)``): the
+    width of a chunk's box table."""
+    return 1 + max((_object_count(lay) for lay in layouts), default=0)
+
+
+def _object_count(layout: Any) -> int:
+    count = getattr(layout, "object_count", None)
+    return int(count) if count is not None else len(getattr(layout, "objects", ()))
 
 
 def chunk_layouts(plans: Sequence[SamplePlan]) -> Sequence[Any]:
@@ -171,14 +183,15 @@ def chunk_extras(
     """A chunk's prepared draw (where ``prepare``: the scene's ``prepare_batch``) and its cameras (where
     ``cameras``: its ``cameras_batch``), made now unless given; None for what the scene raised making (it is
     made again where its error is named: the draw from the layouts, the cameras when read)."""
-    if not prepare:
-        prepared = None
-    elif prepared is None:
-        try:
-            prepared = cast(BatchPrepared, scene).prepare_batch(list(chunk_layouts(plans)), chunk_times(plans))
-        except Exception as exc:
-            log.debug("glrec: preparing a chunk's draw failed (%s); it is drawn from its layouts", exc)
-    if cameras and cams is None:
-        with contextlib.suppress(Exception):
-            cams = cast(BatchCameras, scene).cameras_batch(list(chunk_layouts(plans)), chunk_times(plans))
+    prepared = prepared if prepare else None
+    if (prepare and prepared is None) or (cameras and cams is None):
+        layouts, times = list(chunk_layouts(plans)), chunk_times(plans)  # read once, for either
+        if prepare and prepared is None:
+            try:
+                prepared = cast(BatchPrepared, scene).prepare_batch(layouts, times)
+            except Exception as exc:
+                log.debug("glrec: preparing a chunk's draw failed (%s); it is drawn from its layouts", exc)
+        if cameras and cams is None:
+            with contextlib.suppress(Exception):
+                cams = cast(BatchCameras, scene).cameras_batch(layouts, times)
     return prepared, cams if cameras else None

@@ -47,8 +47,10 @@ from ...scenes.layers import LayeredGBuffer, can_layer, layers_for
 from .batch_meta import frame_meta
 from .colour import ColourImage
 from .layer_pack import LayerPacker
+from .made import MadeWhenRead
 from .pack import PackTarget
 from .plan_ahead import ChunkPlanner, plans_in_process
+from .plans import id_width
 
 if TYPE_CHECKING:
     from .layer_pack import Boxes
@@ -287,7 +289,7 @@ class LayerRenderer:
                     f"Scene {self.renderer.spec.scene!r} raised drawing a batch of {len(layouts)} samples: "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
-        ids = ids or 1 + max((_object_count(lay) for lay in layouts), default=0)
+        ids = ids or id_width(layouts)
         return self.packer.run(len(layouts), self.stride, ids, into, self._instance_layer, meanwhile)
 
     def _instance_layer(self, layer: int) -> np.ndarray:
@@ -332,9 +334,9 @@ def _annotate(r: SampleRenderer, index: int, t: float) -> dict[str, Any]:
         ) from exc
 
 
-class _ParamsOf(Sequence[Mapping[str, Any]]):
+class _ParamsOf(MadeWhenRead[Mapping[str, Any]]):
     """The params in effect of each of ``layouts`` (the scene's ``layout_params``), made when first read: the
-    layouts of a chunk planned in a process stay unread until its metadata is."""
+    layouts of a chunk planned in a process stay unread until its metadata is (read under its lock)."""
 
     def __init__(self, scene: LayoutParams, layouts: Sequence[Any]) -> None:
         self._scene, self._layouts = scene, layouts
@@ -343,16 +345,10 @@ class _ParamsOf(Sequence[Mapping[str, Any]]):
     def __len__(self) -> int:
         return len(self._layouts)
 
-    def __getitem__(self, i: Any) -> Any:
+    def materialise(self) -> list[Mapping[str, Any]]:
         if self._made is None:
             self._made = [self._scene.layout_params(lay) for lay in self._layouts]
-        return self._made[i]
-
-
-def _object_count(layout: Any) -> int:
-    """A layout's objects (``object_count`` where it says, else ``len(objects)``): the box table's width."""
-    count = getattr(layout, "object_count", None)
-    return int(count) if count is not None else len(getattr(layout, "objects", ()))
+        return self._made
 
 
 def _round_up(n: int, to: int) -> int:
