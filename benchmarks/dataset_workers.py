@@ -15,7 +15,13 @@ calling process not. Rounds run interleaved, every other one in reverse order
 (ABBA), so a neighbour's load spreads over all variants; reported per variant: the
 median samples/s, the median within-round ratio to the first variant, CPU seconds
 per sample of the process and its workers, and whether its shards are
-byte-identical to the first variant's of the same colour format.
+byte-identical to the first variant's of the same colour format (and to its own in every round). Each
+variant's shards are hashed and removed once it has run, so a long run does not fill the disk; ``--dir`` puts
+them on another filesystem (``/dev/shm``: memory, so the disk's share shows).
+
+``--disk-bound`` then writes, per colour format, as many bytes as a run wrote, in files of a shard's size on as
+many threads as the largest worker count, each synced and renamed as a shard is (``disk_bound.py``): the
+filesystem's rate, and the samples/s it allows at the shards' bytes a sample.
 
 ``--png-before`` adds every count with the PNG files written as glrec wrote them
 before its own PNG writer (FFmpeg's encoder through PyAV, level 3, FFmpeg's thread
@@ -25,7 +31,8 @@ encoder (batched in the GL context), ``--nvjpeg`` through nvJPEG. ``--env NAME=V
 (repeatable) adds every variant again with those variables set (e.g. the NVIDIA
 GL driver's ``__GL_YIELD=USLEEP``, to see whether waiting on the GPU spins the CPU;
 ``GLREC_BENCH_FENCE_POLL=0.0005``: a chunk's fence
-asked every 0.5 ms with sleeps between, ``layer_pack.FENCE_POLL_S``). ``--readback get,copy,direct`` runs every
+asked every 0.5 ms with sleeps between, ``layer_pack.FENCE_POLL_S``; ``GLREC_BENCH_IN_FLIGHT=3``: three
+shards in flight per worker, ``runner.IN_FLIGHT``). ``--readback get,copy,direct`` runs every
 variant with each way of reading packed passes back (``layer_pack.READBACK``).
 ``--startup`` also runs, per worker count N, N samples in N shards of one (PNG): the
 CPU of starting N workers (interpreter, imports, GL context, scene, shaders) and one
@@ -38,8 +45,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -47,6 +56,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from disk_bound import filesystem, write_bound
 from results_file import write_results
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +70,9 @@ if os.environ.get("GLREC_BENCH_READBACK"):
 if os.environ.get("GLREC_BENCH_MIN_THREADS"):
     from glrec.dataset.files import local
     local.MIN_WORKER_THREADS = int(os.environ["GLREC_BENCH_MIN_THREADS"])
+if os.environ.get("GLREC_BENCH_IN_FLIGHT"):
+    from glrec.dataset.files import runner
+    runner.IN_FLIGHT = int(os.environ["GLREC_BENCH_IN_FLIGHT"])
 if os.environ.get("GLREC_BENCH_FENCE_POLL"):
     from glrec.dataset.rendering import layer_pack
     layer_pack.FENCE_POLL_S = float(os.environ["GLREC_BENCH_FENCE_POLL"])
@@ -123,8 +136,16 @@ def run_variant(
     return result
 
 
-def shards(root: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(root.glob("shard-*.tar"))}
+def shards(root: Path) -> dict[str, tuple[int, str]]:
+    """Each shard's size and SHA-256 (what says two runs' shards are byte-identical)."""
+    out = {}
+    for p in sorted(root.glob("shard-*.tar")):
+        h = hashlib.sha256()
+        with open(p, "rb") as f:
+            for block in iter(lambda f=f: f.read(1 << 22), b""):
+                h.update(block)
+        out[p.name] = (p.stat().st_size, h.hexdigest())
+    return out
 
 
 def commit() -> str | None:
@@ -157,6 +178,8 @@ def main() -> int:
                     help="also every variant with these environment variables (repeatable)")  # fmt: skip
     ap.add_argument("--machine", default="", help="what the machine is, for the record")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds one run may take")
+    ap.add_argument("--dir", type=Path, help="where the variants write their shards (default: the temp dir)")
+    ap.add_argument("--disk-bound", action="store_true", help="also measure how fast that filesystem takes shards")
     ap.add_argument("--json", type=Path, help="write the results here (default $OUT/dataset_workers.json)")
     args = ap.parse_args()
     spec = str(Path(args.spec).resolve())
@@ -175,7 +198,9 @@ def main() -> int:
                 for w in counts]  # fmt: skip
     runs: dict[str, list[dict[str, Any]]] = {v[0]: [] for v in variants}
     identical: dict[str, bool] = {}
-    with tempfile.TemporaryDirectory(prefix="glrec-dataset-workers-") as tmp:
+    made: dict[str, dict[str, tuple[int, str]]] = {}  # each variant's shards in its first round
+    same_each_round: dict[str, bool] = {}
+    with tempfile.TemporaryDirectory(prefix="glrec-dataset-workers-", dir=args.dir) as tmp:
         for r in range(max(1, args.rounds)):
             for name, rgb, enc, w, extra in variants if r % 2 == 0 else variants[::-1]:
                 out = Path(tmp) / name.replace("/", "-").replace(" ", "_").replace("=", "")
@@ -183,13 +208,27 @@ def main() -> int:
                     extra = {**extra, "_site": site, "GLREC_BENCH_PNG_BEFORE": "1"}
                 res = run_variant(spec, out, args, rgb, "cpu" if enc == "before" else enc, w, dict(extra))
                 runs[name].append(res)
+                got = shards(out)
+                same_each_round[name] = same_each_round.get(name, True) and made.setdefault(name, got) == got
+                shutil.rmtree(out)  # hashed: its shards need not fill the disk
                 print(f"round {r + 1} {name:28} {args.samples / res['seconds']:7.1f} samples/s "
                       f"({res['workers']} worker(s))", file=sys.stderr)  # fmt: skip
-            if r == 0:  # every variant has written its folder once
-                for name, rgb, enc, _, _ in variants:
-                    first = next(v[0] for v in variants if v[1:3] == (rgb, enc))
-                    path = lambda n: Path(tmp) / n.replace("/", "-").replace(" ", "_").replace("=", "")  # noqa: E731
-                    identical[name] = shards(path(name)) == shards(path(first))
+        for name, rgb, enc, _, _ in variants:
+            first = next(v[0] for v in variants if v[1:3] == (rgb, enc))
+            identical[name] = made[name] == made[first] and same_each_round[name]
+        bounds: dict[str, dict[str, Any]] = {}
+        for rgb, enc in formats if args.disk_bound else []:
+            sizes = [size for size, _ in made[next(v[0] for v in variants if v[1:3] == (rgb, enc))].values()]
+            if not sizes:
+                continue
+            per_sample = sum(sizes) / args.samples
+            most = max(8 if w == "auto" else int(w) for w in counts)
+            res = write_bound(Path(tmp), most, int(statistics.median(sizes)), sum(sizes))
+            res["samples_per_s_bound"] = res["mb_per_s"] * 1e6 / per_sample
+            bounds[f"{rgb}/{enc}"] = res
+            print(f"disk bound {rgb}/{enc}: {res['filesystem']} took {res['mb_per_s']:.0f} MB/s on {most} threads "
+                  f"({per_sample / 1e6:.2f} MB a sample): at most {res['samples_per_s_bound']:.0f} samples/s",
+                  file=sys.stderr)  # fmt: skip
         startup: dict[str, float] = {}
         for w in counts if args.startup else []:
             tiny = argparse.Namespace(**{**vars(args), "samples": 0, "shard_size": 1})
@@ -200,7 +239,8 @@ def main() -> int:
             print(f"startup workers={w}: {res['workers']} worker(s), {startup[w]:.2f} s CPU each "
                   f"(with one sample each)", file=sys.stderr)  # fmt: skip
     cores = len(os.sched_getaffinity(0))
-    print(f"\n{args.samples} samples of {spec} in shards of {args.shard_size}, {cores} cores, "
+    where = Path(args.dir or tempfile.gettempdir())
+    print(f"\n{args.samples} samples of {spec} in shards of {args.shard_size}, {cores} cores, on {filesystem(where)}, "
           f"{args.rounds} interleaved round(s), median:")  # fmt: skip
     summary: dict[str, Any] = {}
     for name, rgb, enc, w_count, _ in variants:
@@ -213,7 +253,8 @@ def main() -> int:
         ratio = statistics.median(b["seconds"] / a["seconds"] for a, b in pairs)
         summary[name] = {"workers": runs[name][0]["workers"], "samples_per_s": sps, "x_first": ratio, "first": first,
                          "cpu_ms_per_sample": cpu, "shards_identical_to_first": identical[name],
-                         "first_sample_s": first_s, "steady_samples_per_s": steady}  # fmt: skip
+                         "first_sample_s": first_s, "steady_samples_per_s": steady,
+                         "bytes_per_sample": sum(size for size, _ in made[name].values()) / args.samples}  # fmt: skip
         if w_count in startup:
             less = cpu - 1e3 * startup[w_count] * runs[name][0]["workers"] / args.samples
             summary[name]["cpu_ms_per_sample_less_startup"] = less
@@ -227,7 +268,8 @@ def main() -> int:
         "benchmark": "dataset_workers", "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": args.machine, "cores": cores, "load_average_at_end": os.getloadavg(), "glrec_commit": commit(),
         "spec": spec, "samples": args.samples, "shard_size": args.shard_size, "rounds": args.rounds,
-        "summary": summary, "runs": runs, "startup_cpu_s_per_worker": startup,
+        "dir": str(where), "filesystem": filesystem(where),
+        "summary": summary, "runs": runs, "startup_cpu_s_per_worker": startup, "disk_bound": bounds,
     }  # fmt: skip
     write_results(doc, args.json, "dataset_workers.json")
     return 0

@@ -30,6 +30,10 @@ Progress = Callable[[int], None]
 #: Samples a shard worker draws per GL pass (scenes that draw batches): enough to amortise the
 #: pass and the fence, few enough that the chunk's host memory stays small beside the encode queue.
 SHARD_CHUNK = 32
+#: Shards a worker has begun and not completed, at most: the one it draws and the one before, being encoded,
+#: written and committed. A worker killed mid-run loses these; more would let the GL thread run further ahead of
+#: the commits (``benchmarks/dataset_workers.py --env GLREC_BENCH_IN_FLIGHT=3`` measures it).
+IN_FLIGHT = 2
 
 
 class ShardWorker:
@@ -272,7 +276,7 @@ class ShardWorker:
         try:
             shard = feed.take(block=True)
             while shard is not None:
-                settle(keep=1)  # a worker killed while it draws this shard loses it and the one before, no more
+                settle(keep=IN_FLIGHT - 1)  # a worker killed while it draws this shard loses it and the one before
                 current, at = None, shard
                 shards.append(self._open_shard(shard))
                 if opened is not None:
