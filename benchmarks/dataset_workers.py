@@ -151,6 +151,8 @@ def shards(root: Path) -> dict[str, tuple[int, str]]:
 def commit() -> str | None:
     """The tree's commit, with ``-dirty`` where its files differ from it (a copy sent to the GPU machine carries
     an older ``.git`` than its files: its bare commit named the wrong tree)."""
+    if (ROOT / "COMMIT").is_file():  # an archive of a commit (the GPU machine's copy of the tree before a change)
+        return (ROOT / "COMMIT").read_text().strip()
     proc = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], cwd=ROOT, capture_output=True,
                           text=True)  # fmt: skip
     return proc.stdout.strip() or None

@@ -3,7 +3,8 @@
 # with GPU JPEG): the disk the shards are synced to, against the same runs on memory (/dev/shm).
 #   bash benchmarks/gpu/h200_eleventh.sh disk       # the filesystems: df, disk_bound.py on /tmp and /dev/shm
 #   bash benchmarks/gpu/h200_eleventh.sh shards     # dataset_workers.py --disk-bound on each of SH_DIRS
-#     SH_W: worker counts (8,16); SH_FMT: colour variants (--gl-jpeg); SH_ENV: --env pairs; SH_N: samples (3200)
+#     SH_W: worker counts (8,16); SH_FMT: colour variants (--gl-jpeg); SH_ENV: --env pairs; SH_N: samples (3200);
+#     then the same in .before/ (a copy of the tree before, its commit in .before/COMMIT) unless SH_BEFORE=
 #   bash benchmarks/gpu/h200_eleventh.sh shardprof  # py-spy over PNG shards written to PROF_DIR (/dev/shm)
 #   bash benchmarks/gpu/h200_eleventh.sh tests|stream|streamprof   # as the tenth session's script runs them
 # Every mode first compiles the trees' and the packages' sources, as an installed package has them: a fresh copy
@@ -33,6 +34,9 @@ shards)
       > "$OUT/shards-$tag.log" 2>&1
     grep -e "workers=" -e "disk bound" -e "samples of" "$OUT/shards-$tag.log" | grep -v "^round"
     grep -q "failed (exit" "$OUT/shards-$tag.log" && tail -40 "$OUT/shards-$tag.log"
+    [ -n "${SH_BEFORE:-1}" ] && [ -d .before ] && (cd .before && python3 $D --dir $d --workers ${SH_W:-8,16} \
+      ${SH_FMT:---gl-jpeg} --json "$OUT/shards-$tag-before-$(cat COMMIT).json" 2>&1 \
+      | grep -e "workers=" -e "disk bound" | grep -v "^round" | sed 's/^/before /')
   done
   ;;
 shardprof)  # py-spy over PNG shards in PROF_DIR, PROF_W workers (raw stacks to $OUT)

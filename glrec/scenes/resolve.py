@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..sources.video.media import looks_like_input
 from .shadertoy_load import EXPORT_SUFFIXES, SHADER_SUFFIXES
 
 SourceKind = Literal["builtin", "python", "shader", "input", "unknown"]
@@ -55,6 +54,8 @@ def resolve_source(spec: str | os.PathLike[str], builtins: tuple[str, ...] = ())
             return SourceName("shader", text, Path(text))
         if Path(text).is_dir() and has_image_pass(Path(text)):
             return SourceName("shader", text, Path(text))
+    from ..sources.video.media import looks_like_input  # PyAV only for a name that may be a video input
+
     if looks_like_input(text):
         return SourceName("input", text, None if "://" in text else Path(text))
     return SourceName("unknown", text)

@@ -17,7 +17,6 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
-import av
 import numpy as np
 
 from ...errors import ConfigError, EncoderError, EncoderUnavailableError
@@ -50,6 +49,8 @@ __all__ = [
 def _encode_image(
     codec: str, array: np.ndarray, fmt: str, options: dict[str, str], out_fmt: str | None = None
 ) -> bytes:
+    import av  # PyAV for JPEG colour on the CPU only: a PNG worker starts without it
+
     h, w = array.shape[:2]
     try:
         cc = cast(av.VideoCodecContext, av.CodecContext.create(codec, "w"))

@@ -13,33 +13,22 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from .writers import ShardWriter, WriteBehind
+from .writers import WriteBehind
 
-__all__ = ["OpenShard", "ShardFeed", "ShardQueue", "commit_later"]
+__all__ = ["OpenShard", "ShardFeed", "ShardQueue"]
 
 
 @dataclass
 class OpenShard:
-    """A shard a worker has begun: its samples, writer, manifest lines so far, and its commit once whole."""
+    """A shard a worker has begun: its samples, writer (on a write thread), manifest lines so far, and its commit
+    once whole."""
 
     shard: int
     indices: range
-    writer: ShardWriter
+    writer: WriteBehind
     where: str
     lines: list[dict[str, Any]] = field(default_factory=list)
     commit: Future[dict[str, object]] | None = None
-
-
-def commit_later(writer: ShardWriter) -> Future[dict[str, object]]:
-    """``writer`` committed on its write thread (:class:`WriteBehind`), or here."""
-    if isinstance(writer, WriteBehind):
-        return writer.commit_later()
-    future: Future[dict[str, object]] = Future()
-    try:
-        future.set_result(writer.commit())
-    except Exception as exc:  # raised where the record is made, as the write thread's would be
-        future.set_exception(exc)
-    return future
 
 
 class ShardFeed:

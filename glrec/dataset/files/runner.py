@@ -16,7 +16,7 @@ from ..rendering.colour import BatchColour, LayerColour
 from ..rendering.sample import Sample, SampleRenderer, finish_colour
 from ..spec.document import DatasetSpec
 from .encode import ColourEncoder, colour_encoder
-from .feed import OpenShard, ShardFeed, commit_later
+from .feed import OpenShard, ShardFeed
 from .folder import DatasetFolder
 from .samples import Encoded, encode_threads, file_digests, manifest_line, sample_files
 from .writers import FolderWriter, ShardWriter, TarWriter, WriteBehind, disk_full
@@ -42,9 +42,9 @@ class ShardWorker:
     ``device`` is the EGL device index (None: EGL's default); ``gpu`` is what the
     scheduler assigned (recorded in the manifest beside the renderer). The GL
     thread draws each sample and packs its passes on the GPU; ``threads`` encoding
-    threads (default :func:`encode_threads`; 1: none, everything on this thread)
-    turn samples into files while the next ones are drawn. Files and their order
-    do not depend on the thread count.
+    threads (default :func:`encode_threads`; 1: none, the GL thread encodes) turn
+    samples into files while the next ones are drawn, and a write thread per shard
+    writes and commits them. Files and their order do not depend on the thread count.
     """
 
     def __init__(
@@ -259,7 +259,7 @@ class ShardWorker:
             if progress is not None:
                 progress(1)
             if len(st.lines) == len(st.indices):  # whole: committed behind the next shard's draws
-                st.commit = commit_later(st.writer)
+                st.commit = st.writer.commit_later()
 
         def settle(keep: int) -> None:  # every shard but the newest ``keep`` written, committed and recorded
             while len(shards) > keep:
@@ -316,9 +316,9 @@ class ShardWorker:
             writer, where = TarWriter(folder.root / folder.shard_name(shard)), folder.shard_name(shard)
         else:
             writer, where = FolderWriter(folder.root), ""
-        if self.threads > 1:  # written on a thread of its own while the next samples are drawn
-            writer = WriteBehind(writer)
-        return OpenShard(shard, self.spec.shard_range(shard), writer, where)
+        # Written and committed on a thread of its own while the next samples are drawn, encode threads or none:
+        # a shard's fsync on the GL thread held a worker with one thread (16 on 16 cores) for the disk.
+        return OpenShard(shard, self.spec.shard_range(shard), WriteBehind(writer), where)
 
     def _complete(self, st: OpenShard) -> dict[str, Any]:
         """The record of a committed shard, written: the shard is complete."""
