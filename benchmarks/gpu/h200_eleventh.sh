@@ -4,8 +4,7 @@
 #   bash benchmarks/gpu/h200_eleventh.sh disk       # the filesystems: df, disk_bound.py on /tmp and /dev/shm
 #   bash benchmarks/gpu/h200_eleventh.sh shards     # dataset_workers.py --disk-bound on each of SH_DIRS
 #     SH_W: worker counts (8,16); SH_FMT: colour variants (--gl-jpeg); SH_ENV: --env pairs; SH_N: samples (3200);
-#     then the same in .before/ (a copy of the tree before, its commit in .before/COMMIT) unless SH_BEFORE=;
-#     SH_DIRS: where the shards go (/tmp /dev/shm); SH_TAG: a prefix for the result files' names
+#     then the same in .before/ (a copy of the tree before, its commit in .before/COMMIT) unless SH_BEFORE=
 #   bash benchmarks/gpu/h200_eleventh.sh shardprof  # py-spy over PNG shards written to PROF_DIR (/dev/shm)
 #   bash benchmarks/gpu/h200_eleventh.sh tests|stream|streamprof   # as the tenth session's script runs them
 # Every mode first compiles the trees' and the packages' sources, as an installed package has them: a fresh copy
@@ -30,7 +29,7 @@ disk)
 shards)
   D="benchmarks/dataset_workers.py --shard-size 25 --rounds ${SH_ROUNDS:-1} --machine nvidia-h200 --samples ${SH_N:-3200} --disk-bound"
   for d in ${SH_DIRS:-/tmp /dev/shm}; do
-    tag=${SH_TAG:-}$(echo $d | tr -d / )
+    tag=$(echo $d | tr -d / )
     python3 $D --dir $d --workers ${SH_W:-8,16} ${SH_FMT:---gl-jpeg} ${SH_ENV:-} --json "$OUT/shards-$tag.json" \
       > "$OUT/shards-$tag.log" 2>&1
     grep -e "workers=" -e "disk bound" -e "samples of" "$OUT/shards-$tag.log" | grep -v "^round"

@@ -168,11 +168,6 @@ class GLContext:
     def owned_by_current_thread(self) -> bool:
         return threading.get_ident() == self._owner
 
-    def adopt(self) -> None:
-        """Make the calling thread this context's owner: for a context whose maker thread has ended, current
-        nowhere (:mod:`glrec.gl.early`), never one in use."""
-        self._owner = threading.get_ident()
-
     def check_thread(self) -> None:
         """Raise ContextThreadError unless called from the thread that owns the context."""
         if threading.get_ident() != self._owner:

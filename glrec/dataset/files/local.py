@@ -1,12 +1,11 @@
 """One machine's cores: shards rendered by local worker processes, each with its own GL context.
 
-Each worker is a new interpreter (``python -m glrec._dataset_worker``, started with
+Each worker is a new interpreter (``python -m glrec.dataset.files.local``, started with
 ``subprocess``: the ``spawn`` way, never a fork of a process that may already hold a
 GL or CUDA context, and without re-running the caller's main module as
 ``multiprocessing``'s spawn would). It holds one
 :class:`~glrec.dataset.files.runner.ShardWorker` (context, scene, packer, encode threads)
-made once, and renders the shards the parent hands it, lowest pending shard first. Its
-GL context is made on a thread while it imports the rest (:mod:`glrec.gl.early`).
+made once, and renders the shards the parent hands it, lowest pending shard first.
 Workers write into ``OUT`` themselves; a shard's bytes depend only on the spec and
 the shard, so which worker renders it changes nothing.
 
@@ -144,9 +143,7 @@ def _child_env(cores_each: int) -> dict[str, str]:
 
 def _start(number: int, setup: dict[str, Any], env: dict[str, str], keep: tuple[int, ...] = ()) -> _Worker:
     """Start worker ``number``; ``keep``: descriptors it inherits (the folder's lock, held while it lives)."""
-    # Its context is made while it imports; clips are drawn in their Recorders' own contexts ("none").
-    device = "none" if setup["spec"].is_clip else "-" if setup["device"] is None else str(setup["device"])
-    proc, conn = start_child("glrec._dataset_worker", env, keep, (device,))
+    proc, conn = start_child("glrec.dataset.files.local", env, keep)
     return _Worker(number, proc, conn)
 
 

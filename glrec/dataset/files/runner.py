@@ -11,7 +11,6 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, cast
 
 from ...errors import GlrecError
-from ...gl import early
 from ...gl.context import GLContext, create_context
 from ..rendering.colour import BatchColour, LayerColour
 from ..rendering.sample import Sample, SampleRenderer, finish_colour
@@ -76,8 +75,7 @@ class ShardWorker:
 
     def _image_renderer(self) -> SampleRenderer:
         if self._renderer is None:
-            made = early.take(self.device)  # a local worker's, made as it started
-            self._gl = made if made is not None else create_context(self.device)
+            self._gl = create_context(self.device)
             with self._gl.active():  # glrec's context is current only while glrec works
                 self._colour = colour_encoder(self.spec.output)
                 # A batched GPU encoder is fed here after each draw, not by the renderer per sample.
@@ -357,9 +355,6 @@ class ShardWorker:
         close_colour = getattr(colour, "close", None)  # a GPU encoder's GL objects go before the context
         renderer, self._renderer = self._renderer, None
         gl, self._gl = self._gl, None
-        unused = early.take(self.device)  # a worker's early context, never used (a dataset of clips)
-        if unused is not None:
-            unused.release()
         if gl is not None:
             with gl.active():
                 if close_colour is not None:
