@@ -27,7 +27,7 @@ disk)
   done
   ;;
 shards)
-  D="benchmarks/dataset_workers.py --shard-size 25 --rounds ${SH_ROUNDS:-1} --machine nvidia-h200 --samples ${SH_N:-3200} --disk-bound"
+  D="benchmarks/dataset_workers.py --shard-size 25 --rounds ${SH_ROUNDS:-1} --machine nvidia-h200 --samples ${SH_N:-3200} ${SH_BOUND---disk-bound}"
   for d in ${SH_DIRS:-/tmp /dev/shm}; do
     tag=$(echo $d | tr -d / )
     python3 $D --dir $d --workers ${SH_W:-8,16} ${SH_FMT:---gl-jpeg} ${SH_ENV:-} --json "$OUT/shards-$tag.json" \
