@@ -105,3 +105,36 @@ def test_shard_feed_peeks_takes_and_keeps_its_end():
     assert later.peek() is None and later.take(block=False) is None  # nothing has come: not the end
     arrived.append(9)
     assert later.peek() == 9 and later.take(block=False) == 9
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_shards_are_written_and_synced_on_the_write_thread_with_or_without_encode_threads(
+    tmp_path, monkeypatch, threads
+):
+    # A worker with one thread (16 workers on 16 cores) used to write its shards and wait for their fsync on the
+    # GL thread; now every worker's shards are written and committed on a write thread of their own.
+    import threading
+
+    from glrec.dataset.files.writers import TarWriter
+
+    spec = small_spec()
+    folder = folder_at(tmp_path, "out", spec)
+    where: dict[str, set[str]] = {"add": set(), "commit": set()}
+    real_add, real_commit = TarWriter.add, TarWriter.commit
+
+    def add(self, key, files):
+        where["add"].add(threading.current_thread().name)
+        return real_add(self, key, files)
+
+    def commit(self):
+        where["commit"].add(threading.current_thread().name)
+        return real_commit(self)
+
+    monkeypatch.setattr(TarWriter, "add", add)
+    monkeypatch.setattr(TarWriter, "commit", commit)
+    with ShardWorker(spec, folder, threads=threads) as worker:
+        records = worker.run_shards(ShardFeed.of(range(spec.shards)))
+    assert [r["shard"] for r in records] == list(range(spec.shards))
+    main = threading.main_thread().name
+    assert where["add"] and where["commit"] and main not in where["add"] | where["commit"]
+    assert all(name.startswith("glrec-dataset-write") for name in where["add"] | where["commit"])
