@@ -1,6 +1,8 @@
 """A shard worker's shards pipelined (ShardWorker.run_shards): the next is drawn while the one before is encoded,
 written and committed; at most two are in flight; a worker whose feed has nothing yet finishes what it took."""
 
+import threading
+
 import pytest
 from helpers import shard_members
 
@@ -8,6 +10,7 @@ from glrec.dataset import DatasetSpec
 from glrec.dataset.files.feed import ShardFeed
 from glrec.dataset.files.folder import DatasetFolder
 from glrec.dataset.files.runner import ShardWorker
+from glrec.dataset.files.writers import TarWriter
 
 pytestmark = pytest.mark.gl
 
@@ -113,10 +116,6 @@ def test_shards_are_written_and_synced_on_the_write_thread_with_or_without_encod
 ):
     # A worker with one thread (16 workers on 16 cores) used to write its shards and wait for their fsync on the
     # GL thread; now every worker's shards are written and committed on a write thread of their own.
-    import threading
-
-    from glrec.dataset.files.writers import TarWriter
-
     spec = small_spec()
     folder = folder_at(tmp_path, "out", spec)
     where: dict[str, set[str]] = {"add": set(), "commit": set()}
