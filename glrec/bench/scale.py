@@ -19,6 +19,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from ..errors import EncoderUnavailableError
 from .meter import LoopMeter, peak_rss_mb
 from .spec import RowResult, RowSpec, row
 
@@ -49,6 +50,9 @@ def _one_of_many(spec: RowSpec, barrier: Any, conn: Connection) -> None:
         result = run_recorder(spec, profiled=False, ready=lambda: barrier.wait(_BARRIER_SECONDS))
         result["ended"] = time.monotonic()  # system-wide clock: comparable across the processes
         conn.send(("ok", result))
+    except EncoderUnavailableError as exc:  # this machine lacks the backend: the row is skipped, as glrec:BACKEND is
+        barrier.abort()
+        conn.send(("skipped", str(exc)))
     except BaseException as exc:
         barrier.abort()  # the others stop waiting
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
@@ -83,7 +87,10 @@ def glrec_processes(spec: RowSpec) -> RowResult:
         except EOFError:
             results.append(("failed", f"process {p.name} died (exit code {p.exitcode})"))
         p.join()
-    failed = [r[1] for r in results if r[0] != "ok"]
+    skipped = [r[1] for r in results if r[0] == "skipped"]
+    if skipped and len(skipped) == n:
+        raise EncoderUnavailableError(skipped[0])
+    failed = [r[1] if r[0] == "failed" else f"EncoderUnavailableError: {r[1]}" for r in results if r[0] != "ok"]
     if failed or t0 is None:
         from ..errors import GlrecError
 

@@ -71,3 +71,20 @@ def test_recordings_at_once_are_compared_rows_run_interleaved_with_the_others():
         ("glrec-x2:cpu", 2, "_r0"), ("glrec-x4:cpu", 4, "_r0"), ("glrec-x2:cpu", 2, "_r1"), ("glrec-x4:cpu", 4, "_r1"),
     ]  # fmt: skip
     assert rows[-1] == ("dataset:wauto", 1, "")
+
+
+def test_recordings_at_once_of_a_backend_this_machine_lacks_are_skipped_with_its_reason(tmp_path, capsys):
+    from glrec.cuda.driver import cuda_problem
+
+    if cuda_problem() is None:
+        pytest.skip("nvJPEG's CUDA is usable here: the row would run")
+    out = tmp_path / "r.json"
+    args = ["bench", "--quick", "--backends", "nvjpeg", "--baselines", "none", "--no-stages", "--no-profile",
+            "--memory-frames", "0", "--no-plot", "--processes", "2", "--json", str(out)]  # fmt: skip
+    assert main(args) == 0
+    rows = {r["row"]: r for r in json.loads(out.read_text())["rows"]}
+    assert set(rows) == {"glrec:nvjpeg", "glrec-x2:nvjpeg"}
+    one, two = rows["glrec:nvjpeg"], rows["glrec-x2:nvjpeg"]
+    assert one["status"] == two["status"] == "skipped", (one, two)
+    assert two["reason"] == one["reason"] and "CUDA" in two["reason"]
+    assert "Traceback" not in capsys.readouterr().err
