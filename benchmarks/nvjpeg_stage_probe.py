@@ -4,6 +4,13 @@
 
 nvImageCodec alone (cached or fresh images, with glrec's stream), then glrec's NvJpegEncoder with the pool's
 acquire/release, pending frames, 8 per call, and a cProfile of the glrec path.
+
+``--rounds N`` instead measures the three rows that decide "glrec's stage against the library alone" in N
+interleaved rounds (every other one in reverse order), on the same frames in one process: the library alone,
+glrec's stage as ``stage:encode-nvjpeg`` runs it (glrec's encoder, the Matroska muxer on glrec's encode worker)
+and the library with the same muxer on the same worker; each round's ratios to the library alone, and the medians.
+
+    source .gpu/boot.sh && python3 benchmarks/nvjpeg_stage_probe.py --frames 2000 --rounds 6
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--frames", type=int, default=600)
     ap.add_argument("--size", default="1920x1080")
+    ap.add_argument("--rounds", type=int, default=0, help="interleaved rounds of the deciding rows (0: the probe)")
     a = ap.parse_args()
     w, h = map(int, a.size.split("x"))
     import numpy as np
@@ -91,6 +99,9 @@ def main() -> None:
         f = DeviceFrame(i, layout, pool, slot, pending=False)
         return genc.encode(f)
 
+    if a.rounds:
+        _rounds(a, res, timed, enc, images, n, glrec_stage, opts, params)
+        return
     timed("D glrec NvJpegEncoder.encode (pool acquire/release)", glrec_stage)
 
     def glrec_pending(i):
@@ -146,6 +157,55 @@ def main() -> None:
     print(s.getvalue()[-3500:])
     for k, v in res.items():
         print(f"{k:55s} {v:8.0f} fps  {1000 / v:.3f} ms")
+
+
+def _rounds(a, res, timed, enc, images, n, glrec_stage, opts, params) -> None:  # type: ignore[no-untyped-def]
+    """The library alone, glrec's stage and the library with glrec's muxer on its worker, interleaved."""
+    import statistics
+    import tempfile
+
+    from glrec.frame import Packet
+    from glrec.pipeline.worker import Encoded, EncodeWorker
+    from glrec.sinks import open_sink
+
+    tmp = Path(tempfile.mkdtemp())
+
+    def on_worker(encode):  # type: ignore[no-untyped-def]
+        def run(name: str) -> None:
+            sink = open_sink(tmp / "r.mkv", opts.facts, overwrite=True)
+            worker = EncodeWorker(_Idle(), sink, 8)
+            index = itertools.count()
+            timed(name, lambda i: worker.put(Encoded(encode(next(index)), 1)))
+            worker.finish()
+            assert sink.packets == a.frames + 30, (name, sink.packets)
+
+        return run
+
+    def lib_packets(i):  # type: ignore[no-untyped-def]
+        data = bytes(memoryview(enc.encode([images[i % n]], "jpeg", params=params)[0]))
+        return [Packet(data, i, i, True)]
+
+    rows = {
+        "library alone (nvjpeg:b1)": lambda name: timed(
+            name, lambda i: bytes(memoryview(enc.encode([images[i % n]], "jpeg", params=params)[0]))
+        ),
+        "glrec's stage (stage:encode-nvjpeg)": on_worker(glrec_stage),
+        "library + the muxer on glrec's worker": on_worker(lib_packets),
+    }
+    got: dict[str, list[float]] = {k: [] for k in rows}
+    names = list(rows)
+    for r in range(a.rounds):
+        for name in names if r % 2 == 0 else reversed(names):
+            rows[name](name)
+            got[name].append(res[name])
+        lib = got[names[0]][-1]
+        print(
+            f"round {r}: " + "  ".join(f"{k} {v[-1]:.0f} fps ({v[-1] / lib:.2f})" for k, v in got.items()), flush=True
+        )
+    ratios = {k: statistics.median(x / y for x, y in zip(v, got[names[0]], strict=True)) for k, v in got.items()}
+    for k, v in got.items():
+        print(f"{k:40s} median {statistics.median(v):7.0f} fps, {min(v):.0f}-{max(v):.0f}; "
+              f"median of the rounds' ratios to the library alone {ratios[k]:.2f}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -88,6 +88,11 @@ def nvenc_only(tmp_path_factory) -> Path:
     if problem is not None:
         pytest.skip(f"needs an NVIDIA GPU with CUDA-GL interop, glrec[nvenc], and gcc with libffmpeg-nvenc-dev "
                     f"or GLREC_FAKE_DRIVERS_DIR holding a built libnvidia-encode.so.1: {problem}")  # fmt: skip
+    if ready is not None and (ready / LIBS["cuda"][1]).exists():  # first on the child's LD_LIBRARY_PATH: it would
+        pytest.fail(  # stand in for the real driver too, and NVIDIA's EGL would find no CUDA device behind its GPU
+            f"GLREC_FAKE_DRIVERS_DIR ({ready}) holds the stand-in {LIBS['cuda'][1]}, which hides the real driver "
+            f"from the GPU tier; build it with the NVENC stand-in alone: fake_drivers.build(DIR, ('nvenc',))."
+        )
     return ready or build(tmp_path_factory.mktemp("nvenc-only"), ("nvenc",))
 
 

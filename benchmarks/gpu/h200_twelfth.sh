@@ -9,7 +9,8 @@
 #   bash benchmarks/gpu/h200_twelfth.sh shards   # issue 33: dataset_workers.py --workers 1,4,8,16 --samples 800,
 #                                                #   this tree (PNG, CPU JPEG, nvJPEG, GL JPEG) and .before (PNG, JPEG, nvJPEG)
 #   bash benchmarks/gpu/h200_twelfth.sh tests    # the GPU tier (as the ninth session ran it)
-# Every step has its own timeout, so one that hangs costs its own time only. Results land in $OUT.
+# Every step has its own timeout, so one that hangs costs its own time only. Results land in $OUT. Carry .gpu, .before
+# and .fake (the NVENC stand-in alone: fake_drivers.build(Path(".fake"), ("nvenc",)); see benchmarks/README.md).
 set -u
 source .gpu/boot.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"

@@ -351,3 +351,28 @@ def test_the_nvjpeg_stage_row_muxes_on_the_encode_worker_as_a_recording_does(tmp
         levels = [float(f.to_ndarray(format="gray").mean()) for f in c.decode(video=0)]
     assert len(levels) == 20 and all(abs(a - b) > 5 for a, b in itertools.pairwise(levels))
     assert levels == sorted(levels)
+
+
+@pytest.mark.parametrize(
+    "backend, stages",
+    [
+        ("nvjpeg", {"stage:handoff:nvjpeg": 3673.5, "stage:encode-nvjpeg": 4160.6}),  # the H200's, 2026-12-04
+        ("cpu", {"stage:handoff:cpu": 400.0, "stage:encode-cpu": 250.0}),
+    ],
+)
+def test_the_efficiency_line_divides_the_figures_it_names(backend, stages):
+    import re
+
+    from glrec.bench.analysis import efficiency
+    from glrec.bench.report import summary_lines
+
+    group = "plasma 1920x1080"
+    summary = [{"group": group, "row": f"glrec:{backend}", "backend": backend, "fps": 1821.1, "cpu_ms_per_frame": 1.0}]
+    summary += [{"group": group, "row": name, "fps": fps} for name, fps in stages.items()]
+    eff = efficiency(summary)
+    line = next(x for x in summary_lines({"efficiency": eff}) if x.startswith("efficiency"))
+    end_to_end, over, shown = re.search(r": ([\d.]+) fps end to end / ([\d.]+) fps .*?= ([\d.]+);", line).groups()
+    assert float(end_to_end) / float(over) == pytest.approx(float(shown), abs=0.006), line
+    assert float(shown) == pytest.approx(eff[0]["efficiency"], abs=0.006)
+    serial = 1 / sum(1 / v for v in stages.values())
+    assert float(over) == pytest.approx(serial if backend == "nvjpeg" else min(stages.values()), abs=0.06), line
