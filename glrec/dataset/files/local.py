@@ -56,10 +56,11 @@ __all__ = [
 
 log = logging.getLogger("glrec")
 
-#: The default never starts more workers than this, whatever the core count: each holds a GL
-#: context, a scene and a few samples in memory, and on the H200 machine (16 cores, one GPU) 8
-#: workers ran at 1.21x the speed of 4 in one run, 16 at 0.90x of 4 in another (benchmarks/README.md,
-#: "Datasets on every core"). Ask for more with ``workers=N``.
+#: The default never starts more workers than this, whatever the core count: each holds a GL context (its
+#: layered targets: about 350 MB of GPU memory at 640x480, five passes), a scene and a few samples in memory.
+#: On the H200 machine (16 cores, one GPU), 16 workers against 8: 222 / 287 samples/s for 800 samples (start-up
+#: dominates) and 763.7 / 619.6 for 16,000 (results/2026-12-04_nvidia-h200_twelfth-shards-*). So 8 stays the
+#: default, safe on smaller GPUs and faster on short runs; a long run on many cores asks for more (``workers=N``).
 MAX_DEFAULT_WORKERS = 8
 #: Encode threads a worker has at least, whatever its share of the cores (a benchmark switch,
 #: ``GLREC_BENCH_MIN_THREADS``). Two, so encoding might overlap the GL thread's waits, wrote fewer samples/s on
