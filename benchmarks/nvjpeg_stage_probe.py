@@ -181,14 +181,14 @@ def _rounds(a, res, timed, enc, images, n, glrec_stage, opts, params) -> None:  
 
         return run
 
+    def lib_bytes(i):  # type: ignore[no-untyped-def]
+        return bytes(memoryview(enc.encode([images[i % n]], "jpeg", params=params)[0]))
+
     def lib_packets(i):  # type: ignore[no-untyped-def]
-        data = bytes(memoryview(enc.encode([images[i % n]], "jpeg", params=params)[0]))
-        return [Packet(data, i, i, True)]
+        return [Packet(lib_bytes(i), i, i, True)]
 
     rows = {
-        "library alone (nvjpeg:b1)": lambda name: timed(
-            name, lambda i: bytes(memoryview(enc.encode([images[i % n]], "jpeg", params=params)[0]))
-        ),
+        "library alone (nvjpeg:b1)": lambda name: timed(name, lib_bytes),
         "glrec's stage (stage:encode-nvjpeg)": on_worker(glrec_stage),
         "library + the muxer on glrec's worker": on_worker(lib_packets),
     }

@@ -100,18 +100,17 @@ def x264_lines(doc: dict[str, Any]) -> list[str]:
 def summary_lines(doc: dict[str, Any]) -> list[str]:
     lines = []
     for e in doc.get("efficiency", []):
+        head = f"efficiency {e['group']} {e['backend']}: {e['fps']:.1f} fps end to end /"
         slowest = f"{e['stage_fps'][e['slowest_stage']]:.1f} fps slowest stage ({e['slowest_stage']})"
         if e.get("bound") == "serial":  # stages that take turns on one GPU: their bound is one after the other
             lines.append(
-                f"efficiency {e['group']} {e['backend']}: {e['fps']:.1f} fps end to end / {e['serial_fps']:.1f} fps "
-                f"with the stages one after another (they take turns on the GPU) = {e['efficiency']:.2f}; "
-                f"{slowest}"
+                f"{head} {e['serial_fps']:.1f} fps with the stages one after another (they take turns on the GPU) "
+                f"= {e['efficiency']:.2f}; {slowest}"
             )
         else:
             lines.append(
-                f"efficiency {e['group']} {e['backend']}: {e['fps']:.1f} fps end to end / {slowest} "
-                f"= {e['efficiency']:.2f}; the stages one after another would give {e['serial_fps']:.1f} fps "
-                f"(overlap x{e['x_serial']:.2f})"
+                f"{head} {slowest} = {e['efficiency']:.2f}; the stages one after another would give "
+                f"{e['serial_fps']:.1f} fps (overlap x{e['x_serial']:.2f})"
             )
         if "ceiling_x_naive" in e:
             naive, glrec, floor = e["naive_cpu_ms_per_frame"], e["cpu_ms_per_frame"], e["floor_cpu_ms_per_frame"]

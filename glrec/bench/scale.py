@@ -88,7 +88,7 @@ def glrec_processes(spec: RowSpec) -> RowResult:
             results.append(("failed", f"process {p.name} died (exit code {p.exitcode})"))
         p.join()
     skipped = [r[1] for r in results if r[0] == "skipped"]
-    if skipped and len(skipped) == n:
+    if len(skipped) == n:  # every one refused: the machine lacks the backend
         raise EncoderUnavailableError(skipped[0])
     failed = [r[1] if r[0] == "failed" else f"EncoderUnavailableError: {r[1]}" for r in results if r[0] != "ok"]
     if failed or t0 is None:
