@@ -57,10 +57,11 @@ __all__ = [
 log = logging.getLogger("glrec")
 
 #: The default never starts more workers than this, whatever the core count: each holds a GL context (its
-#: layered targets: about 350 MB of GPU memory at 640x480, five passes), a scene and a few samples in memory.
-#: On the H200 machine (16 cores, one GPU), 16 workers against 8: 222 / 287 samples/s for 800 samples (start-up
-#: dominates) and 763.7 / 619.6 for 16,000 (results/2026-12-04_nvidia-h200_twelfth-shards-*). So 8 stays the
-#: default, safe on smaller GPUs and faster on short runs; a long run on many cores asks for more (``workers=N``).
+#: layered targets: 32 layers of 11 MB, about 350 MB of GPU memory at 640x480, five passes; computed, not
+#: measured), a scene and a few samples in memory. On the H200 machine (16 cores, one GPU), 16 workers against 8:
+#: 222 / 287 samples/s for 800 samples (start-up dominates) and 763.7 / 619.6 for 16,000
+#: (results/2026-12-04_nvidia-h200_twelfth-shards-*). So 8 stays the default, safe on smaller GPUs and faster on
+#: short runs; a long run on many cores asks for more (``workers=N``).
 MAX_DEFAULT_WORKERS = 8
 #: Encode threads a worker has at least, whatever its share of the cores (a benchmark switch,
 #: ``GLREC_BENCH_MIN_THREADS``). Two, so encoding might overlap the GL thread's waits, wrote fewer samples/s on
