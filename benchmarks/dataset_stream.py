@@ -182,6 +182,9 @@ def main() -> None:
         default="",
         help="set plan_ahead.PROCESS_BATCH: a batch size, or 'none' (batches planned on threads only)",
     )
+    ap.add_argument("--plan-processes", type=int, default=0,
+                    help="set plan_ahead.PROCESSES (planning processes at most) and PROCESS_CORES to 1")  # fmt: skip
+    ap.add_argument("--plan-depth", type=int, default=0, help="set plan_ahead.DEPTH (batches planned ahead)")
     ap.add_argument("--workers", default="0,2", help="DataLoader workers for the shard reader, comma-separated")
     ap.add_argument("--tag", default="2c_llvmpipe", help="machine name in the result file name")
     ap.add_argument("--name", default="dataset-stream", help="what, in the result file name")
@@ -190,6 +193,14 @@ def main() -> None:
         from glrec.dataset.rendering import plan_ahead
 
         plan_ahead.PROCESS_BATCH = None if args.plan_process_batch == "none" else int(args.plan_process_batch)
+    if args.plan_processes:
+        from glrec.dataset.rendering import plan_ahead
+
+        plan_ahead.PROCESSES, plan_ahead.PROCESS_CORES = args.plan_processes, 1
+    if args.plan_depth:
+        from glrec.dataset.rendering import plan_ahead
+
+        plan_ahead.DEPTH = args.plan_depth
     spec = DatasetSpec.load(args.spec)
     spec = spec.with_(samples=args.samples, shard_size=max(1, args.samples // 4))
     if args.size:

@@ -103,6 +103,10 @@ def instrument() -> None:
     timed(layer_pack.LayerPacker, "_read_table", "box table read")
     timed(layer_pack, "mask_boxes", "  of which: boxes from a mask (ids beyond the table)")
     timed(fences.Fence, "wait", "GL fence wait")
+    timed(fences.Fence, "signalled", "fence flush (signalled)")
+    timed(layer_pack, "clear_table", "box table clear (CPU)")
+    timed(layer_pack, "dispatch_compute", "pack and box dispatches (CPU)")
+    timed(producer.Producer, "_batch", "producer: a whole batch")
     timed(producer, "deferred_columns", "deferred columns")
     timed(tensors.SampleStream, "__next__", "consumer: next()")
     import concurrent.futures
@@ -167,7 +171,10 @@ def instrument() -> None:
             key = (threading.current_thread().name, "packer run (dispatch, wait, read)")
             TIMES[key] += time.perf_counter() - started
             CALLS[key] += 1
-            done = chunks.pop(0) if chunks and len(chunks[0]) == 5 else None
+            # The chunk just packed is the newest entry; an older one without all five stamps (a draw that
+            # took another way) is dropped, so it cannot hold back the chunks after it.
+            done = chunks[-1] if chunks and len(chunks[-1]) == 5 else None
+            chunks.clear()
             if done is not None:
                 t = {k: _result(q) for k, q in done.items()}
                 GPU.append((t["clear0"], t["clear1"], t["draw0"], t["draw1"], t["fence"]))
@@ -205,6 +212,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=4096)
     ap.add_argument("--batches", type=int, default=6)
     ap.add_argument("--json", default="")
+    ap.add_argument("--plan-processes", type=int, default=0, help="set plan_ahead.PROCESSES (0: glrec's default)")
+    ap.add_argument("--plan-depth", type=int, default=0, help="set plan_ahead.DEPTH (0: glrec's default)")
     ap.add_argument("--cull", action="store_true", help="an experiment: the table drawn with back faces culled")
     ap.add_argument("--switch-interval", type=float, default=0.0, help="an experiment: sys.setswitchinterval (s)")
     ap.add_argument("--gc", choices=("on", "off", "freeze"), default="on",
@@ -251,6 +260,14 @@ def main() -> None:
                 self.ctx.disable(moderngl.CULL_FACE)
 
         Table._submit = culled  # type: ignore[method-assign]
+    if args.plan_processes:
+        from glrec.dataset.rendering import plan_ahead
+
+        plan_ahead.PROCESSES, plan_ahead.PROCESS_CORES = args.plan_processes, 1
+    if args.plan_depth:
+        from glrec.dataset.rendering import plan_ahead
+
+        plan_ahead.DEPTH = args.plan_depth
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
     warm = run()

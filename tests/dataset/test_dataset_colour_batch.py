@@ -122,11 +122,11 @@ def test_a_chunk_that_fails_as_a_batch_is_drawn_one_by_one_with_the_same_gl_jpeg
     want = shards_with_batch(tmp_path, spec, 3, threads=1)
     real, failed = LayerRenderer.render, []
 
-    def fail_once(self, indices, target, then=None):
+    def fail_once(self, indices, target, then=None, later=()):
         if not failed:
             failed.append(list(indices))
             raise SceneError("a chunk that fails as a batch")
-        return real(self, indices, target, then)
+        return real(self, indices, target, then, later)
 
     monkeypatch.setattr(LayerRenderer, "render", fail_once)
     (tmp_path / "again").mkdir()

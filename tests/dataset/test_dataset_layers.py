@@ -184,16 +184,17 @@ def test_the_stream_takes_the_layered_path_and_matches_one_by_one(gl, monkeypatc
     calls = []
     original = LayerRenderer.draw  # the stream draws, and leaves the metadata until it is read
 
-    def counting(self, indices, target, then=None):
-        calls.append((list(indices), None if then is None else list(then)))
-        return original(self, indices, target, then)
+    def counting(self, indices, target, then=None, later=()):
+        calls.append((list(indices), None if then is None else list(then), [list(b) for b in later]))
+        return original(self, indices, target, then, later)
 
     monkeypatch.setattr(LayerRenderer, "draw", counting)
     got = {}
     for b in stream(spec, 3):
         for j, i in enumerate(b["index"].tolist()):
             got[i] = (b["rgb"][j].copy(), b["instance"][j].copy(), b["boxes"][j], b["meta"][j])
-    assert calls == [([0, 1, 2], [3, 4, 5]), ([3, 4, 5], [6]), ([6], None)]  # each batch names the next
+    # Each batch names the next, and the one after it (planned too where processes plan: plan_ahead.DEPTH).
+    assert calls == [([0, 1, 2], [3, 4, 5], [[6]]), ([3, 4, 5], [6], []), ([6], None, [])]
     for i, (rgb, instance, boxes, meta) in got.items():
         alone = render_sample(spec, i)
         assert rgb.tobytes() == alone.frames[0]["rgb"].tobytes()
@@ -239,9 +240,9 @@ def test_shard_workers_draw_chunks_per_gl_pass_and_write_the_same_files(tmp_path
     calls = []
     original = LayerRenderer.render
 
-    def counting(self, indices, target, then=None):
+    def counting(self, indices, target, then=None, later=()):
         calls.append((list(indices), None if then is None else list(then)))
-        return original(self, indices, target, then)
+        return original(self, indices, target, then, later)
 
     monkeypatch.setattr(runner, "SHARD_CHUNK", 3)
     monkeypatch.setattr(LayerRenderer, "render", counting)

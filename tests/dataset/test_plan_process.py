@@ -90,6 +90,52 @@ def test_a_stream_planning_in_a_process_renders_what_threads_render(gl, monkeypa
     assert_as_planned_here(gl, spec, ahead)
 
 
+@pytest.mark.gl
+def test_with_processes_two_batches_are_planned_ahead_each_once_and_render_what_threads_render(gl, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(plan_ahead, "PROCESS_BATCH", 4)
+    monkeypatch.setattr(plan_ahead, "PROCESS_CORES", 1)
+    monkeypatch.setattr(plan_ahead, "PROCESSES", 1)
+    monkeypatch.setattr(plan_ahead, "DEPTH", 2)
+    asked = []
+    real = PlanProcess.submit
+    monkeypatch.setattr(PlanProcess, "submit", lambda self, idx, cams=False: asked.append(list(idx)) or real(self, idx))
+    spec = make_spec(samples=40)
+    r = SampleRenderer(spec, gl.mgl, None, keep_rgb=True, packed=True)
+    drawn = []
+    try:
+        r.render_batch(range(0, 8), lambda j, n: None)  # makes the batch renderer, which starts the child
+        planner = r._layers._planner
+        (child,) = planner._remotes
+        ready(child)
+        assert planner.depth == 2
+        drawn += r.render_batch(range(8, 16), lambda j, n: None, then=range(16, 24), later=[range(24, 32)])
+        assert [k[0] for k, _ in planner._ahead] == [16, 24]  # both batches on their way, in order
+        drawn += r.render_batch(range(16, 24), lambda j, n: None, then=range(24, 32), later=[range(32, 40)])
+        drawn += r.render_batch(range(24, 32), lambda j, n: None, then=range(32, 40))
+        drawn += r.render_batch(range(32, 40), lambda j, n: None)
+    finally:
+        r.close()
+    assert asked == [list(range(k, k + 8)) for k in (16, 24, 32)]  # each batch asked for once
+    assert [s.index for s in drawn] == list(range(8, 40))
+    assert_as_planned_here(gl, spec, drawn)
+
+
+def test_a_planner_on_threads_plans_one_batch_ahead_and_drops_batches_that_no_longer_come():
+    spec = make_spec(samples=24)
+    planner = plan_ahead.ChunkPlanner(spec, load_scene(spec.scene_ref()), 4, False)
+    try:
+        assert planner.depth == 1
+        list(planner.chunks(range(0, 4), range(4, 8), later=[range(8, 12)]))
+        assert [k for k, _ in planner._ahead] == [tuple(range(4, 8))]  # threads: one ahead, whatever comes later
+        planner._remotes = [object()]  # as if a process planned (depth 2); nothing is submitted to it here
+        planner._ahead.append((tuple(range(12, 16)), []))
+        list(planner.chunks(range(4, 8), None, later=[]))
+        assert planner._ahead == []  # 12..15 no longer comes: dropped
+    finally:
+        planner._remotes = []
+        planner.close()
+
+
 def test_small_batches_and_small_machines_plan_on_threads(monkeypatch):
     monkeypatch.setattr(plan_ahead, "PROCESS_CORES", 4)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)

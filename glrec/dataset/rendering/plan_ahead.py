@@ -3,15 +3,16 @@
 Planning a batch (each sample's parameters and the scene's layout, :func:`~glrec.dataset.rendering.plans.plan_samples`)
 and, for a :func:`~glrec.scenes.capabilities.batch_prepared` scene, the CPU half of its draw take about as long as
 the GPU's draw of it at small sizes (the H200, 128x128). :class:`ChunkPlanner` does both for the next batch on up
-to :data:`PLANNERS` threads, a chunk per task, while the render thread draws this one. Plans are pure functions of
-(seed, index), so where they are made changes nothing.
+to :data:`PLANNERS` threads, a chunk per task, while the render thread draws this one; where batches are planned in
+processes (:data:`PROCESS_BATCH`), for the next :data:`DEPTH` batches. Plans are pure functions of (seed, index), so
+where they are made changes nothing.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("glrec")
 
-__all__ = ["PLANNERS", "PROCESSES", "PROCESS_BATCH", "ChunkPlanner", "plans_in_process"]
+__all__ = ["DEPTH", "PLANNERS", "PROCESSES", "PROCESS_BATCH", "ChunkPlanner", "plans_in_process"]
 
 #: Threads that plan the next batch's chunks while one draws, at most (and at most half the cores): their numpy
 #: runs beside the render thread, their Python takes turns with it (four slowed the render thread on the H200).
@@ -39,8 +40,15 @@ PLANNERS = 2
 PROCESS_BATCH: int | None = 1024
 PROCESS_CORES = 4
 #: Planning processes at most, one per :data:`PROCESS_CORES` cores; a batch's chunks go to them in turn. One
-#: planned the 128x128 stream's chunks on the H200 at about 40,000 samples/s, busy nine tenths of the time.
-PROCESSES = 2
+#: planned the 128x128 stream's chunks on the H200 at about 40,000 samples/s, busy nine tenths of the time. With two
+#: batches planned ahead, four took the stream's steady rate from 48,468-49,788 (two) to 57,466 samples/s (H200,
+#: 16 cores, thirteenth session; with one batch ahead, three or four gained nothing).
+PROCESSES = 4
+#: Batches planned ahead at most where processes plan (``then`` and the batches ``later``, see
+#: :meth:`ChunkPlanner.chunks`); on threads one. With one, a batch's chunks reached the processes only when the batch
+#: before began to draw, and the render thread waited for them: the 128x128 stream's steady rate went from
+#: 37,416-41,752 to 48,468-49,788 samples/s with two (H200, two processes, thirteenth session).
+DEPTH = 2
 
 
 def plans_in_process(batch: int) -> int:
@@ -69,30 +77,39 @@ class ChunkPlanner:
             except Exception as exc:  # no child to be had (no interpreter to start, no fds): threads plan
                 log.debug("glrec: %d planning processes of %d (%s)", len(self._remotes), processes, exc)
         self._pool: ThreadPoolExecutor | None = None
-        self._ahead: tuple[tuple[int, ...], list[Future[Chunk]]] | None = None
+        self._ahead: list[tuple[tuple[int, ...], list[Future[Chunk]]]] = []  # oldest first
 
     @property
     def planned_ahead(self) -> tuple[int, ...] | None:
-        """The samples planned (or being planned) ahead, if any."""
-        return None if self._ahead is None else self._ahead[0]
+        """The samples planned (or being planned) ahead for the batch that comes next, if any."""
+        return self._ahead[0][0] if self._ahead else None
+
+    @property
+    def depth(self) -> int:
+        """How many batches :meth:`chunks` plans ahead: :data:`DEPTH` where processes plan, else one."""
+        return max(1, DEPTH) if self._remotes else 1
 
     def ahead(self, indices: Sequence[int]) -> None:
-        """Start planning samples ``indices`` (the next batch) on the planning threads while this batch draws,
+        """Start planning samples ``indices`` (a batch to come) on the planning threads while this batch draws,
         a chunk per task: its plans and, for a :func:`~glrec.scenes.capabilities.batch_prepared` scene, the CPU
-        half of its draw. The next :meth:`chunks` of exactly those indices takes them from there, a chunk at a
-        time; an error is raised there as if it had planned them itself."""
-        self._drop_ahead()
+        half of its draw. The :meth:`chunks` of exactly those indices takes them from there, a chunk at a
+        time; an error is raised there as if it had planned them itself. Batches planned ahead before are kept
+        (:meth:`chunks` drops those that no longer come); the same batch twice is planned once."""
+        key, step = tuple(indices), self.layers
+        if any(k == key for k, _ in self._ahead):
+            return
         if self._pool is None:
             threads = max(1, min(PLANNERS, (os.cpu_count() or 1) // 2))
             self._pool = ThreadPoolExecutor(threads, thread_name_prefix="glrec-plan")
-        key, step = tuple(indices), self.layers
         chunks = [key[i : i + step] for i in range(0, len(key), step)]
         ready = [r for r in self._remotes if r.ready.is_set()]
         remote: list[Future[Planned] | None] = []
         for c in chunks:  # the processes take chunks in turn, from batch to batch
             self._turn += 1
             remote.append(ready[self._turn % len(ready)].submit(list(c), self.cameras) if ready else None)
-        self._ahead = (key, [self._pool.submit(self._plan_chunk, c, r) for c, r in zip(chunks, remote, strict=True)])
+        self._ahead.append(
+            (key, [self._pool.submit(self._plan_chunk, c, r) for c, r in zip(chunks, remote, strict=True)])
+        )
 
     def _plan_chunk(self, indices: Sequence[int], remote: Future[Planned] | None = None) -> Chunk:
         """A chunk's plans (a planning process's, or made here), its prepared draw where the scene prepares
@@ -109,24 +126,29 @@ class ChunkPlanner:
             plans = plan_samples(self.spec, list(indices), self.scene)
         return plans, *chunk_extras(self.scene, plans, self.prepares, self.cameras, prepared, cams)
 
-    def _drop_ahead(self) -> None:
-        ahead, self._ahead = self._ahead, None
-        _settle(ahead[1] if ahead is not None else [])
+    def _drop_ahead(self, keep: Collection[tuple[int, ...]] = ()) -> None:
+        """Stop planning the batches ahead but those ``keep`` (what has not started is cancelled)."""
+        dropped = [futures for key, futures in self._ahead if key not in keep]
+        self._ahead = [entry for entry in self._ahead if entry[0] in keep]
+        for futures in dropped:
+            _settle(futures)
 
     def chunks(
-        self, indices: Sequence[int], then: Sequence[int] | None
+        self, indices: Sequence[int], then: Sequence[int] | None, later: Sequence[Sequence[int]] = ()
     ) -> Iterator[tuple[int, Sequence[SamplePlan], list[float], Sequence[Any], Any, Cameras | None]]:
         """Per chunk of up to ``layers`` samples: its first position, plans, times, layouts, prepared draw
-        (or None) and cameras (or None). Planned ahead (:meth:`ahead`) or here, at once; ``then`` is planned
-        ahead from here."""
+        (or None) and cameras (or None). Planned ahead (:meth:`ahead`) or here, at once. ``then`` (the next
+        batch) and the batches ``later`` (those after it, in order) are planned ahead from here, up to
+        :attr:`depth` batches; what was planned ahead for other samples is dropped."""
         from .plans import chunk_layouts, chunk_times, plan_samples
 
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None and ahead[0] != tuple(indices):
-            _settle(ahead[1])
-            ahead = None
-        if then is not None and len(then):
-            self.ahead(then)  # queued behind this batch's chunks
+        key = tuple(indices)
+        ahead = next((entry for entry in self._ahead if entry[0] == key), None)
+        self._ahead = [entry for entry in self._ahead if entry[0] != key]
+        coming = [tuple(b) for b in ([then] if then is not None else []) + list(later) if len(b)][: self.depth]
+        self._drop_ahead(keep=coming)
+        for batch in coming:
+            self.ahead(batch)  # queued behind this batch's chunks (a batch already planned ahead is kept)
         if ahead is None:  # planned here, at once: the same chunks, already done
             plans = plan_samples(self.spec, list(indices), self.scene)
             ahead = (

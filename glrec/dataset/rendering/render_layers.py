@@ -152,18 +152,20 @@ class LayerRenderer:
         log.debug("glrec: dataset batches drawn %d samples per GL pass (%d bytes each)", self.layers, self.stride)
 
     def render(
-        self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None], then: Sequence[int] | None = None
-    ) -> list[Sample]:
+        self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None],
+        then: Sequence[int] | None = None, later: Sequence[Sequence[int]] = (),
+    ) -> list[Sample]:  # fmt: skip
         """Render samples ``indices``; chunk ``indices[j:j+n]`` is packed into ``target(j, n)`` (a host
         array of ``n * stride`` bytes, or a GL buffer and offset), sample ``j + k`` at ``k * stride``.
-        ``then``: the batch that comes next, planned meanwhile (:meth:`plan_ahead`).
+        ``then``: the batch that comes next, planned meanwhile (:meth:`plan_ahead`); ``later``: the batches
+        after it, planned too where the planner plans more than one ahead.
         Returns the samples (meta filled; ``frames`` holds the host arrays, or empty dicts)."""
         from .sample import Sample
 
         r = self.renderer
         spec = r.spec
         samples: list[Sample] = []
-        for j, chunk, times, layouts, prepared, _ in self._planner.chunks(indices, then):
+        for j, chunk, times, layouts, prepared, _ in self._planner.chunks(indices, then, later):
             layouts = list(layouts)
             # The chunk's annotations are computed on the CPU while the GPU draws and packs it.
             annotate = functools.partial(self._batch_annotations, layouts, times)
@@ -187,8 +189,9 @@ class LayerRenderer:
         return samples
 
     def draw(
-        self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None], then: Sequence[int] | None = None
-    ) -> list[DrawnChunk]:
+        self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None],
+        then: Sequence[int] | None = None, later: Sequence[Sequence[int]] = (),
+    ) -> list[DrawnChunk]:  # fmt: skip
         """Render samples ``indices`` as :meth:`render` does, but leave their metadata for later: each chunk's
         plans, times, visible boxes and the scene's params in effect, which
         :class:`~glrec.dataset.rendering.deferred_meta.DeferredMetas` annotates when (and if) it is read, on
@@ -197,7 +200,7 @@ class LayerRenderer:
         r = self.renderer
         self._planner.cameras = isinstance(r.scene, BatchCameras)  # the stream's columns: made while planning
         chunks: list[DrawnChunk] = []
-        for j, chunk, times, layouts, prepared, cams in self._planner.chunks(indices, then):
+        for j, chunk, times, layouts, prepared, cams in self._planner.chunks(indices, then, later):
             result = self._chunk(layouts, times, target(j, len(chunk)), prepared=prepared, ids=getattr(chunk, "ids", 0))
             in_effect: Sequence[Mapping[str, Any]] = []
             if self._layout_params:  # read from the layouts (copied when the meta is made), not switched to

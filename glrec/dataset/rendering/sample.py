@@ -197,26 +197,28 @@ class SampleRenderer:
 
     def render_batch(
         self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None], *, max_layers: int | None = None,
-        then: Sequence[int] | None = None,
+        then: Sequence[int] | None = None, later: Sequence[Sequence[int]] = (),
     ) -> list[Sample]:  # fmt: skip
         """Render samples ``indices`` (``packed``, images, a :class:`~glrec.scenes.capabilities.BatchDrawable`
         scene: see :attr:`batch_ready`) N per GL pass, one fence per chunk
         (:class:`~glrec.dataset.rendering.render_layers.LayerRenderer`). Chunk ``indices[j:j+n]`` is packed into
         ``target(j, n)``: a host uint8 array of ``n`` sample strides (None: a new one) or a GL buffer and
         byte offset. ``then``: the samples of the next batch, planned on a planning thread while these draw
-        (:meth:`~glrec.dataset.rendering.render_layers.LayerRenderer.plan_ahead`).
+        (:meth:`~glrec.dataset.rendering.render_layers.LayerRenderer.plan_ahead`); ``later``: the batches after
+        it, in order (planned too where processes plan, :data:`~glrec.dataset.rendering.plan_ahead.DEPTH`).
         """
-        return self._layers_for(len(indices), max_layers).render(indices, target, then)
+        return self._layers_for(len(indices), max_layers).render(indices, target, then, later)
 
     def draw_batch(
-        self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None], then: Sequence[int] | None = None
-    ) -> list[Any] | None:
+        self, indices: Sequence[int], target: Callable[[int, int], PackTarget | None],
+        then: Sequence[int] | None = None, later: Sequence[Sequence[int]] = (),
+    ) -> list[Any] | None:  # fmt: skip
         """:meth:`render_batch` with the samples' metadata left for later: the chunks drawn
         (:class:`~glrec.dataset.rendering.render_layers.DrawnChunk`), for
         :class:`~glrec.dataset.rendering.deferred_meta.DeferredMetas`; None (nothing drawn) where the
         scene's annotations need the scene's state at the draw (then call :meth:`render_batch`)."""
         layers = self._layers_for(len(indices), None)
-        return layers.draw(indices, target, then) if layers.can_defer else None
+        return layers.draw(indices, target, then, later) if layers.can_defer else None
 
     def _layers_for(self, n: int, max_layers: int | None) -> Any:
         from .render_layers import LayerRenderer

@@ -22,6 +22,7 @@ from ..rendering.batch_meta import camera_arrays, indexed, object_arrays
 from ..rendering.deferred_meta import DeferredMetas, deferred_columns
 from ..rendering.memory import BatchLayout, HostSlots, Lease
 from ..rendering.pack import PackTarget
+from ..rendering.plan_ahead import DEPTH
 from ..rendering.sample import Sample, SampleRenderer
 from ..spec.document import DatasetSpec
 
@@ -121,8 +122,9 @@ class Producer:
                     self.slots = CudaSlots(gl.mgl, device, layout.nbytes, self.buffers)
                     device = None  # the slots own it now
                 ranges = self.ranges
-                for k, indices in enumerate(ranges):  # the next batch is planned while this one draws
-                    self.out.put(self._batch(renderer, layout, indices, ranges[k + 1] if k + 1 < len(ranges) else None))
+                for k, indices in enumerate(ranges):  # the next batches are planned while this one draws
+                    then = ranges[k + 1] if k + 1 < len(ranges) else None
+                    self.out.put(self._batch(renderer, layout, indices, then, ranges[k + 2 : k + 1 + DEPTH]))
             self.out.put(END)
         except _Stopped:
             pass
@@ -133,14 +135,15 @@ class Producer:
             if device is not None:
                 device.release()
 
-    def _batch(self, renderer: SampleRenderer, layout: BatchLayout, indices: range, then: range | None) -> Batch:
+    def _batch(self, renderer: SampleRenderer, layout: BatchLayout, indices: range, then: range | None,
+               later: Sequence[range] = ()) -> Batch:  # fmt: skip
         assert self.slots is not None
         slots = self.slots
         slot = slots.acquire(self.abort)
         lease = slots.lease(slot)
         try:
             self.abort()
-            metas = self._layered(renderer, layout, slot, indices, then) if renderer.batch_ready else None
+            metas = self._layered(renderer, layout, slot, indices, then, later) if renderer.batch_ready else None
             if metas is None:
                 metas = self._one_by_one(renderer, layout, slot, indices)
             arrays = slots.arrays(lease, layout, len(indices))
@@ -160,8 +163,9 @@ class Producer:
         return batch
 
     def _layered(
-        self, renderer: SampleRenderer, layout: BatchLayout, slot: int, indices: range, then: range | None
-    ) -> Sequence[dict[str, Any]] | None:
+        self, renderer: SampleRenderer, layout: BatchLayout, slot: int, indices: range, then: range | None,
+        later: Sequence[range] = (),
+    ) -> Sequence[dict[str, Any]] | None:  # fmt: skip
         """The batch N samples per GL pass (:meth:`SampleRenderer.draw_batch`: its metadata made when first
         read; or :meth:`~SampleRenderer.render_batch`), or None after an error (then the one-by-one path
         renders it again, and fails naming the sample)."""
@@ -175,11 +179,11 @@ class Producer:
             return slots.target(slot, layout.frame_offset(j), n * layout.sample_stride)
 
         try:
-            chunks = renderer.draw_batch(indices, target, then)
+            chunks = renderer.draw_batch(indices, target, then, later)
             if chunks is not None:
                 return DeferredMetas(self.spec, renderer.scene if batch_annotated(renderer.scene) else None, chunks,
                                      _strict_params)  # fmt: skip
-            samples = renderer.render_batch(indices, target, then=then)
+            samples = renderer.render_batch(indices, target, then=then, later=later)
             return [_plain(s) if s.plain_meta else dict(json.loads(meta_json(s.meta, s.key))) for s in samples]
         except _Stopped:
             raise

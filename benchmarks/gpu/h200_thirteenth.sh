@@ -1,0 +1,83 @@
+#!/bin/bash
+# The thirteenth H200 session (2026-12-04): issue 33's two goals still missed, taken apart and measured again.
+#   bash benchmarks/gpu/h200_thirteenth.sh diag       # the 128x128 colour + depth stream: stream_timeline.py with
+#                                                     #   glrec's planning processes, 4 of them, back faces culled;
+#                                                     #   dataset_stream.py with 2 / 3 / 4 planning processes
+#   bash benchmarks/gpu/h200_thirteenth.sh depth      # the same with one or two batches planned ahead (DEPTH)
+#   bash benchmarks/gpu/h200_thirteenth.sh shardprof  # py-spy (on-CPU samples only) over 16 workers writing GL JPEG
+#                                                     #   colour shards to /dev/shm: where a sample's CPU goes
+#   bash benchmarks/gpu/h200_thirteenth.sh stream     # dataset_stream.py 128x128 colour + depth, rounds alternating
+#   bash benchmarks/gpu/h200_thirteenth.sh shards     # dataset_workers.py, 16 workers, long runs (ext4 and /dev/shm)
+#   bash benchmarks/gpu/h200_thirteenth.sh tests      # the GPU tier (as the ninth session ran it)
+# Every step has its own timeout. Results land in $OUT. Carry .gpu (and .tools for shardprof, .fake for tests).
+set -u
+source .gpu/boot.sh
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
+python3 -m compileall -q -j 16 glrec benchmarks /tmp/gpu-site/site > /dev/null 2>&1
+quiet() { grep -v -i -e nvjpeg2k -e nvtiff -e Warning -e "^$"; }
+S128="benchmarks/dataset_stream.py --device cuda --workers= --tag nvidia-h200 --samples 65536 --size 128x128 --passes rgb,depth --batch-size 4096"
+for mode in "$@"; do
+case "$mode" in
+diag)
+  T="benchmarks/gpu/stream_timeline.py --device cuda --size 128x128 --passes rgb,depth --batch 4096 --batches 8"
+  for extra in "" "--plan-processes 4" "--cull"; do
+    timeout 90 python3 $T $extra 2>&1 | quiet | tee -a "$OUT/timeline-128.txt" | cut -c1-150
+  done
+  for p in 2 3 4; do
+    timeout 90 python3 $S128 --rounds 2 --gl-bound --plan-processes $p --name thirteenth-a-128-p$p 2>&1 | grep median \
+      | sed "s/^/processes $p: /"
+  done
+  tar -cf "$OUT/diag-results.tar" benchmarks/results/*thirteenth* 2>/dev/null
+  ;;
+depth)  # batches planned ahead: one (as before) or two (glrec's default now), with 2 or 4 planning processes
+  T="benchmarks/gpu/stream_timeline.py --device cuda --size 128x128 --passes rgb,depth --batch 4096 --batches 16"
+  for extra in "--plan-depth 1" "" "--plan-processes 4"; do
+    echo "== timeline $extra" >> "$OUT/timeline-depth.txt"
+    timeout 90 python3 $T $extra 2>&1 | quiet >> "$OUT/timeline-depth.txt"
+  done
+  grep -e "^==" -e "instrumented" -e "producer" -e "waiting for planned" -e "fence wait" -e "GL busy" \
+    "$OUT/timeline-depth.txt" | cut -c1-150
+  for extra in "--plan-depth 1" "" "--plan-processes 4" "--plan-depth 1" ""; do
+    timeout 90 python3 $S128 --rounds 1 --gl-bound $extra --name thirteenth-b-128${extra// /} 2>&1 | grep median \
+      | sed "s/^/[$extra] /"
+  done
+  tar -cf "$OUT/depth-results.tar" benchmarks/results/*thirteenth* 2>/dev/null
+  ;;
+shardprof)
+  xz -dc .tools/py-spy.xz > /tmp/py-spy && chmod +x /tmp/py-spy
+  cat > /tmp/gen.py <<PY
+import time
+from dataclasses import replace
+from glrec.dataset import DatasetSpec, generate
+spec = DatasetSpec.load("examples/dataset.toml").with_(samples=${PROF_N:-9600}, shard_size=25)
+spec = spec.with_(output=replace(spec.output, rgb="jpg", rgb_encoder="gl"))
+t = time.perf_counter(); generate(spec, "/dev/shm/prof-out", overwrite=True, workers=${PROF_W:-16})
+print("workers=${PROF_W:-16}", round(${PROF_N:-9600} / (time.perf_counter() - t), 1), "samples/s under py-spy")
+PY
+  timeout 150 /tmp/py-spy record --subprocesses --threads -r 50 -f raw -o "$OUT/pyspy-shards.txt" -- python3 /tmp/gen.py \
+    2>&1 | grep -v -e "^py-spy" -e Sampling | tail -3
+  rm -rf /dev/shm/prof-out
+  ;;
+stream)
+  for r in $(seq ${ST_ROUNDS:-2}); do
+    timeout 90 python3 $S128 --rounds 1 --gl-bound ${ST_EXTRA:-} --name thirteenth-128-$r 2>&1 | grep median
+  done
+  tar -cf "$OUT/stream-results.tar" benchmarks/results/*thirteenth* 2>/dev/null
+  ;;
+shards)
+  for d in ${SH_DIRS:-/tmp /dev/shm}; do
+    timeout 200 python3 benchmarks/dataset_workers.py --shard-size 25 --rounds 1 --machine nvidia-h200 \
+      --samples ${SH_N:-16000} --workers ${SH_W:-16} ${SH_KINDS:---gl-jpeg} --dir $d \
+      --json "$OUT/shards-${SH_N:-16000}-$(basename $d).json" > "$OUT/shards-$(basename $d).log" 2>&1
+    grep -e "workers=" "$OUT/shards-$(basename $d).log" | grep -v "^round" | sed "s|^|$d |"
+  done
+  ;;
+tests)
+  OUT=$OUT bash benchmarks/gpu/h200_ninth.sh tests
+  ;;
+*)
+  echo "unknown mode $mode"
+  ;;
+esac
+done
