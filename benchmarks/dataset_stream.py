@@ -183,7 +183,7 @@ def main() -> None:
         help="set plan_ahead.PROCESS_BATCH: a batch size, or 'none' (batches planned on threads only)",
     )
     ap.add_argument("--plan-processes", type=int, default=0,
-                    help="set plan_ahead.PROCESSES (planning processes at most) and PROCESS_CORES to 1")  # fmt: skip
+                    help="planning processes at most, at every image size (PROCESS_CORES set to 1)")  # fmt: skip
     ap.add_argument("--plan-depth", type=int, default=0, help="set plan_ahead.DEPTH (batches planned ahead)")
     ap.add_argument("--workers", default="0,2", help="DataLoader workers for the shard reader, comma-separated")
     ap.add_argument("--tag", default="2c_llvmpipe", help="machine name in the result file name")
@@ -196,7 +196,8 @@ def main() -> None:
     if args.plan_processes:
         from glrec.dataset.rendering import plan_ahead
 
-        plan_ahead.PROCESSES, plan_ahead.PROCESS_CORES = args.plan_processes, 1
+        plan_ahead.PROCESSES = plan_ahead.FEW_LAYER_PROCESSES = args.plan_processes
+        plan_ahead.PROCESS_CORES = 1
     if args.plan_depth:
         from glrec.dataset.rendering import plan_ahead
 

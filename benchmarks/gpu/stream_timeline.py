@@ -212,7 +212,12 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=4096)
     ap.add_argument("--batches", type=int, default=6)
     ap.add_argument("--json", default="")
-    ap.add_argument("--plan-processes", type=int, default=0, help="set plan_ahead.PROCESSES (0: glrec's default)")
+    ap.add_argument(
+        "--plan-processes",
+        type=int,
+        default=0,
+        help="planning processes at most, at every image size (0: glrec's rule)",
+    )
     ap.add_argument("--plan-depth", type=int, default=0, help="set plan_ahead.DEPTH (0: glrec's default)")
     ap.add_argument("--cull", action="store_true", help="an experiment: the table drawn with back faces culled")
     ap.add_argument("--switch-interval", type=float, default=0.0, help="an experiment: sys.setswitchinterval (s)")
@@ -263,7 +268,8 @@ def main() -> None:
     if args.plan_processes:
         from glrec.dataset.rendering import plan_ahead
 
-        plan_ahead.PROCESSES, plan_ahead.PROCESS_CORES = args.plan_processes, 1
+        plan_ahead.PROCESSES = plan_ahead.FEW_LAYER_PROCESSES = args.plan_processes
+        plan_ahead.PROCESS_CORES = 1
     if args.plan_depth:
         from glrec.dataset.rendering import plan_ahead
 

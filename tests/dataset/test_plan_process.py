@@ -147,6 +147,19 @@ def test_small_batches_and_small_machines_plan_on_threads(monkeypatch):
     assert plan_ahead.plans_in_process(4096) == 1
 
 
+def test_small_images_get_more_planning_processes_than_large_ones(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(plan_ahead, "PROCESS_CORES", 4)
+    monkeypatch.setattr(plan_ahead, "PROCESSES", 4)
+    monkeypatch.setattr(plan_ahead, "FEW_LAYER_PROCESSES", 2)
+    many = plan_ahead.MANY_LAYERS
+    assert plan_ahead.plans_in_process(4096, layers=many) == 4  # 128x128: planning bounds, four processes
+    assert plan_ahead.plans_in_process(4096, layers=97) == 2  # 640x480: the fill bounds, two
+    assert plan_ahead.plans_in_process(4096) == 4  # layers unknown: as many as the batch
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert plan_ahead.plans_in_process(4096, layers=many) == 2  # one per 4 cores, whatever the layers
+
+
 def test_a_child_that_cannot_start_leaves_planning_to_threads(monkeypatch):
     from glrec.dataset.rendering import plan_child
 

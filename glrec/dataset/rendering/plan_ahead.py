@@ -28,7 +28,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("glrec")
 
-__all__ = ["DEPTH", "PLANNERS", "PROCESSES", "PROCESS_BATCH", "ChunkPlanner", "plans_in_process"]
+__all__ = [
+    "DEPTH",
+    "FEW_LAYER_PROCESSES",
+    "MANY_LAYERS",
+    "PLANNERS",
+    "PROCESSES",
+    "PROCESS_BATCH",
+    "ChunkPlanner",
+    "plans_in_process",
+]
 
 #: Threads that plan the next batch's chunks while one draws, at most (and at most half the cores): their numpy
 #: runs beside the render thread, their Python takes turns with it (four slowed the render thread on the H200).
@@ -39,11 +48,17 @@ PLANNERS = 2
 #: and the planning threads' Python holds the render thread back. None: never.
 PROCESS_BATCH: int | None = 1024
 PROCESS_CORES = 4
-#: Planning processes at most, one per :data:`PROCESS_CORES` cores; a batch's chunks go to them in turn. One
-#: planned the 128x128 stream's chunks on the H200 at about 40,000 samples/s, busy nine tenths of the time. With two
-#: batches planned ahead, four took the stream's steady rate from 48,468-49,788 (two) to 57,466 samples/s (H200,
+#: Planning processes at most, one per :data:`PROCESS_CORES` cores, where a GL pass draws at least
+#: :data:`MANY_LAYERS` samples (small images, where planning bounds the stream); a batch's chunks go to them in turn.
+#: One planned the 128x128 stream's chunks on the H200 at about 40,000 samples/s, busy nine tenths of the time. With
+#: two batches planned ahead, four took the stream's steady rate from 48,468-49,788 (two) to 57,466 samples/s (H200,
 #: 16 cores, thirteenth session; with one batch ahead, three or four gained nothing).
 PROCESSES = 4
+#: Planning processes at most where a GL pass draws fewer samples (large images: the GPU's fill bounds the stream).
+#: At 640x480 (97 samples a pass, batch 1,024) four were 5-8 % slower than two (H200, thirteenth session).
+FEW_LAYER_PROCESSES = 2
+#: Samples per GL pass from which :data:`PROCESSES` plan (else :data:`FEW_LAYER_PROCESSES`).
+MANY_LAYERS = 1024
 #: Batches planned ahead at most where processes plan (``then`` and the batches ``later``, see
 #: :meth:`ChunkPlanner.chunks`); on threads one. With one, a batch's chunks reached the processes only when the batch
 #: before began to draw, and the render thread waited for them: the 128x128 stream's steady rate went from
@@ -51,11 +66,13 @@ PROCESSES = 4
 DEPTH = 2
 
 
-def plans_in_process(batch: int) -> int:
-    """How many processes plan batches of ``batch`` samples here (0: none; see PROCESS_BATCH)."""
+def plans_in_process(batch: int, layers: int | None = None) -> int:
+    """How many processes plan batches of ``batch`` samples drawn ``layers`` per GL pass here (0: none; see
+    :data:`PROCESS_BATCH`, :data:`PROCESSES`; ``layers`` None: as many as the batch)."""
     if PROCESS_BATCH is None or batch < PROCESS_BATCH:
         return 0
-    return max(0, min(PROCESSES, (os.cpu_count() or 1) // PROCESS_CORES))
+    most = PROCESSES if (batch if layers is None else layers) >= MANY_LAYERS else min(PROCESSES, FEW_LAYER_PROCESSES)
+    return max(0, min(most, (os.cpu_count() or 1) // PROCESS_CORES))
 
 
 class ChunkPlanner:

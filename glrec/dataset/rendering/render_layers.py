@@ -147,7 +147,11 @@ class LayerRenderer:
         self._batch_annotated = batch_annotated(renderer.scene)
         self._layout_params = layout_params_agree(renderer.scene)
         self._planner = ChunkPlanner(
-            renderer.spec, renderer.scene, self.layers, batch_prepared(renderer.scene), plans_in_process(batch)
+            renderer.spec,
+            renderer.scene,
+            self.layers,
+            batch_prepared(renderer.scene),
+            plans_in_process(batch, self.layers),
         )
         log.debug("glrec: dataset batches drawn %d samples per GL pass (%d bytes each)", self.layers, self.stride)
 
