@@ -1,7 +1,7 @@
 """Pass arrays to file bytes: PNG (glrec's own writer), JPEG (FFmpeg's through PyAV, or a GPU encoder), ``.npy``.
 
 Masks and depth are always lossless (16-bit PNG or ``.npy``); colour is PNG
-or JPEG. PNG files come from :mod:`glrec.dataset.files.png` (NumPy row filter, ISA-L
+or JPEG. PNG files come from :mod:`glrec.dataset.files.png` (NumPy row filter, zlib-ng
 deflate, the GIL released). Colour goes through a :class:`ColourEncoder` made
 for the encoder row ``[output] rgb_encoder`` names in the encoder registry
 (:mod:`glrec.encoders.registry`): a row that encodes on the host is the CPU
