@@ -39,7 +39,7 @@ shards)
       | grep -e "workers=" -e "disk bound" | grep -v "^round" | sed 's/^/before /')
   done
   ;;
-shardprof)  # py-spy over PNG shards in PROF_DIR, PROF_W workers (raw stacks to $OUT)
+shardprof)  # py-spy over PNG shards in PROF_DIR, PROF_W workers (raw stacks to $OUT; PROF_IDLE= : CPU only)
   xz -dc .tools/py-spy.xz > /tmp/py-spy && chmod +x /tmp/py-spy
   cat > /tmp/gen.py <<PY
 import time
@@ -50,7 +50,8 @@ spec = spec.with_(output=replace(spec.output, rgb="${PROF_RGB:-png}", rgb_encode
 t = time.perf_counter(); generate(spec, "${PROF_DIR:-/dev/shm}/prof-out", overwrite=True, workers=${PROF_W:-16})
 print("workers=${PROF_W:-16}", round(${PROF_N:-3200} / (time.perf_counter() - t), 1), "samples/s under py-spy")
 PY
-  timeout 200 /tmp/py-spy record --subprocesses --threads --idle -r 100 -f raw -o "$OUT/pyspy.txt" -- python3 /tmp/gen.py 2>&1 \
+  timeout 200 /tmp/py-spy record --subprocesses --threads ${PROF_IDLE---idle} -r ${PROF_HZ:-100} -f raw -o "$OUT/pyspy.txt" \
+    -- python3 /tmp/gen.py 2>&1 \
     | grep -v -e "^py-spy" -e Sampling | tail -3
   rm -rf "${PROF_DIR:-/dev/shm}/prof-out"
   ;;

@@ -86,20 +86,9 @@ confirm)  # the final tree: 128x128 colour + depth twice, 640x480 batch 1024 twi
   done
   tar -cf "$OUT/confirm-results.tar" benchmarks/results/*thirteenth-f* 2>/dev/null
   ;;
-shardprof)
-  xz -dc .tools/py-spy.xz > /tmp/py-spy && chmod +x /tmp/py-spy
-  cat > /tmp/gen.py <<PY
-import time
-from dataclasses import replace
-from glrec.dataset import DatasetSpec, generate
-spec = DatasetSpec.load("examples/dataset.toml").with_(samples=${PROF_N:-9600}, shard_size=25)
-spec = spec.with_(output=replace(spec.output, rgb="jpg", rgb_encoder="gl"))
-t = time.perf_counter(); generate(spec, "/dev/shm/prof-out", overwrite=True, workers=${PROF_W:-16})
-print("workers=${PROF_W:-16}", round(${PROF_N:-9600} / (time.perf_counter() - t), 1), "samples/s under py-spy")
-PY
-  timeout 150 /tmp/py-spy record --subprocesses --threads -r 50 -f raw -o "$OUT/pyspy-shards.txt" -- python3 /tmp/gen.py \
-    2>&1 | grep -v -e "^py-spy" -e Sampling | tail -3
-  rm -rf /dev/shm/prof-out
+shardprof)  # the eleventh session's profile, of GL JPEG colour, running threads only, 50 Hz
+  OUT=$OUT PROF_RGB=jpg PROF_ENC=gl PROF_N=${PROF_N:-9600} PROF_W=${PROF_W:-16} PROF_DIR=/dev/shm PROF_IDLE= PROF_HZ=50 \
+    bash benchmarks/gpu/h200_eleventh.sh shardprof
   ;;
 stream)
   for r in $(seq ${ST_ROUNDS:-2}); do
