@@ -65,3 +65,24 @@ def test_layout_aligns_every_frame_for_gl_and_dlpack():
     view = layout.pass_view("depth", 4)
     assert view.shape == (4, 3, 22, 30) and view.strides == (3 * layout.frame_stride, layout.frame_stride, 120, 4)
     assert view.offset == 1984 and all(s % 4 == 0 for s in view.strides)
+
+
+def test_host_chunks_are_used_again_only_once_no_view_of_them_is_left():
+    from glrec.dataset.rendering.memory import HostChunks
+
+    pool = HostChunks(keep=1)
+    first = pool.take(1000)
+    first[:] = 7
+    address = first.ctypes.data
+    sample = first[100:200].view(np.uint16)  # what a sample's pass is: a view of the chunk
+    del first
+    second = pool.take(1000)
+    assert second.ctypes.data != address  # a view still holds the first chunk
+    assert (sample == 0x0707).all()
+    del sample
+    third = pool.take(800)  # the first chunk's memory, now that nothing views it
+    assert third.ctypes.data == address and third.nbytes == 800
+    del second, third
+    bigger = pool.take(2000)  # larger than what is kept: new memory, the kept buffer let go
+    assert bigger.nbytes == 2000 and bigger.ctypes.data != address
+    assert len(pool._free) <= pool.keep

@@ -25,6 +25,7 @@ from ...gl.fences import Fence, dispatch_compute, gl_function
 from ...gl.mapped import CLIENT_MAPPED_BARRIER, MappedBuffer
 from ...scenes.camera import mask_boxes
 from ...scenes.layers import LayeredGBuffer
+from .memory import HostChunks
 from .pack import _UNITS, PackTarget, PassPacker, clear_table, pack_defines, release_attributes, set_sections
 
 __all__ = ["BoxTable", "LayerPacker", "LayerResult"]
@@ -131,6 +132,7 @@ class LayerPacker:
         self._out: moderngl.Buffer | None = None
         self._table: moderngl.Buffer | None = None
         self._mapped: MappedBuffer | None = None
+        self._host = HostChunks()  # the chunks' host arrays, used again
 
     def run(
         self, n: int, stride: int, ids: int, into: PackTarget | None, fallback: Callable[[int], np.ndarray],
@@ -152,8 +154,8 @@ class LayerPacker:
         mapped, readback = None, self._auto_readback if READBACK == "auto" else READBACK
         if isinstance(into, tuple):
             out, offset, host = into[0], into[1], None
-        else:  # a new array unless given one: the samples' views keep it alive (files encoded on other threads)
-            out, offset, host = self._own(n * stride), 0, np.empty(n * stride, np.uint8) if into is None else into
+        else:  # the pool's array unless given one: the samples' views keep it (files encoded on other threads)
+            out, offset, host = self._own(n * stride), 0, self._host.take(n * stride) if into is None else into
             if readback != "get" and self.sections:
                 mapped = self._own_mapped(n * stride)
         direct = mapped is not None and readback == "direct"  # the pack shader writes through the mapping

@@ -25,7 +25,7 @@ import numpy as np
 from ...errors import ConfigError
 from ...scenes.passes import PASS_ROWS
 
-__all__ = ["BatchLayout", "HostSlots", "Lease", "PoolExhausted"]
+__all__ = ["BatchLayout", "HostChunks", "HostSlots", "Lease", "PoolExhausted"]
 
 #: Byte alignment of every frame in a slot: GL's storage-buffer offsets and CUDA/DLPack pointers need it.
 ALIGN = 256
@@ -101,6 +101,39 @@ class BatchLayout:
 
     def passes(self) -> list[str]:
         return list(self.sections)
+
+
+class HostChunks:
+    """Host memory for chunks' packed bytes, used again: :meth:`take` gives a uint8 array whose memory comes back
+    here when the last view of it is gone (a chunk's samples are views of it, encoded on other threads). A worker
+    then copies each chunk into pages it has touched before, instead of new ones the kernel must map and zero (on
+    the 2-core machine the copy of 32 samples of 3.3 MB took 0.48-1.0 ms a sample into new memory, 0.31 used
+    again). At most ``keep`` free buffers are kept; more are made while more are in use."""
+
+    def __init__(self, keep: int = 1) -> None:
+        self.keep = keep
+        self._free: list[bytearray] = []
+        self._lock = threading.Lock()
+
+    def take(self, nbytes: int) -> np.ndarray:
+        """An array of ``nbytes`` (contents undefined), its memory used again once it and its views are gone."""
+        with self._lock:
+            fits = [b for b in self._free if len(b) >= nbytes]
+            buf = min(fits, key=len) if fits else None
+            if buf is None:
+                self._free.clear()  # too small for this chunk: given back to Python
+            else:
+                self._free.remove(buf)
+        if buf is None:
+            buf = bytearray(nbytes)
+        array = np.frombuffer(buf, np.uint8, count=nbytes)
+        weakref.finalize(array, self._give_back, buf).atexit = False
+        return array
+
+    def _give_back(self, buf: bytearray) -> None:
+        with self._lock:
+            if len(self._free) < self.keep:
+                self._free.append(buf)
 
 
 class PoolExhausted(Exception):
