@@ -9,6 +9,8 @@
 #   bash benchmarks/gpu/h200_thirteenth.sh ab         # the 640x480 stream (batch 64/256/1024), this tree against
 #                                                     #   .before/ (git archive c616ab7), alternating, two rounds
 #   bash benchmarks/gpu/h200_thirteenth.sh confirm    # the final tree: 128x128 twice, 640x480 batch 1,024 twice
+#   bash benchmarks/gpu/h200_thirteenth.sh pool       # shards with the chunks' host memory used again, against
+#                                                     #   .before/ (the tree before it), into memory; then on the disk
 #   bash benchmarks/gpu/h200_thirteenth.sh shardprof  # py-spy (on-CPU samples only) over 16 workers writing GL JPEG
 #                                                     #   colour shards to /dev/shm: where a sample's CPU goes
 #   bash benchmarks/gpu/h200_thirteenth.sh stream     # dataset_stream.py 128x128 colour + depth, rounds alternating
@@ -85,6 +87,19 @@ confirm)  # the final tree: 128x128 colour + depth twice, 640x480 batch 1024 twi
       --batch-size 1024 --gl-bound --name thirteenth-f-640-1024-$r 2>&1 | grep median | sed "s/^/run $r: 640x480 /"
   done
   tar -cf "$OUT/confirm-results.tar" benchmarks/results/*thirteenth-f* 2>/dev/null
+  ;;
+pool)  # 16,000 samples on 16 workers into memory: this tree against .before/ (without HostChunks), then on the disk
+  W="benchmarks/dataset_workers.py --shard-size 25 --rounds 1 --machine nvidia-h200 --samples 16000 --workers 16 --gl-jpeg"
+  for r in a b; do  # ABBA
+    [ $r = a ] && timeout 150 python3 $W --dir /dev/shm --json "$OUT/pool-after-shm-1.json" 2>&1 | grep "workers=" \
+      | grep -v "^round" | sed "s/^/after  shm /"
+    (cd .before && timeout 150 python3 $W --dir /dev/shm --json "$OUT/pool-before-shm-$r.json" 2>&1 | grep "workers=" \
+      | grep -v "^round" | sed "s/^/before shm /")
+    [ $r = b ] && timeout 150 python3 $W --dir /dev/shm --json "$OUT/pool-after-shm-2.json" 2>&1 | grep "workers=" \
+      | grep -v "^round" | sed "s/^/after  shm /"
+  done
+  timeout 150 python3 $W --dir /tmp --json "$OUT/pool-after-ext4.json" 2>&1 | grep "workers=" | grep -v "^round" \
+    | sed "s/^/after  ext4 /"
   ;;
 shardprof)  # the eleventh session's profile, of GL JPEG colour, running threads only, 50 Hz
   OUT=$OUT PROF_RGB=jpg PROF_ENC=gl PROF_N=${PROF_N:-9600} PROF_W=${PROF_W:-16} PROF_DIR=/dev/shm PROF_IDLE= PROF_HZ=50 \
