@@ -227,6 +227,22 @@ def shard_files(spec, root, monkeypatch, layered):
     return out
 
 
+def test_the_stream_names_as_many_batches_ahead_as_plan_ahead_depth_says_when_it_runs(gl, monkeypatch):
+    from glrec.dataset.rendering import plan_ahead
+
+    monkeypatch.setattr(plan_ahead, "DEPTH", 3)  # as a benchmark sets it, after glrec is imported
+    calls = []
+    original = LayerRenderer.draw
+
+    def counting(self, indices, target, then=None, later=()):
+        calls.append([list(b) for b in later])
+        return original(self, indices, target, then, later)
+
+    monkeypatch.setattr(LayerRenderer, "draw", counting)
+    assert [b["index"].tolist() for b in stream(make_spec(samples=7), 2)] == [[0, 1], [2, 3], [4, 5], [6]]
+    assert calls == [[[4, 5], [6]], [[6]], [], []]
+
+
 def test_shard_workers_draw_chunks_per_gl_pass_and_write_the_same_files(tmp_path, monkeypatch):
     from glrec.dataset.files import runner
 

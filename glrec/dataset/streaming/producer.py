@@ -18,11 +18,11 @@ import numpy as np
 
 from ...errors import ConfigError
 from ...scenes.capabilities import batch_annotated
+from ..rendering import plan_ahead
 from ..rendering.batch_meta import camera_arrays, indexed, object_arrays
 from ..rendering.deferred_meta import DeferredMetas, deferred_columns
 from ..rendering.memory import BatchLayout, HostSlots, Lease
 from ..rendering.pack import PackTarget
-from ..rendering.plan_ahead import DEPTH
 from ..rendering.sample import Sample, SampleRenderer
 from ..spec.document import DatasetSpec
 
@@ -124,7 +124,8 @@ class Producer:
                 ranges = self.ranges
                 for k, indices in enumerate(ranges):  # the next batches are planned while this one draws
                     then = ranges[k + 1] if k + 1 < len(ranges) else None
-                    self.out.put(self._batch(renderer, layout, indices, then, ranges[k + 2 : k + 1 + DEPTH]))
+                    later = ranges[k + 2 : k + 1 + plan_ahead.DEPTH]  # read now: a benchmark may set it
+                    self.out.put(self._batch(renderer, layout, indices, then, later))
             self.out.put(END)
         except _Stopped:
             pass
