@@ -51,8 +51,9 @@ PROCESS_CORES = 4
 #: Planning processes at most, one per :data:`PROCESS_CORES` cores, where a GL pass draws at least
 #: :data:`MANY_LAYERS` samples (small images, where planning bounds the stream); a batch's chunks go to them in turn.
 #: One planned the 128x128 stream's chunks on the H200 at about 40,000 samples/s, busy nine tenths of the time. With
-#: two batches planned ahead, four took the stream's steady rate from 48,468-49,788 (two) to 57,466 samples/s (H200,
-#: 16 cores, thirteenth session; with one batch ahead, three or four gained nothing).
+#: two batches planned ahead, four took the stream's steady rate from 48,468-49,788 (two) to 48,678-57,466 samples/s
+#: over five runs, median 50,891 (H200, 16 cores, thirteenth session; with one batch ahead, three or four gained
+#: nothing).
 PROCESSES = 4
 #: Planning processes at most where a GL pass draws fewer samples (large images: the GPU's fill bounds the stream).
 #: At 640x480 (97 samples a pass, batch 1,024) four were 5-8 % slower than two (H200, thirteenth session).
