@@ -30,6 +30,7 @@ before and after are one run. ``--gl-jpeg`` adds JPEG colour through the GL JPEG
 encoder (batched in the GL context), ``--nvjpeg`` through nvJPEG. ``--env NAME=VALUE``
 (repeatable) adds every variant again with those variables set (e.g. the NVIDIA
 GL driver's ``__GL_YIELD=USLEEP``, to see whether waiting on the GPU spins the CPU;
+``GLREC_BENCH_WHAT_IF=no-digests,stored-png,no-files``: the run without those costs, to weigh them;
 ``GLREC_BENCH_FENCE_POLL=0.0005``: a chunk's fence
 asked every 0.5 ms with sleeps between, ``layer_pack.FENCE_POLL_S``; ``GLREC_BENCH_IN_FLIGHT=3``: three
 shards in flight per worker, ``runner.IN_FLIGHT``). ``--readback get,copy,direct`` runs every
@@ -76,6 +77,20 @@ if os.environ.get("GLREC_BENCH_IN_FLIGHT"):
 if os.environ.get("GLREC_BENCH_FENCE_POLL"):
     from glrec.dataset.rendering import layer_pack
     layer_pack.FENCE_POLL_S = float(os.environ["GLREC_BENCH_FENCE_POLL"])
+what_if = set(filter(None, os.environ.get("GLREC_BENCH_WHAT_IF", "").split(",")))  # costs left out, to weigh them
+if "no-digests" in what_if:  # no SHA-256 of the members or of the tar (the manifest's digests are empty)
+    from glrec.dataset.files import runner, writers
+
+    runner.file_digests = lambda files, name: {n: {"bytes": len(d)} for n, d in files.items()}
+    writers.hasher = lambda name: None
+if "stored-png" in what_if:  # the PNGs' rows stored, not deflated (zlib-ng's level 0)
+    from zlib_ng import zlib_ng
+    from glrec.dataset.files import png
+    png.compress = lambda data, level: zlib_ng.compress(data, 0)
+if "no-files" in what_if:  # the lossless passes not encoded at all: meta.json (and the colour) only
+    from glrec.dataset.files import runner, samples
+    runner.sample_files = lambda spec, sample, video=None, colour_later=False: {
+        "meta.json": (samples.meta_json(sample.meta, sample.key) + "\n").encode()}
 if os.environ.get("GLREC_BENCH_PNG_BEFORE") == "1":
     import av, numpy as np
     from glrec.dataset.files import encode

@@ -7,12 +7,13 @@ import logging
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from ..scenes.capabilities import classes_of
+from .files.digests import DEFAULT_DIGEST, resolve_digest
 from .files.encode import check_colour_encoder
 from .files.feed import ShardQueue
 from .files.folder import FORMAT, FORMAT_VERSION, DatasetFolder, member_names
@@ -86,6 +87,7 @@ def dataset_info(spec: DatasetSpec, scene: object) -> dict[str, Any]:
         "samples": spec.samples,
         "shards": spec.shards,
         "layout": spec.output.layout,
+        "digest": spec.output.digest or DEFAULT_DIGEST,  # of each file in the manifest, and of each shard
         "shard_pattern": f"shard-{{000000..{last:06d}}}.tar" if spec.output.layout == "webdataset" else None,
         "keys": {n: _KEYS.get(n, "") for n in member_names(spec)},
         "classes": list(classes_of(scene)),
@@ -150,9 +152,12 @@ def generate(
         raise colour_stays_here(spec)
     scene = load_scene(spec.scene_ref())
     check_scene(scene, spec)  # before anything is written
+    old = DatasetFolder(Path(out), spec).check(resume=resume, overwrite=overwrite, info=dataset_info(spec, scene))
+    # a refusal above or here touches nothing, not even the lock; a resumed folder keeps its digest
+    digest = resolve_digest(spec.output.digest, old if resume else None, str(out))
+    spec = spec.with_(output=replace(spec.output, digest=digest))
     info = dataset_info(spec, scene)
     folder = DatasetFolder(Path(out), spec)
-    folder.check(resume=resume, overwrite=overwrite, info=info)  # a refusal touches nothing, not even the lock
     started = time.perf_counter()
     with _locked(folder) as lock:
         try:

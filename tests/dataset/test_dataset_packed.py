@@ -12,6 +12,7 @@ import json
 
 import numpy as np
 import pytest
+from blake3 import blake3
 from helpers import shard_members
 from PIL import Image
 from where import DATA, EXAMPLES
@@ -177,11 +178,11 @@ def test_shard_records_hold_the_files_digest_and_size(tmp_path):
         record = json.loads(folder.record_path(shard).read_text())
         data = (tmp_path / "o" / record["file"]).read_bytes()
         assert record["bytes"] == len(data)
-        assert record["sha256"] == hashlib.sha256(data).hexdigest()
+        assert record["blake3"] == blake3(data).hexdigest()
         for line in record["samples"]:  # member digests, taken on the encode threads
             got = shard_members(tmp_path / "o")
             for name, info in line["files"].items():
-                assert info["sha256"] == hashlib.sha256(got[f"{line['key']}.{name}"]).hexdigest()
+                assert info["blake3"] == blake3(got[f"{line['key']}.{name}"]).hexdigest()
 
 
 def test_nvjpeg_colour_without_nvimagecodec_says_how_to_get_it(tmp_path):

@@ -56,7 +56,7 @@ def test_the_next_shard_is_begun_before_the_one_before_is_complete_and_the_bytes
         alone = [worker.run(s) for s in range(spec.shards)]
     assert shard_members(folder.root) == shard_members(one_by_one.root)
     assert [r["samples"] for r in records] == [r["samples"] for r in alone]
-    assert [r["sha256"] for r in records] == [r["sha256"] for r in alone]
+    assert [r["blake3"] for r in records] == [r["blake3"] for r in alone]
 
 
 def test_a_feed_with_nothing_come_yet_finds_every_shard_taken_complete_before_it_waits(tmp_path):

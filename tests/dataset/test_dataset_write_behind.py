@@ -1,12 +1,12 @@
 """Shards written behind the GL thread, and the ways packed passes are read back: the same bytes every way."""
 
 import errno
-import hashlib
 import tarfile
 import threading
 
 import numpy as np
 import pytest
+from blake3 import blake3
 from test_dataset_workers import spec_for, tree
 
 from glrec.dataset import generate
@@ -28,7 +28,7 @@ def test_written_behind_is_the_shard_written_in_place(tmp_path):
     one, two = direct.commit(), behind.commit()
     data = (tmp_path / "b.tar").read_bytes()
     assert data == (tmp_path / "a.tar").read_bytes()
-    assert two["sha256"] == one["sha256"] == hashlib.sha256(data).hexdigest() and two["bytes"] == len(data)
+    assert two["blake3"] == one["blake3"] == blake3(data).hexdigest() and two["bytes"] == len(data)
 
 
 class Failing(TarWriter):

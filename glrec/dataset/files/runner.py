@@ -15,10 +15,11 @@ from ...gl.context import GLContext, create_context
 from ..rendering.colour import BatchColour, LayerColour
 from ..rendering.sample import Sample, SampleRenderer, finish_colour
 from ..spec.document import DatasetSpec
+from .digests import DEFAULT_DIGEST, file_digests
 from .encode import ColourEncoder, colour_encoder
 from .feed import OpenShard, ShardFeed
 from .folder import DatasetFolder
-from .samples import Encoded, encode_threads, file_digests, manifest_line, sample_files
+from .samples import Encoded, encode_threads, manifest_line, sample_files
 from .writers import FolderWriter, ShardWriter, TarWriter, WriteBehind, disk_full
 
 if TYPE_CHECKING:
@@ -56,6 +57,8 @@ class ShardWorker:
         self.device = device
         self.gpu = gpu
         self.threads = encode_threads() if threads is None else max(1, threads)
+        #: What the manifest and the shard records digest with (``generate`` resolves it against a resumed folder).
+        self.digest = spec.output.digest or DEFAULT_DIGEST
         self._gl: GLContext | None = None
         self._renderer: SampleRenderer | None = None
         self._colour: ColourEncoder | None = None
@@ -170,7 +173,7 @@ class ShardWorker:
         finish_colour(sample, self._colour)
         files = sample_files(self.spec, sample, video, colour_later=self._batch is not None and video is None)
         sample.frames = []  # the arrays are in the files now
-        return files, file_digests(files)
+        return files, file_digests(files, self.digest)
 
     def _with_colour(self, sample: Sample, encoded: Encoded) -> Encoded:
         """``encoded`` with the batched encoder's colour image of ``sample`` first (GL thread)."""
@@ -182,7 +185,7 @@ class ShardWorker:
                 self._jpegs.update(self._batch.flush())
         image = {f"rgb.{self._batch.ext}": self._jpegs.pop(sample.index)}
         files, digests = encoded
-        return {**image, **files}, {**file_digests(image), **digests}
+        return {**image, **files}, {**file_digests(image, self.digest), **digests}
 
     def _drop_colour(self) -> None:
         """Forget a failed shard's queued colour: what is in flight is finished and dropped."""
@@ -255,7 +258,7 @@ class ShardWorker:
             current, at = sample.index, st.shard
             files, digests = self._with_colour(sample, job.result())
             st.writer.add(sample.key, files)
-            st.lines.append(manifest_line(spec, sample, files, st.shard, st.where or sample.key, info, digests))
+            st.lines.append(manifest_line(sample, st.shard, st.where or sample.key, info, digests))
             if progress is not None:
                 progress(1)
             if len(st.lines) == len(st.indices):  # whole: committed behind the next shard's draws
@@ -313,7 +316,8 @@ class ShardWorker:
         folder.clean(shard)
         writer: ShardWriter
         if self.spec.output.layout == "webdataset":
-            writer, where = TarWriter(folder.root / folder.shard_name(shard)), folder.shard_name(shard)
+            writer = TarWriter(folder.root / folder.shard_name(shard), self.digest)
+            where = folder.shard_name(shard)
         else:
             writer, where = FolderWriter(folder.root), ""
         # Written and committed on a thread of its own while the next samples are drawn, encode threads or none:
@@ -326,7 +330,7 @@ class ShardWorker:
         result = st.commit.result()  # a failed commit raises here
         record = {"shard": st.shard, "file": result["file"], "samples": st.lines}
         if result["file"] is not None:
-            record.update(bytes=result["bytes"], sha256=result["sha256"])
+            record.update({k: v for k, v in result.items() if k != "file"})  # its size, and digest if any
         try:
             self.folder.write_record(st.shard, record)
         except OSError as exc:

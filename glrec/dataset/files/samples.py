@@ -1,8 +1,7 @@
-"""One sample's files: its pass files and meta.json, their digests, its manifest line; encode threads per worker."""
+"""One sample's files: its pass files and meta.json, its manifest line; encode threads per worker."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from typing import Any
@@ -12,7 +11,7 @@ from ..rendering.sample import Sample
 from ..spec.document import DatasetSpec
 from .encode import encode_clip_pass, encode_pass
 
-__all__ = ["encode_threads", "file_digests", "manifest_line", "meta_json", "sample_files"]
+__all__ = ["encode_threads", "manifest_line", "meta_json", "sample_files"]
 
 
 def sample_files(
@@ -43,11 +42,6 @@ def sample_files(
     return files
 
 
-def file_digests(files: dict[str, bytes]) -> dict[str, dict[str, Any]]:
-    """Size and SHA-256 of each file, as the manifest lists them."""
-    return {n: {"bytes": len(d), "sha256": hashlib.sha256(d).hexdigest()} for n, d in files.items()}
-
-
 def meta_json(meta: dict[str, Any], key: str) -> str:
     """``meta`` as strict JSON: a NaN or infinity (which no JSON reader takes) is an error, not a broken file."""
     try:
@@ -60,10 +54,10 @@ def meta_json(meta: dict[str, Any], key: str) -> str:
 
 
 def manifest_line(
-    spec: DatasetSpec, sample: Sample, files: dict[str, bytes], shard: int, where: str, render: dict[str, Any],
-    digests: dict[str, dict[str, Any]] | None = None,
-) -> dict[str, Any]:  # fmt: skip
-    """One manifest line: what the sample is (index, key, seed, sampled params) and where its files are."""
+    sample: Sample, shard: int, where: str, render: dict[str, Any], digests: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """One manifest line: what the sample is (index, key, seed, sampled params), where its files are, and each
+    file's size and digest (``digests``: :func:`glrec.dataset.files.digests.file_digests`)."""
     return {
         "index": sample.index,
         "key": sample.key,
@@ -71,7 +65,7 @@ def manifest_line(
         "params": sample.params,
         "shard": shard,
         "location": where,
-        "files": digests if digests is not None else file_digests(files),
+        "files": digests,
         **render,
     }
 

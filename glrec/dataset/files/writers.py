@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import shutil
 import tarfile
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from ...errors import DiskFullError, GlrecError
+from .digests import DEFAULT_DIGEST, hasher
 
 __all__ = [
     "FolderWriter",
@@ -32,18 +32,9 @@ __all__ = [
     "atomic_write",
     "atomic_write_chunks",
     "disk_full",
-    "sha256_file",
 ]
 
 PARTIAL = ".partial"
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _fsync_dir(path: Path) -> None:
@@ -105,15 +96,24 @@ class ShardWriter(Protocol):
 class _HashingFile:
     """A write-only file that hashes what passes through it (tarfile writes a shard front to back)."""
 
-    def __init__(self, file: BinaryIO) -> None:
+    def __init__(self, file: BinaryIO, digest: str) -> None:
         self.file = file
-        self.sha256 = hashlib.sha256()
+        self.digest = digest
+        self.hash = hasher(digest)  # None: sizes only
         self.written = 0
 
     def write(self, data: bytes) -> int:
-        self.sha256.update(data)
+        if self.hash is not None:
+            self.hash.update(data)
         self.written += len(data)
         return self.file.write(data)
+
+    def result(self) -> dict[str, object]:
+        """The size written, and the digest under its algorithm's name (none for ``"none"``)."""
+        got: dict[str, object] = {"bytes": self.written}
+        if self.hash is not None:
+            got[self.digest] = self.hash.hexdigest()
+        return got
 
     def tell(self) -> int:
         return self.written
@@ -124,16 +124,17 @@ class TarWriter:
 
     Writes what :mod:`tarfile` writes for these members (USTAR headers, data padded to 512-byte
     blocks, two zero blocks and a pad to the 10 kB record at the end), but each member's bytes
-    in one write and one digest update instead of tarfile's 16 kB copy loop.
+    in one write and one digest update instead of tarfile's 16 kB copy loop. ``digest``: what
+    :meth:`commit` digests the shard with (:mod:`glrec.dataset.files.digests`).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, digest: str = DEFAULT_DIGEST) -> None:
         self.path = path
         self.tmp = path.with_name(path.name + PARTIAL)
         # closed in commit() or abort()
         self._file: BinaryIO | None = open(self.tmp, "wb")  # noqa: SIM115
         # The shard's digest is taken as it is written, not by reading the file back.
-        self._hashing = _HashingFile(self._file)
+        self._hashing = _HashingFile(self._file, digest)
 
     def add(self, key: str, files: dict[str, bytes]) -> None:
         assert self._file is not None, "shard already committed"
@@ -163,7 +164,7 @@ class TarWriter:
         self._file = None
         os.replace(self.tmp, self.path)
         _fsync_dir(self.path.parent)
-        return {"file": self.path.name, "bytes": self._hashing.written, "sha256": self._hashing.sha256.hexdigest()}
+        return {"file": self.path.name, **self._hashing.result()}
 
     def abort(self) -> None:
         # The archive's end blocks are not needed for a file about to be removed (and on

@@ -61,6 +61,8 @@ RGB_FORMATS = PASS_ROWS["rgb"].encodings
 DEPTH_FORMATS = PASS_ROWS["depth"].encodings
 NORMAL_FORMATS = PASS_ROWS["normal"].encodings
 VIDEO_CODECS = ("h264", "hevc")
+#: What ``[output] digest`` takes (glrec.dataset.files.digests).
+DIGESTS = ("blake3", "sha256", "none")
 #: Bytes of render target per pixel: every G-buffer target exists whatever passes are written
 #: (RGBA8 + R32F + 2 x R32UI + RGBA32F + a 32-bit depth buffer); see glrec.scenes.passes.
 GBUFFER_BYTES_PER_PIXEL = 36
@@ -86,11 +88,14 @@ class OutputSpec:
     normal: str = "png"
     video_codec: str = "h264"
     video_crf: float = 18.0
+    #: The manifest's file digests and the shard records': blake3, sha256 or none (glrec.dataset.files.digests);
+    #: None: blake3 for a new dataset, a resumed one's own.
+    digest: str | None = None
 
     def check(self) -> None:
         """Raise ConfigError, naming the field, where the ``[output]`` table cannot be written.
 
-        Checked: layout, passes, file formats, JPEG quality, PNG compression.
+        Checked: layout, passes, file formats, JPEG quality, PNG compression, digest.
         """
         check_choice("output layout", self.layout, LAYOUTS)
         if not isinstance(self.passes, (tuple, list)):
@@ -108,6 +113,8 @@ class OutputSpec:
             if row.option is not None and row.option != "rgb":
                 check_choice(f"{row.option} format", getattr(self, row.option), row.encodings)
         check_choice("video codec", self.video_codec, VIDEO_CODECS)
+        if self.digest is not None:
+            check_choice("digest", self.digest, DIGESTS)
         whole_number("[output] jpeg_quality", self.jpeg_quality, 1, 100, "90")
         whole_number("[output] png_compression", self.png_compression, 0, 9, "2")
         real_number("[output] depth_scale", self.depth_scale, "1000 for millimetres of metres", positive=True)
@@ -308,9 +315,11 @@ class DatasetSpec:
     def identity(self) -> str:
         """A hash of everything that decides the dataset's content, including a scene file's text.
 
-        Two specs with the same identity make the same dataset; ``--resume`` requires it.
+        Two specs with the same identity make the same dataset; ``--resume`` requires it. The digest is not
+        part of it (it names how files are checked, not what they hold; a resumed folder keeps its own).
         """
         d = self.to_dict()
+        d["output"].pop("digest")
         p = self.scene_path()
         if p is not None and p.is_file():
             d["scene_file_sha256"] = hashlib.sha256(p.read_bytes()).hexdigest()
