@@ -118,3 +118,15 @@ def test_an_unknown_digest_is_one_line_naming_the_choices():
     with pytest.raises(ConfigError, match="digest 'md5'.*blake3, none, sha256") as got:
         spec(digest="md5")
     assert "\n" not in str(got.value)
+
+
+def test_per_sample_folders_list_each_files_digest(tmp_path):
+    root = tmp_path / "f"
+    generate(spec(layout="folder", digest="sha256"), root, workers=1)
+    lines = manifest(root)
+    assert len(lines) == 4
+    for line in lines:
+        for name, entry in line["files"].items():
+            data = (root / line["location"] / name).read_bytes()
+            assert entry == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}, (line["key"], name)
+    assert [(r["file"], {"blake3", "sha256"} & r.keys()) for r in records(root)] == [(None, set())] * 2
