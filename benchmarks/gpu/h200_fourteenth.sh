@@ -6,6 +6,8 @@
 #                                                   #   without the lossless files, with the PNGs stored
 #   bash benchmarks/gpu/h200_fourteenth.sh ab       # the same shards, this tree against .before/, alternating
 #   bash benchmarks/gpu/h200_fourteenth.sh ext4     # this tree's shards on the machine's disk (/tmp, ext4)
+#   bash benchmarks/gpu/h200_fourteenth.sh compile  # the GL JPEG encoder's start in 1 and 16 processes at once,
+#                                                   #   the shader cache cold and warm (gl_jpeg_compile_probe.py)
 #   bash benchmarks/gpu/h200_fourteenth.sh tests    # the GPU tier (as the ninth session ran it)
 # Every step has its own timeout. Results land in $OUT. Carry .gpu (and .fake for tests, .before for ab).
 set -u
@@ -36,6 +38,9 @@ ab)
 ext4)
   timeout 150 python3 ${W/\/dev\/shm/\/tmp} --json "$OUT/ext4-after.json" 2>&1 | grep "workers=" | grep -v "^round" \
     | sed "s/^/after ext4 /"
+  ;;
+compile)
+  timeout 300 python3 benchmarks/gpu/gl_jpeg_compile_probe.py --procs 1,16 --json "$OUT/gl-jpeg-compile.json"
   ;;
 tests)
   OUT=$OUT bash benchmarks/gpu/h200_ninth.sh tests
