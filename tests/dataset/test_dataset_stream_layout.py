@@ -83,6 +83,18 @@ def test_host_chunks_are_used_again_only_once_no_view_of_them_is_left():
     third = pool.take(800)  # the first chunk's memory, now that nothing views it
     assert third.ctypes.data == address and third.nbytes == 800
     del second, third
+    [kept] = pool._free
     bigger = pool.take(2000)  # larger than what is kept: new memory, the kept buffer let go
-    assert bigger.nbytes == 2000 and bigger.ctypes.data != address
-    assert len(pool._free) <= pool.keep
+    assert bigger.nbytes == 2000 and bigger.base.obj is not kept and pool._free == []
+
+
+def test_host_chunks_keep_as_many_as_were_in_use_up_to_keep():
+    from glrec.dataset.rendering.memory import KEEP, HostChunks
+
+    pool = HostChunks()
+    chunks = [pool.take(4096) for _ in range(KEEP + 2)]  # more in use at once than are kept
+    buffers = [c.base.obj for c in chunks]  # their memory (held here too, so no other object can take its place)
+    del chunks
+    assert len(pool._free) == KEEP
+    again = [pool.take(4096) for _ in range(KEEP)]  # all of them the memory given back
+    assert all(any(c.base.obj is b for b in buffers) for c in again) and pool._free == []
