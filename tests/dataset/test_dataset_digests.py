@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from blake3 import blake3
 from helpers import shard_members
+from where import EXAMPLES
 
 from glrec.dataset import DatasetSpec, generate
 from glrec.dataset.files.digests import file_digests, hasher
@@ -130,3 +131,9 @@ def test_per_sample_folders_list_each_files_digest(tmp_path):
             data = (root / line["location"] / name).read_bytes()
             assert entry == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}, (line["key"], name)
     assert [(r["file"], {"blake3", "sha256"} & r.keys()) for r in records(root)] == [(None, set())] * 2
+
+
+def test_the_example_keeps_the_identity_glrec_gave_it_before_the_digest_option():
+    # computed by main c0b5db2, the last glrec without [output] digest: its folders resume under this version
+    got = DatasetSpec.load(EXAMPLES / "dataset.toml").identity()
+    assert got == "019cdfa51dd271541d91a2069772f6dd21c02b2224235cabb8559e902ed57ea8"
