@@ -137,3 +137,14 @@ def test_the_example_keeps_the_identity_glrec_gave_it_before_the_digest_option()
     # computed by main c0b5db2, the last glrec without [output] digest: its folders resume under this version
     got = DatasetSpec.load(EXAMPLES / "dataset.toml").identity()
     assert got == "019cdfa51dd271541d91a2069772f6dd21c02b2224235cabb8559e902ed57ea8"
+
+
+def test_a_folder_begun_with_a_digest_this_glrec_does_not_know_is_refused_and_touched_not(tmp_path):
+    root = older_folder(tmp_path)
+    info = json.loads((root / "dataset.json").read_text())
+    (root / "dataset.json").write_text(json.dumps({**info, "digest": "xxh3"}))  # as a later glrec might write
+    before = {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    with pytest.raises(ConfigError, match=r"digest this glrec does not know \('xxh3'.*--overwrite") as got:
+        generate(spec(), root, resume=True, workers=1)
+    assert "\n" not in str(got.value)
+    assert {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()} == before

@@ -12,12 +12,14 @@ for the manifest, the tar for the shard's record). On the H200 machine's 16 core
 took 3 ms of CPU a sample, a third of the worker's time. BLAKE3 is a cryptographic
 hash as strong for this use, about 3.5 times as fast as SHA-256 with SHA-NI on one
 core (6.3 against 1.8 GB/s on the 2-core development machine), and its official
-Python package (``blake3``, from the BLAKE3 authors) releases the GIL and has
-wheels for every platform glrec runs on. ``b3sum`` checks a file from the shell.
+Python package (``blake3``, from the BLAKE3 authors) releases the GIL on large
+inputs and has wheels for Linux, macOS and Windows. ``b3sum`` checks a file from
+the shell.
 
 A dataset keeps the digest it was begun with: ``--resume`` of a folder written by a
 glrec that wrote SHA-256 (its ``dataset.json`` has no ``"digest"``) goes on with
-SHA-256 unless the spec names another, which is refused (one manifest, one digest).
+SHA-256 unless the spec names another, which is refused (one manifest, one digest);
+so is a folder whose digest this glrec does not know.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any, Protocol
 from ...errors import ConfigError
 from ..spec.document import DIGESTS
 
-__all__ = ["DEFAULT_DIGEST", "DIGESTS", "Hasher", "file_digests", "folder_digest", "hasher", "resolve_digest"]
+__all__ = ["DEFAULT_DIGEST", "DIGESTS", "Hasher", "entry", "file_digests", "hasher", "resolve_digest"]
 
 #: The digest of a new dataset whose spec names none.
 DEFAULT_DIGEST = "blake3"
@@ -55,23 +57,21 @@ def hasher(name: str) -> Hasher | None:
     raise ConfigError(f"[output] digest {name!r} is not one of {', '.join(DIGESTS)}.")
 
 
+def entry(nbytes: int, name: str, h: Hasher | None) -> dict[str, Any]:
+    """What the manifest or a shard's record says of ``nbytes`` hashed by ``h`` (``name``'s; None for ``"none"``):
+    the size, and the digest under the algorithm's name."""
+    return {"bytes": nbytes} if h is None else {"bytes": nbytes, name: h.hexdigest()}
+
+
 def file_digests(files: dict[str, bytes], name: str) -> dict[str, dict[str, Any]]:
-    """Each file's manifest entry: its size, and its digest under the algorithm's name (none for ``"none"``)."""
+    """Each file's manifest :func:`entry`."""
     out: dict[str, dict[str, Any]] = {}
     for file, data in files.items():
-        entry: dict[str, Any] = {"bytes": len(data)}
         h = hasher(name)
         if h is not None:
             h.update(data)
-            entry[name] = h.hexdigest()
-        out[file] = entry
+        out[file] = entry(len(data), name, h)
     return out
-
-
-def folder_digest(info: dict[str, Any]) -> str:
-    """The digest a dataset folder's ``dataset.json`` (``info``) says its files have."""
-    got = info.get("digest", OLDER_DIGEST)
-    return got if got in DIGESTS else OLDER_DIGEST
 
 
 def resolve_digest(wanted: str | None, old: dict[str, Any] | None, where: str) -> str:
@@ -79,7 +79,12 @@ def resolve_digest(wanted: str | None, old: dict[str, Any] | None, where: str) -
     :data:`DEFAULT_DIGEST`. A spec naming another digest than a resumed folder's is refused."""
     if old is None:
         return wanted or DEFAULT_DIGEST
-    had = folder_digest(old)
+    had = old.get("digest", OLDER_DIGEST)
+    if had not in DIGESTS:
+        raise ConfigError(
+            f"Output folder {where!r} was begun with a digest this glrec does not know ({had!r}; it knows "
+            f"{', '.join(DIGESTS)}): finish it with the glrec that began it, or use --overwrite to make it again."
+        )
     if wanted is not None and wanted != had:
         raise ConfigError(
             f"Output folder {where!r} was begun with [output] digest = {had!r}; it is resumed with that one. "

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from ...errors import DiskFullError, GlrecError
-from .digests import DEFAULT_DIGEST, hasher
+from .digests import DEFAULT_DIGEST, entry, hasher
 
 __all__ = [
     "FolderWriter",
@@ -110,10 +110,7 @@ class _HashingFile:
 
     def result(self) -> dict[str, object]:
         """The size written, and the digest under its algorithm's name (none for ``"none"``)."""
-        got: dict[str, object] = {"bytes": self.written}
-        if self.hash is not None:
-            got[self.digest] = self.hash.hexdigest()
-        return got
+        return entry(self.written, self.digest, self.hash)
 
     def tell(self) -> int:
         return self.written

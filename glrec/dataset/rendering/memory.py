@@ -106,7 +106,8 @@ class BatchLayout:
 
 #: Free chunk buffers a :class:`HostChunks` keeps. A worker with encode threads has up to a shard chunk of samples
 #: waiting for them (several chunks on the 2-core machine, whose chunks are smaller): keeping one, 44 of 62 chunks
-#: of a 300-sample run got new memory; a worker without encode threads (16 on 16 cores) has two chunks alive.
+#: of a 300-sample run got new memory; a worker without encode threads (16 on 16 cores) holds about two (its bound
+#: of samples waiting to be written is one chunk).
 #: Kept buffers are never more than were in use at once.
 KEEP = 4
 
