@@ -10,13 +10,7 @@
 #                                                   #   the shader cache cold and warm (gl_jpeg_compile_probe.py)
 #   bash benchmarks/gpu/h200_fourteenth.sh tests    # the GPU tier (as the ninth session ran it)
 # Every step has its own timeout. Results land in $OUT. Carry .gpu (and .fake for tests, .before for ab).
-set -u
-source .gpu/boot.sh
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
-python3 -m compileall -q -j 16 glrec benchmarks /tmp/gpu-site/site > /dev/null 2>&1
-W="benchmarks/dataset_workers.py --shard-size 25 --rounds 1 --machine nvidia-h200 --samples ${SH_N:-16000}"
-W="$W --workers 16 --gl-jpeg --dir /dev/shm"
+source benchmarks/gpu/shards_prelude.sh
 for mode in "$@"; do
 case "$mode" in
 whatif)

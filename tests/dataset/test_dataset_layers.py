@@ -282,12 +282,12 @@ def test_boxes_fall_back_to_the_mask_for_ids_beyond_the_table(gl, monkeypatch):
         run = LayerPacker.run
         fell_back = []
 
-        def small_table(self, n, stride, ids, into, fallback, meanwhile=None):
+        def small_table(self, n, stride, ids, into, fallback, meanwhile=None, **kw):
             def counted(layer):
                 fell_back.append(layer)
                 return fallback(layer)
 
-            return run(self, n, stride, 2, into, counted, meanwhile)  # room for instance id 1 only
+            return run(self, n, stride, 2, into, counted, meanwhile, **kw)  # room for instance id 1 only
 
         monkeypatch.setattr(LayerPacker, "run", small_table)
         samples, _ = batch(r, range(4))

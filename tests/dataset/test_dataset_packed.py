@@ -197,3 +197,27 @@ def test_nvjpeg_colour_without_nvimagecodec_says_how_to_get_it(tmp_path):
     with pytest.raises(EncoderUnavailableError, match=r"nvImageCodec is not installed.*glrec\[nvjpeg\]"):
         generate(table_spec("64x48", samples=2, rgb="jpg", rgb_encoder="nvjpeg"), tmp_path / "o")
     assert not list((tmp_path / "o").glob("shard-*"))
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.linspace(0, 9, 480 * 640, dtype=np.float32).reshape(480, 640),  # a depth pass
+        np.arange(3 * 48 * 64, dtype=np.uint16).reshape(3, 48, 64),  # a clip's stack
+        np.arange(60, dtype=">f4").reshape(4, 5, 3),  # big-endian
+        np.arange(2400, dtype=np.float32).reshape(40, 60)[::2, 1::3],  # a strided view
+        np.asfortranarray(np.arange(35.0).reshape(5, 7)),
+        np.zeros((0, 5), np.uint8),
+        np.zeros((1,) * 30, np.uint8),
+    ],
+    ids=["depth", "clip", "big-endian", "strided", "fortran", "empty", "30-d"],
+)
+def test_npy_files_are_the_bytes_numpy_save_writes(array):
+    """The one-copy ``.npy`` writer (the header and a byte view joined) against ``numpy.save`` itself."""
+    from glrec.dataset.files.encode import npy_bytes
+
+    saved = io.BytesIO()
+    np.save(saved, np.ascontiguousarray(array), allow_pickle=False)
+    data = npy_bytes(array)
+    assert data == saved.getvalue()
+    assert np.array_equal(np.load(io.BytesIO(data)), array)

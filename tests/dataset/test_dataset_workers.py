@@ -44,7 +44,7 @@ def test_two_and_three_workers_write_the_bytes_of_one_process_every_time(tmp_pat
         counted = []
         result = generate(spec, out, workers=n, progress=counted.append)
         assert result.workers == n and result.samples_rendered == 10
-        assert sum(counted) == 10 and set(counted) == {1}  # every sample reported once, from every worker
+        assert sum(counted) == 10 and min(counted) >= 1  # every sample reported once, from every worker
         assert f"on {n} workers" in result.summary()
         assert tree(out) == ref  # shards (or sample folders), records, manifest, dataset.json
 
@@ -220,3 +220,31 @@ def test_workers_import_this_glrec_from_the_folder_holding_it():
     first = Path(_child_env(1)["PYTHONPATH"].split(os.pathsep)[0])
     assert first == Path(glrec.__file__).resolve().parents[1]
     assert (first / "glrec" / "__init__.py").exists() and not (first / "cuda").exists()
+
+
+def test_a_worker_reports_samples_written_together_and_before_each_draw(monkeypatch):
+    """One message per sample was 2,000 a second to the parent at full speed: samples are counted and sent at
+    most every PROGRESS_S, before each draw (which may take a while) and before a shard's ``done``."""
+    from glrec.dataset.files import local
+
+    sent = []
+
+    class Conn:
+        def send(self, message):
+            sent.append(message)
+
+    clock = [100.0]
+    monkeypatch.setattr(local.time, "monotonic", lambda: clock[0])
+    written = local._Written(Conn())
+    for _ in range(5):
+        written.add(1)  # within PROGRESS_S of the worker's start: kept
+    assert sent == []
+    clock[0] += 2 * local.PROGRESS_S
+    written.add(1)
+    assert sent == [("progress", 6)]
+    written.add(1)
+    written.before_draw(32)
+    assert sent[1:] == [("progress", 1), ("sample", 32)]
+    written.before_draw(64)  # nothing written since: no empty report
+    written.flush()
+    assert sent[3:] == [("sample", 64)]

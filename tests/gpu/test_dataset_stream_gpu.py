@@ -63,9 +63,9 @@ def test_cuda_batches_go_n_per_gl_pass_with_no_host_copy_and_equal_the_cpu_strea
     targets = []
     run = LayerPacker.run
 
-    def spying(self, n, stride, ids, into, *rest):
+    def spying(self, n, stride, ids, into, *rest, **kw):
         targets.append((n, type(into).__name__))
-        return run(self, n, stride, ids, into, *rest)
+        return run(self, n, stride, ids, into, *rest, **kw)
 
     def no_read(self, name):
         raise AssertionError(f"the {name} pass was read to the host")

@@ -89,10 +89,22 @@ def encode_jpeg(rgb: np.ndarray, quality: int = 90) -> bytes:
 
 
 def npy_bytes(array: np.ndarray) -> bytes:
-    """The ``.npy`` file of ``array`` (as ``numpy.save`` writes it)."""
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
-    return buf.getvalue()
+    """The ``.npy`` file of ``array``: the bytes ``numpy.save`` writes, made with one copy of the data.
+
+    ``numpy.save`` into a ``BytesIO`` copied a 640x480 float32 depth three times (``tobytes``, the
+    stream's buffer, ``getvalue``): 7 % of a shard worker's CPU on the H200 machine. Here the header
+    and a byte view of the array are joined into the file's bytes at once.
+    """
+    arr = np.ascontiguousarray(array)
+    if arr.dtype.hasobject:
+        raise EncoderError(f"A .npy pass file holds numbers, not {arr.dtype} objects.")
+    header = io.BytesIO()
+    meta = np.lib.format.header_data_from_array_1_0(arr)
+    try:
+        np.lib.format.write_array_header_1_0(header, meta)
+    except ValueError:  # a header too long for format 1.0 (numpy.save's own fallback)
+        np.lib.format.write_array_header_2_0(header, meta)
+    return b"".join((header.getvalue(), arr.reshape(-1).view(np.uint8).data))
 
 
 class _CpuColour:

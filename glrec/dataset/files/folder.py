@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import re
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from ...errors import DatasetError, OutputError, OutputExistsError
 from ...scenes.passes import PASS_ROWS
 from ..spec.document import DatasetSpec
+from .checked import Checked, CheckedShards, size_problem, stat_key
 from .lock import LOCK_NAME, check_owner, probe
 from .writers import PARTIAL, atomic_write, atomic_write_chunks
 
@@ -55,6 +55,8 @@ class DatasetFolder:
         self.owner = owner
         self.records = self.root / ".glrec"
         self.scratch = self.records  # where clip videos are encoded before they join their sample
+        #: Shards checked as they completed (:meth:`check_done`), for :meth:`finish`.
+        self.checked = CheckedShards(self.root)
 
     # -- names -------------------------------------------------------------------------------
 
@@ -210,28 +212,48 @@ class DatasetFolder:
         """
         if record is None:
             return f"its record {self.record_path(shard).relative_to(self.root)} is missing or unreadable"
+        problem, files = self._inspect(shard, record)
+        if problem is not None:
+            return problem
+        return next((bad for name, size in files if (bad := size_problem(self.root / name, size, name))), None)
+
+    def _inspect(self, shard: int, record: dict[str, Any]) -> tuple[str | None, list[tuple[str, object]]]:
+        """What is wrong with ``shard``'s record itself (or None), and the files it names with their sizes."""
         lines = record.get("samples")
         if record.get("shard") != shard or not isinstance(lines, list):
-            return "its record is not this shard's"
+            return "its record is not this shard's", []
         if [line.get("index") if isinstance(line, dict) else None for line in lines] != list(
             self.spec.shard_range(shard)
         ):
-            return "its record lists other samples than the shard's"
+            return "its record lists other samples than the shard's", []
         if self.spec.output.layout == "webdataset":
             name = self.shard_name(shard)
             if record.get("file") != name:
-                return f"its record names {record.get('file')!r}, not {name}"
-            return _size_problem(self.root / name, record.get("bytes"), name)
+                return f"its record names {record.get('file')!r}, not {name}", []
+            return None, [(name, record.get("bytes"))]
+        files: list[tuple[str, object]] = []
         for line in lines:
-            files = line.get("files")
-            if not isinstance(files, dict) or not isinstance(line.get("key"), str):
-                return f"its record of sample {line.get('index')} lists no files"
-            for fname, digest in files.items():
-                shown = f"{line['key']}/{fname}"
-                bad = _size_problem(self.root / shown, digest.get("bytes") if isinstance(digest, dict) else None, shown)
-                if bad is not None:
-                    return bad
-        return None
+            named = line.get("files")
+            if not isinstance(named, dict) or not isinstance(line.get("key"), str):
+                return f"its record of sample {line.get('index')} lists no files", []
+            files += [(f"{line['key']}/{f}", d.get("bytes") if isinstance(d, dict) else None) for f, d in named.items()]
+        return None, files
+
+    def check_done(self, shard: int) -> None:
+        """Check ``shard``, which a worker has just completed, as :meth:`finish` will, and keep its manifest
+        lines for it (:mod:`glrec.dataset.files.checked`): its record is read from disk, not taken from the
+        worker. One that is not complete is left for :meth:`finish` to find again."""
+        try:
+            with open(self.record_path(shard), "rb") as f:
+                key = stat_key(os.fstat(f.fileno()))
+                record = json.loads(f.read())
+        except (OSError, ValueError):
+            return
+        if not isinstance(record, dict):
+            return
+        problem, files = self._inspect(shard, record)
+        if problem is None and all(size_problem(self.root / name, size, name) is None for name, size in files):
+            self.checked.keep(shard, Checked(key, tuple(files), _manifest_lines(record["samples"])))
 
     def complete(self, shard: int) -> dict[str, Any] | None:
         """The shard's record if it is complete (record present, every file there with the recorded size)."""
@@ -285,7 +307,9 @@ class DatasetFolder:
 
         What the workers reported in memory is not trusted for this: a shard
         removed since it was written (by hand, or by a process that ignored the
-        lock) leaves the dataset "incomplete" with a DatasetError naming it.
+        lock) leaves the dataset "incomplete" with a DatasetError naming it. A shard
+        checked as it completed (:meth:`check_done`) is looked at again with a stat of
+        its record and of each of its files.
         """
         found = self.existing()
         if found is None or found.get("identity") != info["identity"]:
@@ -296,6 +320,10 @@ class DatasetFolder:
 
         def lines() -> Iterator[bytes]:
             for shard in range(self.spec.shards):
+                kept = self.checked.take(shard, self.record_path(shard))
+                if kept is not None:  # checked as it completed, and nothing changed since
+                    yield kept
+                    continue
                 record = self._record(shard)
                 problem = self.problem(shard, record)
                 if problem is not None:
@@ -304,8 +332,7 @@ class DatasetFolder:
                         '"incomplete"; run again with --resume (resume=True) to render what is missing.'
                     )
                 assert record is not None
-                for sample in record["samples"]:
-                    yield (json.dumps(sample) + "\n").encode()
+                yield _manifest_lines(record["samples"])
 
         atomic_write_chunks(self.manifest_path, lines())
         self.write_info({**info, "status": "complete"})
@@ -322,18 +349,9 @@ def holds_anything(root: Path) -> bool:
     return False
 
 
-def _size_problem(path: Path, size: object, name: str) -> str | None:
-    try:
-        st = path.lstat()
-    except FileNotFoundError:
-        return f"{name} is missing"
-    except OSError as exc:
-        return f"{name} cannot be read ({exc.strerror})"
-    if not stat.S_ISREG(st.st_mode):
-        return f"{name} is not a plain file"
-    if st.st_size != size:
-        return f"{name} has {st.st_size} bytes where its record says {size}"
-    return None
+def _manifest_lines(samples: list[Any]) -> bytes:
+    """A shard's lines of ``manifest.jsonl``: each sample's record line as one line of JSON."""
+    return b"".join((json.dumps(sample) + "\n").encode() for sample in samples)
 
 
 def _remove_one(path: Path) -> None:

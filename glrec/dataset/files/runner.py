@@ -85,6 +85,9 @@ class ShardWorker:
                 self._batch = self._colour if isinstance(self._colour, BatchColour) else None
                 per_sample = None if self._batch is not None else self._colour
                 self._renderer = SampleRenderer(self.spec, self._gl.mgl, per_sample, keep_rgb=False, packed=True)
+                # A chunk's samples are encoded into files and their arrays dropped (in run_shards, also on an
+                # error) before the renderer closes: they may be views of the mapping the GPU read them into.
+                self._renderer.lend_chunks = True
         return self._renderer
 
     def _clip(self, index: int) -> tuple[Sample, bytes, dict[str, Any]]:
@@ -241,6 +244,7 @@ class ShardWorker:
         # the encode threads while the GL thread goes on to draw the next.
         bound = max(2 * self.threads, SHARD_CHUNK if self.threads > 1 else 0)
         current: int | None = None  # the sample being drawn or written (None: a shard's opening or commit)
+        drawn: Sample | None = None
         at: int | None = None  # its shard
 
         def finish(block: bool) -> None:  # the records of the oldest shards whose commits are done
@@ -254,9 +258,10 @@ class ShardWorker:
 
         def write_oldest() -> None:
             nonlocal current, at
-            st, sample, info, job = pending.popleft()
+            st, sample, info, job = pending[0]
             current, at = sample.index, st.shard
             files, digests = self._with_colour(sample, job.result())
+            pending.popleft()  # not before: a sample whose encoding failed stays for the cleanup below
             st.writer.add(sample.key, files)
             st.lines.append(manifest_line(sample, st.shard, st.where or sample.key, info, digests))
             if progress is not None:
@@ -287,7 +292,9 @@ class ShardWorker:
                 coming = feed.peek()  # its first chunk is planned while this shard's last one draws
                 then = None if coming is None else spec.shard_range(coming)[:SHARD_CHUNK]
                 for sample, video, info in self._drawn(shards[-1].indices, mark, then):
+                    drawn = sample  # until it is pending (without encode threads, _submit encodes it)
                     pending.append((shards[-1], sample, info, self._submit(sample, video)))
+                    drawn = None
                     while len(pending) > bound:
                         write_oldest()
                 finish(block=False)
@@ -300,6 +307,9 @@ class ShardWorker:
             for *_, job in pending:
                 job.cancel()
             wait([job for *_, job in pending])  # jobs already running finish; what they made is dropped
+            for held in [p[1] for p in pending] + ([drawn] if drawn is not None else []):
+                held.frames, held.deferred_colour = [], []  # views of lent mappings, maybe: gone before close
+            pending.clear()
             with contextlib.suppress(Exception):  # the shard's error is the one to raise
                 self._drop_colour()
             for st in shards:

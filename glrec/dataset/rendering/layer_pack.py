@@ -25,7 +25,7 @@ from ...gl.fences import Fence, dispatch_compute, gl_function
 from ...gl.mapped import CLIENT_MAPPED_BARRIER, MappedBuffer
 from ...scenes.camera import mask_boxes
 from ...scenes.layers import LayeredGBuffer
-from .memory import HostChunks
+from .memory import HostChunks, LentMappings
 from .pack import _UNITS, PackTarget, PassPacker, clear_table, pack_defines, release_attributes, set_sections
 
 __all__ = ["BoxTable", "LayerPacker", "LayerResult"]
@@ -36,7 +36,8 @@ _READ_ONLY = 0x88B8
 Boxes = dict[int, tuple[list[int], int]]
 #: How a chunk's packed bytes reach the host: ``"get"`` reads the GL buffer (``glGetBufferSubData``);
 #: ``"copy"`` has the GPU copy them into a buffer mapped for reading (:class:`~glrec.gl.mapped.MappedBuffer`)
-#: before the fence, then copies them out of the mapping; ``"direct"`` packs into the mapped buffer itself.
+#: before the fence, then copies them out of the mapping (or, ``run(lend=True)``, lends the mapping's own bytes);
+#: ``"direct"`` packs into the mapped buffer itself.
 #: ``"auto"``: ``copy`` on hardware GL, ``get`` on software GL (Mesa llvmpipe, where the GPU's copy is one more
 #: memcpy on the CPU: two workers on the 2-core machine wrote about 7 % fewer samples/s with ``copy``).
 #: A benchmark switch too (``benchmarks/dataset_workers.py --readback``); the bytes are the same in every mode.
@@ -133,10 +134,11 @@ class LayerPacker:
         self._table: moderngl.Buffer | None = None
         self._mapped: MappedBuffer | None = None
         self._host = HostChunks()  # the chunks' host arrays, used again
+        self._lent = LentMappings()  # or the mappings themselves, lent (``run(lend=True)``)
 
     def run(
         self, n: int, stride: int, ids: int, into: PackTarget | None, fallback: Callable[[int], np.ndarray],
-        meanwhile: Callable[[], Any] | None = None,
+        meanwhile: Callable[[], Any] | None = None, *, lend: bool = False,
     ) -> LayerResult:  # fmt: skip
         """Pack layers 0..n-1, sample j at ``j * stride`` bytes of ``into``; wait once; read boxes (and host bytes).
 
@@ -147,14 +149,22 @@ class LayerPacker:
         a layer whose ids go beyond gets its boxes from ``fallback(layer)``, its instance mask.
         ``into``: a host uint8 array of ``n * stride`` bytes (the arrays are views of it; None: a new
         one), or ``(buffer, offset)`` to pack into a GL buffer and leave there (then no arrays).
+        ``lend`` (with ``into`` None, where the GPU reads back through a mapping): the arrays are views of a
+        mapped buffer (:class:`~glrec.dataset.rendering.memory.LentMappings`), with no copy on the host; the
+        caller drops them before :meth:`release`. With every buffer still lent, the chunk is copied as without.
         """
         w, h = self.gbuffer.size
         if n * stride > self.max_block:
             raise EncoderError(f"A chunk of {n} x {stride} bytes exceeds GL's storage block ({self.max_block} bytes).")
         mapped, readback = None, self._auto_readback if READBACK == "auto" else READBACK
+        lent = None
         if isinstance(into, tuple):
             out, offset, host = into[0], into[1], None
-        else:  # the pool's array unless given one: the samples' views keep it (files encoded on other threads)
+        elif lend and into is None and readback != "get" and self.sections:
+            out, offset, host = self._own(n * stride), 0, None
+            mapped = lent = self._lent.free(n * stride)
+        if not isinstance(into, tuple) and lent is None:
+            # the pool's array unless given one: the samples' views keep it (files encoded on other threads)
             out, offset, host = self._own(n * stride), 0, self._host.take(n * stride) if into is None else into
             if readback != "get" and self.sections:
                 mapped = self._own_mapped(n * stride)
@@ -195,12 +205,16 @@ class LayerPacker:
         extra = meanwhile() if meanwhile is not None else None
         fence.wait(poll_s=FENCE_POLL_S)  # with the GIL released
         arrays: list[dict[str, np.ndarray]] = [{} for _ in range(n)]
-        if host is not None and self.sections:
-            data = host[: n * stride]
-            if mapped is not None:
-                mapped.read_into(data)
+        if (host is not None or lent is not None) and self.sections:
+            if lent is not None:
+                data = self._lent.lend(lent, n * stride)
             else:
-                out.read_into(data, size=n * stride)
+                assert host is not None
+                data = host[: n * stride]
+                if mapped is not None:
+                    mapped.read_into(data)
+                else:
+                    out.read_into(data, size=n * stride)
             for j in range(n):
                 base = j * stride
                 for name, (off, size) in self.sections.items():
@@ -248,4 +262,5 @@ class LayerPacker:
 
     def release(self) -> None:
         """Free the buffers and shaders; safe twice."""
+        self._lent.release()
         release_attributes(self, ("_out", "_table", "_pack", "_boxes", "_mapped"))

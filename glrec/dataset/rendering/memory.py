@@ -12,7 +12,9 @@ pool, whatever the consumer does, and a held array is never written over.
 
 from __future__ import annotations
 
+import ctypes
 import gc
+import logging
 import mmap
 import threading
 import time
@@ -24,9 +26,12 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError
+from ...gl.mapped import MappedBuffer
 from ...scenes.passes import PASS_ROWS
 
-__all__ = ["BatchLayout", "HostChunks", "HostSlots", "Lease", "PoolExhausted"]
+__all__ = ["BatchLayout", "HostChunks", "HostSlots", "Lease", "LentMappings", "PoolExhausted"]
+
+log = logging.getLogger("glrec")
 
 #: Byte alignment of every frame in a slot: GL's storage-buffer offsets and CUDA/DLPack pointers need it.
 ALIGN = 256
@@ -145,6 +150,72 @@ class HostChunks:
         with self._lock:
             if len(self._free) < self.keep:
                 self._free.append(buf)
+
+
+#: Mapped buffers a :class:`LentMappings` has at most: one whose samples are being encoded and one being drawn
+#: into. With both lent (encode threads behind the GL thread), a chunk is copied into host memory instead.
+LEND_AT_MOST = 2
+
+
+class LentMappings:
+    """Persistently mapped GL buffers (:class:`~glrec.gl.mapped.MappedBuffer`, host memory) lent out as arrays.
+
+    The GPU copies a chunk's packed passes into a free one and the chunk's samples are views of the mapping
+    itself: the host reads each byte once, where it encodes it, instead of copying 32 samples of 3.3 MB into
+    host memory first (``MappedBuffer.read_into``, 10 % of a GL JPEG shard worker's CPU on the H200 machine).
+    A buffer is free again once the last view of its array is gone. Buffers are made and released on the GL
+    thread; views may be dropped on any thread. The borrower drops every view before :meth:`release`: a view
+    read after it reads unmapped memory (:class:`~glrec.dataset.files.runner.ShardWorker` does, and only it
+    borrows)."""
+
+    def __init__(self, most: int = LEND_AT_MOST) -> None:
+        self.most = most
+        self._buffers: list[MappedBuffer] = []
+        self._lent: set[int] = set()  # id() of the buffers with live views
+        self._lock = threading.Lock()
+        #: Chunks lent, and chunks that found every buffer lent (copied into host memory instead).
+        self.lends = self.misses = 0
+
+    def free(self, nbytes: int) -> MappedBuffer | None:
+        """A buffer of at least ``nbytes`` with no live views (made while fewer than :attr:`most` exist), or None."""
+        with self._lock:
+            idle = [b for b in self._buffers if id(b) not in self._lent]
+        fits = [b for b in idle if b.nbytes >= nbytes]
+        if fits:
+            return fits[0]
+        if idle:  # too small for this chunk: made again at its size
+            self._buffers.remove(idle[0])
+            idle[0].release()
+        if len(self._buffers) >= self.most:
+            self.misses += 1
+            return None
+        buf = MappedBuffer(max(16, nbytes), "a chunk's packed passes", client=True)
+        self._buffers.append(buf)
+        return buf
+
+    def lend(self, buf: MappedBuffer, nbytes: int) -> np.ndarray:
+        """The first ``nbytes`` of ``buf``'s mapping as a uint8 array (after the fence that follows the GPU's
+        writes); ``buf`` is free again once it and every view of it are gone."""
+        array = np.frombuffer(memoryview((ctypes.c_uint8 * nbytes).from_address(buf.address)), np.uint8)
+        with self._lock:
+            self._lent.add(id(buf))
+            self.lends += 1
+        weakref.finalize(array, self._returned, id(buf)).atexit = False
+        return array
+
+    def _returned(self, key: int) -> None:
+        with self._lock:
+            self._lent.discard(key)
+
+    def release(self) -> None:
+        """Unmap and delete every buffer (GL thread); safe twice."""
+        with self._lock:
+            still, self._lent = len(self._lent), set()
+        if still:  # a bug of the borrower: its arrays now point at unmapped memory
+            log.warning("glrec: %d lent chunk(s) of packed passes were still referenced when released", still)
+        buffers, self._buffers = self._buffers, []
+        for buf in buffers:
+            buf.release()
 
 
 class PoolExhausted(Exception):

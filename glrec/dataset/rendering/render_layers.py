@@ -297,7 +297,8 @@ class LayerRenderer:
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
         ids = ids or id_width(layouts)
-        return self.packer.run(len(layouts), self.stride, ids, into, self._instance_layer, meanwhile)
+        lend = self.renderer.lend_chunks
+        return self.packer.run(len(layouts), self.stride, ids, into, self._instance_layer, meanwhile, lend=lend)
 
     def _instance_layer(self, layer: int) -> np.ndarray:
         """Layer ``layer``'s instance mask, top-down (the box fallback for ids beyond the table); 0 where nothing

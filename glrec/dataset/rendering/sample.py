@@ -153,6 +153,11 @@ class SampleRenderer:
         #: next chunk draws: a GPU colour encoder taking colour from the layers (the shard worker sets it). Set
         #: before the first batch: the batch path keeps a colour target only where it is set.
         self.layer_colour: Callable[[LayeredGBuffer, int, int], None] | None = None
+        #: :meth:`render_batch` with host arrays made here (``target`` None): the samples' arrays are views of
+        #: the GL buffer the GPU read the chunk back into, lent until they are gone, with no copy on the host
+        #: (:class:`~glrec.dataset.rendering.memory.LentMappings`). For a borrower that drops every sample's
+        #: arrays before :meth:`close` (the shard worker, which encodes them into files).
+        self.lend_chunks = False
         self._plans: dict[int, SamplePlan] = {}
         # The scene's capabilities, checked once (a runtime protocol check costs ~10 us a call).
         self._randomisable = isinstance(self.scene, Randomisable)
