@@ -78,3 +78,46 @@ def test_a_failed_shard_drops_its_lent_arrays_before_the_worker_closes(tmp_path,
     with caplog.at_level(logging.WARNING, logger="glrec"), pytest.raises(GlrecError, match="fails mid-shard"):
         generate(spec_for(tmp_path), tmp_path / "out", workers=1)
     assert "lent chunk" not in caplog.text
+
+
+@pytest.mark.gl
+def test_lent_arrays_outlive_the_batch_path_made_again_for_a_larger_batch(monkeypatch, caplog):
+    """The pool belongs to the renderer's borrower, not to the batch path: a larger batch makes the path (and its
+    packer) again while encode threads may still read the chunk before; that chunk's arrays stay as they were."""
+    from glrec.dataset import DatasetSpec
+    from glrec.dataset.rendering.sample import SampleRenderer
+    from glrec.gl.context import create_context
+    from glrec.scenes.layers import can_layer
+
+    monkeypatch.setattr(layer_pack, "READBACK", "copy")
+    spec = DatasetSpec.from_dict(
+        {"dataset": {"scene": "table", "samples": 13, "size": "64x48", "seed": 3, "shard_size": 13},
+         "params": {"objects": {"int": [1, 5]}, "camera_azimuth": {"uniform": [0, 360]}}}
+    )  # fmt: skip
+    gl = create_context()
+    try:
+        with gl.active():
+            if not can_layer(gl.mgl):
+                pytest.skip("needs GL_ARB_shader_viewport_layer_array (Mesa llvmpipe has it)")
+            r = SampleRenderer(spec, gl.mgl, keep_rgb=False, packed=True)
+            r.lent = memory.LentMappings()
+            first = r.render_batch(range(3), lambda j, n: None)
+            kept = [{k: v.copy() for k, v in s.frames[0].items()} for s in first]
+            assert r.lent.lends == 1  # the chunk is a view of a mapping
+            layers = r._layers
+            second = r.render_batch(range(3, 13), lambda j, n: None)
+            assert r._layers is not layers  # made again (and the old packer released) for 10 layers
+            for s, want in zip(first, kept, strict=True):
+                assert all(np.array_equal(s.frames[0][k], v) for k, v in want.items())
+            alone = SampleRenderer(spec, gl.mgl, keep_rgb=False, packed=True)
+            again = alone.render_batch(range(3), lambda j, n: None)  # copied into host memory: the reference
+            for s, ref in zip(first, again, strict=True):
+                assert all(np.array_equal(s.frames[0][k], ref.frames[0][k]) for k in ref.frames[0])
+            alone.close()
+            del first, second, s, again
+            r.close()
+            with caplog.at_level(logging.WARNING, logger="glrec"):
+                r.lent.release()
+            assert "lent chunk" not in caplog.text
+    finally:
+        gl.release()

@@ -8,6 +8,7 @@ import pytest
 from where import ROOT
 
 from glrec.dataset import DatasetSpec, generate
+from glrec.dataset.files.folder import DatasetFolder
 
 ray = pytest.importorskip(
     "ray",
@@ -72,10 +73,13 @@ def test_ray_local_cluster_makes_the_single_process_dataset(local_ray, tmp_path,
         },
         base_dir=tmp_path,
     )
-    progress = []
+    progress, checked = [], []
+    real = DatasetFolder.check_done
+    monkeypatch.setattr(DatasetFolder, "check_done", lambda self, shard: checked.append(shard) or real(self, shard))
     result = generate(spec, tmp_path / "ray", ray="", progress=progress.append)
     assert not marker.exists()  # a worker did die once, and its shard was retried
     assert result.samples_rendered == 9 and sum(progress) == 9  # one bar, every sample counted once
+    assert sorted(checked) == [0, 1, 2]  # each checked on disk as it completed, once
 
     monkeypatch.delenv("GLREC_TEST_DIE_ONCE")  # the single-process run must not die
     generate(spec, tmp_path / "single")

@@ -18,7 +18,7 @@ import logging
 import os
 import socket
 from collections import deque
-from collections.abc import Iterable, Sized
+from collections.abc import Callable, Iterable, Sized
 from typing import Any
 
 from ...errors import ConfigError, DatasetError, OutputError
@@ -127,7 +127,7 @@ def run_on_ray(
         log.info("ray: %s shards on %d workers, %s each", "?" if count is None else count, n,
                  "one GPU" if gpus else f"{cpus_per_task} CPU")  # fmt: skip
         actors = [actor_class.remote(spec, str(folder.root), cpus_per_task, folder.owner) for _ in range(n)]
-        return _schedule(ray, actors, shards, counter, progress, max_retries)
+        return _schedule(ray, actors, shards, counter, progress, max_retries, folder.check_done)
     finally:
         for actor in actors:
             ray.kill(actor, no_restart=True)
@@ -136,8 +136,9 @@ def run_on_ray(
 
 
 def _schedule(ray: Any, actors: list[Any], shards: Iterable[int], counter: Any, progress: Progress | None,
-              max_retries: int) -> list[int]:  # fmt: skip
-    """Keep every actor on the next pending shard until all are done; try a failed shard again on any actor."""
+              max_retries: int, check: Callable[[int], None] | None = None) -> list[int]:  # fmt: skip
+    """Keep every actor on the next pending shard until all are done; try a failed shard again on any actor.
+    ``check(shard)`` as each shard completes (the folder checks it on disk while the others render)."""
     finished: dict[int, int] = {}  # shard -> its samples
     fresh = iter(shards)  # taken as actors come free: there may be 2**63 - 1
     retry: deque[int] = deque()
@@ -170,6 +171,8 @@ def _schedule(ray: Any, actors: list[Any], shards: Iterable[int], counter: Any, 
                     log.warning("shard %d failed (attempt %d), trying again: %s", shard, attempts[shard], exc)
                     retry.appendleft(shard)
                 start(actor)
+                if check is not None and shard in finished:
+                    check(shard)
             if progress is not None:
                 # finished shards count in full: their last report may still be on its way to the actor
                 done = ray.get(counter.counts.remote())

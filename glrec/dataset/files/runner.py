@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ...errors import GlrecError
 from ...gl.context import GLContext, create_context
 from ..rendering.colour import BatchColour, LayerColour
+from ..rendering.memory import LentMappings
 from ..rendering.sample import Sample, SampleRenderer, finish_colour
 from ..spec.document import DatasetSpec
 from .digests import DEFAULT_DIGEST, file_digests
@@ -86,8 +87,8 @@ class ShardWorker:
                 per_sample = None if self._batch is not None else self._colour
                 self._renderer = SampleRenderer(self.spec, self._gl.mgl, per_sample, keep_rgb=False, packed=True)
                 # A chunk's samples are encoded into files and their arrays dropped (in run_shards, also on an
-                # error) before the renderer closes: they may be views of the mapping the GPU read them into.
-                self._renderer.lend_chunks = True
+                # error) before close() releases these: they may be views of the mapping the GPU read them into.
+                self._renderer.lent = LentMappings()
         return self._renderer
 
     def _clip(self, index: int) -> tuple[Sample, bytes, dict[str, Any]]:
@@ -374,7 +375,11 @@ class ShardWorker:
                 if close_colour is not None:
                     close_colour()
                 if renderer is not None:
-                    renderer.close()
+                    try:
+                        renderer.close()
+                    finally:
+                        if renderer.lent is not None:
+                            renderer.lent.release()
             gl.release()
 
     def __enter__(self) -> ShardWorker:

@@ -36,7 +36,7 @@ _READ_ONLY = 0x88B8
 Boxes = dict[int, tuple[list[int], int]]
 #: How a chunk's packed bytes reach the host: ``"get"`` reads the GL buffer (``glGetBufferSubData``);
 #: ``"copy"`` has the GPU copy them into a buffer mapped for reading (:class:`~glrec.gl.mapped.MappedBuffer`)
-#: before the fence, then copies them out of the mapping (or, ``run(lend=True)``, lends the mapping's own bytes);
+#: before the fence, then copies them out of the mapping (or, ``run(lend=...)``, lends the mapping's own bytes);
 #: ``"direct"`` packs into the mapped buffer itself.
 #: ``"auto"``: ``copy`` on hardware GL, ``get`` on software GL (Mesa llvmpipe, where the GPU's copy is one more
 #: memcpy on the CPU: two workers on the 2-core machine wrote about 7 % fewer samples/s with ``copy``).
@@ -134,11 +134,10 @@ class LayerPacker:
         self._table: moderngl.Buffer | None = None
         self._mapped: MappedBuffer | None = None
         self._host = HostChunks()  # the chunks' host arrays, used again
-        self._lent = LentMappings()  # or the mappings themselves, lent (``run(lend=True)``)
 
     def run(
         self, n: int, stride: int, ids: int, into: PackTarget | None, fallback: Callable[[int], np.ndarray],
-        meanwhile: Callable[[], Any] | None = None, *, lend: bool = False,
+        meanwhile: Callable[[], Any] | None = None, *, lend: LentMappings | None = None,
     ) -> LayerResult:  # fmt: skip
         """Pack layers 0..n-1, sample j at ``j * stride`` bytes of ``into``; wait once; read boxes (and host bytes).
 
@@ -149,9 +148,9 @@ class LayerPacker:
         a layer whose ids go beyond gets its boxes from ``fallback(layer)``, its instance mask.
         ``into``: a host uint8 array of ``n * stride`` bytes (the arrays are views of it; None: a new
         one), or ``(buffer, offset)`` to pack into a GL buffer and leave there (then no arrays).
-        ``lend`` (with ``into`` None, where the GPU reads back through a mapping): the arrays are views of a
-        mapped buffer (:class:`~glrec.dataset.rendering.memory.LentMappings`), with no copy on the host; the
-        caller drops them before :meth:`release`. With every buffer still lent, the chunk is copied as without.
+        ``lend`` (with ``into`` None, where the GPU reads back through a mapping): the arrays are views of one
+        of its mapped buffers (:class:`~glrec.dataset.rendering.memory.LentMappings`), with no copy on the host;
+        its owner releases it once they are gone. With every buffer still lent, the chunk is copied as without.
         """
         w, h = self.gbuffer.size
         if n * stride > self.max_block:
@@ -160,9 +159,9 @@ class LayerPacker:
         lent = None
         if isinstance(into, tuple):
             out, offset, host = into[0], into[1], None
-        elif lend and into is None and readback != "get" and self.sections:
+        elif lend is not None and into is None and readback != "get" and self.sections:
             out, offset, host = self._own(n * stride), 0, None
-            mapped = lent = self._lent.free(n * stride)
+            mapped = lent = lend.free(n * stride)
         if not isinstance(into, tuple) and lent is None:
             # the pool's array unless given one: the samples' views keep it (files encoded on other threads)
             out, offset, host = self._own(n * stride), 0, self._host.take(n * stride) if into is None else into
@@ -206,8 +205,8 @@ class LayerPacker:
         fence.wait(poll_s=FENCE_POLL_S)  # with the GIL released
         arrays: list[dict[str, np.ndarray]] = [{} for _ in range(n)]
         if (host is not None or lent is not None) and self.sections:
-            if lent is not None:
-                data = self._lent.lend(lent, n * stride)
+            if lend is not None and lent is not None:
+                data = lend.lend(lent, n * stride)
             else:
                 assert host is not None
                 data = host[: n * stride]
@@ -262,5 +261,4 @@ class LayerPacker:
 
     def release(self) -> None:
         """Free the buffers and shaders; safe twice."""
-        self._lent.release()
         release_attributes(self, ("_out", "_table", "_pack", "_boxes", "_mapped"))

@@ -297,7 +297,7 @@ class LayerRenderer:
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
         ids = ids or id_width(layouts)
-        lend = self.renderer.lend_chunks
+        lend = self.renderer.lent
         return self.packer.run(len(layouts), self.stride, ids, into, self._instance_layer, meanwhile, lend=lend)
 
     def _instance_layer(self, layer: int) -> np.ndarray:

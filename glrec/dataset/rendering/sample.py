@@ -26,6 +26,7 @@ from ..spec.document import DatasetSpec
 from ..spec.params import rng_for, sample_seeds
 from .batch_meta import add_visible, frame_meta, sample_meta
 from .colour import ColourEncoder, ColourImage
+from .memory import LentMappings
 from .pack import PackTarget, PassPacker
 from .plans import TIME_PARAM, SamplePlan, plan_samples, sample_plan
 
@@ -153,11 +154,12 @@ class SampleRenderer:
         #: next chunk draws: a GPU colour encoder taking colour from the layers (the shard worker sets it). Set
         #: before the first batch: the batch path keeps a colour target only where it is set.
         self.layer_colour: Callable[[LayeredGBuffer, int, int], None] | None = None
-        #: :meth:`render_batch` with host arrays made here (``target`` None): the samples' arrays are views of
-        #: the GL buffer the GPU read the chunk back into, lent until they are gone, with no copy on the host
-        #: (:class:`~glrec.dataset.rendering.memory.LentMappings`). For a borrower that drops every sample's
-        #: arrays before :meth:`close` (the shard worker, which encodes them into files).
-        self.lend_chunks = False
+        #: Where :meth:`render_batch` with host arrays made here (``target`` None) reads chunks back: their
+        #: samples' arrays are views of these mapped GL buffers, lent until they are gone, with no copy on the
+        #: host (:class:`~glrec.dataset.rendering.memory.LentMappings`). Set and released by a borrower that
+        #: drops every sample's arrays before it releases them (the shard worker); it outlives the batch path,
+        #: which is made again when a larger batch comes.
+        self.lent: LentMappings | None = None
         self._plans: dict[int, SamplePlan] = {}
         # The scene's capabilities, checked once (a runtime protocol check costs ~10 us a call).
         self._randomisable = isinstance(self.scene, Randomisable)
