@@ -5,6 +5,16 @@ set -u
 source .gpu/boot.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
-python3 -m compileall -q -j 16 glrec benchmarks /tmp/gpu-site/site > /dev/null 2>&1
+# Bytecode for everything a worker imports: the machine's numpy came without any, so every worker compiled numpy
+# from source as it started (py-spy, fifteenth session: 0.46 s of CPU a worker, before its first sample), which an
+# installed numpy does not. Compiled where it lies; where that is read-only, into a prefix the workers inherit
+# (then the standard library too, as a prefix is the only place Python looks).
+LIBS=$(python3 -c "import os, numpy, moderngl; print(*(os.path.dirname(m.__file__) for m in (numpy, moderngl)))")
+if [ ! -w "${LIBS%% *}" ]; then
+  export PYTHONPYCACHEPREFIX=/tmp/glrec-pycache
+  LIBS="$LIBS $(python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')"
+fi
+python3 -m compileall -q -j 16 $LIBS glrec benchmarks /tmp/gpu-site/site $([ -d .before ] && echo .before) \
+  > /dev/null 2>&1
 W="benchmarks/dataset_workers.py --shard-size 25 --rounds 1 --machine nvidia-h200 --samples ${SH_N:-16000}"
 W="$W --workers 16 --gl-jpeg --dir /dev/shm"
