@@ -5,8 +5,9 @@ records on disk, after checking every shard there: its record, and each file it 
 its recorded size. For 16,000 samples in 640 shards that was 0.4 s of JSON on the 2-core
 development machine (640 records parsed, 16,000 lines written), all of it after the last
 worker stopped. The parent now does that work for a shard when its worker (a local worker
-process or a Ray actor) says it is done, while the other workers render: it reads the record from disk (not what the worker sent),
-checks it as ``finish`` does, and keeps the shard's manifest lines. ``finish`` uses them only
+process or a Ray actor) says it is done, while the other workers render: it reads the record
+from disk (not what the worker sent), checks it as ``finish`` does, and keeps the shard's
+manifest lines. ``finish`` uses them only
 where the record file is still the one read (the same inode, size and modification time) and
 every file it names is still there with its size; anywhere else it reads the record again.
 """
