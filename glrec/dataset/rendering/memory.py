@@ -112,7 +112,8 @@ class BatchLayout:
 #: Free chunk buffers a :class:`HostChunks` keeps. A worker with encode threads has up to a shard chunk of samples
 #: waiting for them (several chunks on the 2-core machine, whose chunks are smaller): keeping one, 44 of 62 chunks
 #: of a 300-sample run got new memory; a worker without encode threads (16 on 16 cores) holds about two (its bound
-#: of samples waiting to be written is one chunk).
+#: of samples waiting to be written is one chunk). On hardware GL a shard worker's chunks are lent instead
+#: (:class:`LentMappings`), so there these hold only chunks that found both mappings lent.
 #: Kept buffers are never more than were in use at once.
 KEEP = 4
 
