@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MAX_KEPT", "Checked", "CheckedShards", "size_problem", "stat_key"]
+__all__ = ["MAX_KEPT", "Checked", "CheckedShards", "files_problem", "size_problem", "stat_key"]
 
 #: Bytes of manifest lines kept at most (about 1.2 kB a sample of the example): shards beyond are read again
 #: by ``finish``, as before.
@@ -46,6 +47,11 @@ def size_problem(path: Path, size: object, name: str) -> str | None:
     if st.st_size != size:
         return f"{name} has {st.st_size} bytes where its record says {size}"
     return None
+
+
+def files_problem(root: Path, files: Iterable[tuple[str, object]]) -> str | None:
+    """Why the first of ``files`` (names under ``root``, recorded sizes) is not as recorded, or None."""
+    return next((bad for name, size in files if (bad := size_problem(root / name, size, name))), None)
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,4 @@ class CheckedShards:
                 return None
         except OSError:
             return None
-        if any(size_problem(self.root / name, size, name) is not None for name, size in checked.files):
-            return None
-        return checked.lines
+        return None if files_problem(self.root, checked.files) is not None else checked.lines

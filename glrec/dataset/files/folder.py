@@ -25,7 +25,7 @@ from typing import Any
 from ...errors import DatasetError, OutputError, OutputExistsError
 from ...scenes.passes import PASS_ROWS
 from ..spec.document import DatasetSpec
-from .checked import Checked, CheckedShards, size_problem, stat_key
+from .checked import Checked, CheckedShards, files_problem, stat_key
 from .lock import LOCK_NAME, check_owner, probe
 from .writers import PARTIAL, atomic_write, atomic_write_chunks
 
@@ -215,7 +215,7 @@ class DatasetFolder:
         problem, files = self._inspect(shard, record)
         if problem is not None:
             return problem
-        return next((bad for name, size in files if (bad := size_problem(self.root / name, size, name))), None)
+        return files_problem(self.root, files)
 
     def _inspect(self, shard: int, record: dict[str, Any]) -> tuple[str | None, list[tuple[str, object]]]:
         """What is wrong with ``shard``'s record itself (or None), and the files it names with their sizes."""
@@ -252,7 +252,7 @@ class DatasetFolder:
         if not isinstance(record, dict):
             return
         problem, files = self._inspect(shard, record)
-        if problem is None and all(size_problem(self.root / name, size, name) is None for name, size in files):
+        if problem is None and files_problem(self.root, files) is None:
             self.checked.keep(shard, Checked(key, tuple(files), _manifest_lines(record["samples"])))
 
     def complete(self, shard: int) -> dict[str, Any] | None:

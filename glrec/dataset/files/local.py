@@ -69,8 +69,8 @@ MAX_DEFAULT_WORKERS = 8
 #: ``GLREC_BENCH_MIN_THREADS``). Two, so encoding might overlap the GL thread's waits, wrote fewer samples/s on
 #: 16 H200 workers (PNG 579 against 672, GL JPEG 587 against 620; results/..._ninth-d-threads.txt), so one.
 MIN_WORKER_THREADS = 1
-#: A worker reports samples written at most this often (seconds), and always before a shard's ``done``: one
-#: message a sample was 2,000 messages a second to the parent at full speed (16 H200 workers).
+#: A worker reports samples written at most this often (seconds), and always before each draw and a shard's
+#: ``done``: one message a sample was 2,000 messages a second to the parent at full speed (16 H200 workers).
 PROGRESS_S = 0.1
 
 

@@ -159,14 +159,14 @@ class LayerPacker:
         lent = None
         if isinstance(into, tuple):
             out, offset, host = into[0], into[1], None
-        elif lend is not None and into is None and readback != "get" and self.sections:
+        else:
             out, offset, host = self._own(n * stride), 0, None
-            mapped = lent = lend.free(n * stride)
-        if not isinstance(into, tuple) and lent is None:
-            # the pool's array unless given one: the samples' views keep it (files encoded on other threads)
-            out, offset, host = self._own(n * stride), 0, self._host.take(n * stride) if into is None else into
-            if readback != "get" and self.sections:
-                mapped = self._own_mapped(n * stride)
+            if lend is not None and into is None and readback != "get" and self.sections:
+                mapped = lent = lend.free(n * stride)  # None: every buffer still lent, so copied as below
+            if lent is None:  # the pool's array unless given one: the samples' views keep it (other threads)
+                host = self._host.take(n * stride) if into is None else into
+                if readback != "get" and self.sections:
+                    mapped = self._own_mapped(n * stride)
         direct = mapped is not None and readback == "direct"  # the pack shader writes through the mapping
         bind_image = gl_function("glBindImageTexture", None, ctypes.c_uint, ctypes.c_uint, ctypes.c_int,
                                  ctypes.c_ubyte, ctypes.c_int, ctypes.c_uint, ctypes.c_uint)  # fmt: skip
