@@ -31,7 +31,8 @@ encoder (batched in the GL context), ``--nvjpeg`` through nvJPEG. ``--env NAME=V
 (repeatable) adds every variant again with those variables set (e.g. the NVIDIA
 GL driver's ``__GL_YIELD=USLEEP``, to see whether waiting on the GPU spins the CPU;
 ``GLREC_BENCH_WHAT_IF=no-digests,stored-png,no-files``: the run without those costs, to weigh them;
-``GLREC_BENCH_FENCE_POLL=0.0005``: a chunk's fence
+``GLREC_BENCH_EARLY=0``: workers make their EGL context when they first draw, not on a thread as
+they start (``glrec.gl.early``); ``GLREC_BENCH_FENCE_POLL=0.0005``: a chunk's fence
 asked every 0.5 ms with sleeps between, ``layer_pack.FENCE_POLL_S``; ``GLREC_BENCH_IN_FLIGHT=3``: three
 shards in flight per worker, ``runner.IN_FLIGHT``). ``--readback get,copy,direct`` runs every
 variant with each way of reading packed passes back (``layer_pack.READBACK``).
@@ -77,6 +78,9 @@ if os.environ.get("GLREC_BENCH_IN_FLIGHT"):
 if os.environ.get("GLREC_BENCH_FENCE_POLL"):
     from glrec.dataset.rendering import layer_pack
     layer_pack.FENCE_POLL_S = float(os.environ["GLREC_BENCH_FENCE_POLL"])
+if os.environ.get("GLREC_BENCH_EARLY") == "0":  # workers make their EGL context at the first draw, as before
+    from glrec.gl import early
+    early.begin = lambda device, major=4, minor=3: None
 what_if = set(filter(None, os.environ.get("GLREC_BENCH_WHAT_IF", "").split(",")))  # costs left out, to weigh them
 if "no-digests" in what_if:  # no SHA-256 of the members or of the tar (the manifest's digests are empty)
     from glrec.dataset.files import runner, writers
@@ -126,12 +130,16 @@ c0, t0 = cpu(), time.perf_counter()
 result = generate(spec, out, overwrite=True, workers=None if workers == "auto" else int(workers), progress=progress)
 t1 = time.perf_counter()
 seconds = t1 - t0
+import threading  # generate returns once the workers let go of the folder; their CPU counts once they are reaped
+for thread in [t for t in threading.enumerate() if t.name == "glrec-reap-workers"]:
+    thread.join()
+reaped_s = time.perf_counter() - t1
 fifth = max(2, int(samples) // 5)
 steady = (int(samples) - marks[fifth][1]) / (t1 - marks[fifth][0]) if fifth in marks and t1 > marks[fifth][0] else None
 import glrec
 print("RESULT " + json.dumps({"seconds": seconds, "cpu": cpu() - c0, "workers": result.workers,
                               "first_sample_s": marks[1][0] - t0 if 1 in marks else None,
-                              "steady_samples_per_s": steady, "glrec": glrec.__file__}))
+                              "steady_samples_per_s": steady, "reaped_s": reaped_s, "glrec": glrec.__file__}))
 """
 
 
@@ -275,11 +283,12 @@ def main() -> int:
         cpu = statistics.median(1e3 * x["cpu"] / args.samples for x in runs[name])
         first_s = statistics.median(x.get("first_sample_s") or float("nan") for x in runs[name])
         steady = statistics.median(x.get("steady_samples_per_s") or float("nan") for x in runs[name])
+        reaped = statistics.median(x.get("reaped_s", float("nan")) for x in runs[name])  # exits after the return
         pairs = zip(runs[name], runs[first], strict=True)
         ratio = statistics.median(b["seconds"] / a["seconds"] for a, b in pairs)
         summary[name] = {"workers": runs[name][0]["workers"], "samples_per_s": sps, "x_first": ratio, "first": first,
                          "cpu_ms_per_sample": cpu, "shards_identical_to_first": identical[name],
-                         "first_sample_s": first_s, "steady_samples_per_s": steady,
+                         "first_sample_s": first_s, "steady_samples_per_s": steady, "workers_exited_s_after": reaped,
                          "bytes_per_sample": sum(size for size, _ in made[name].values()) / args.samples}  # fmt: skip
         if w_count in startup:
             less = cpu - 1e3 * startup[w_count] * runs[name][0]["workers"] / args.samples
@@ -289,7 +298,7 @@ def main() -> int:
         )
         print(f"  {name:28} {runs[name][0]['workers']:3d} worker(s) {sps:7.1f} samples/s  x{ratio:5.2f}  "
               f"CPU {cpu:6.1f} ms/sample{less_text}  first sample {first_s:5.2f} s, then {steady:7.1f}/s  "
-              f"shards identical: {identical[name]}")  # fmt: skip
+              f"exits {reaped:4.2f} s after  shards identical: {identical[name]}")  # fmt: skip
     doc = {
         "benchmark": "dataset_workers", "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": args.machine, "cores": cores, "load_average_at_end": os.getloadavg(), "glrec_commit": commit(),

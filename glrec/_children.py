@@ -27,13 +27,13 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def start_child(
-    module: str, env: dict[str, str], keep: tuple[int, ...] = ()
+    module: str, env: dict[str, str], keep: tuple[int, ...] = (), args: tuple[str, ...] = ()
 ) -> tuple[subprocess.Popen[bytes], Connection]:
-    """``python -m module FD PARENT_PID``, talking over one end of a socket pair (the other is returned);
+    """``python -m module FD PARENT_PID *args``, talking over one end of a socket pair (the other is returned);
     ``keep``: more descriptors it inherits."""
     ours, theirs = Pipe(duplex=True)
     fd = theirs.fileno()
-    cmd = [sys.executable, "-m", module, str(fd), str(os.getpid())]
+    cmd = [sys.executable, "-m", module, str(fd), str(os.getpid()), *args]
     try:
         proc = subprocess.Popen(cmd, pass_fds=(fd, *keep), env=env, stdin=subprocess.DEVNULL)
     except BaseException:

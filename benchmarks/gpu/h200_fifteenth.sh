@@ -9,11 +9,6 @@
 #   bash benchmarks/gpu/h200_fifteenth.sh tests     # the GPU tier (as the ninth session ran it)
 # Carry .gpu (and .tools for shardprof, .fake for tests, .before for ab). Results land in $OUT.
 source benchmarks/gpu/shards_prelude.sh
-run() {  # run LABEL JSON [extra args]: one dataset_workers.py run, its summary lines prefixed with LABEL
-  local label=$1 json=$2; shift 2
-  timeout ${RUN_S:-200} python3 $W --json "$OUT/$json" "$@" 2>&1 | grep -e "workers=" -e startup | grep -v "^round" \
-    | sed "s/^/$label: /"
-}
 for mode in "$@"; do
 case "$mode" in
 compile) timeout 300 python3 benchmarks/gpu/gl_jpeg_compile_probe.py --procs 1,16 --json "$OUT/gl-jpeg-compile.json" ;;

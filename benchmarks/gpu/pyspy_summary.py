@@ -1,8 +1,8 @@
 """Summarise a py-spy raw profile (``py-spy record -f raw``) per thread kind: share of samples, own and inclusive.
 
 Threads are grouped by name without their pool number (``glrec-dataset-encode_3`` -> ``glrec-dataset-encode``)
-and by process kind (a dataset worker, ``glrec.dataset.files.local``, or the parent). Without ``--idle`` py-spy
-records running threads only, so the shares are of CPU time.
+and by process kind (a dataset worker, ``glrec._dataset_worker``, ``glrec.dataset.files.local`` before 2026-12-05,
+or the parent). Without ``--idle`` py-spy records running threads only, so the shares are of CPU time.
 
     python benchmarks/gpu/pyspy_summary.py pyspy-shards.txt [--top 30]
 """
@@ -31,7 +31,11 @@ def main() -> None:
             if at is None:
                 continue
             name = re.sub(r"_\d+$", "", frames[at].split(": ", 1)[-1])
-            kind = "worker" if at and "files.local" in frames[at - 1] else "parent"
+            kind = (
+                "worker"
+                if at and ("files.local" in frames[at - 1] or "_dataset_worker" in frames[at - 1])
+                else "parent"
+            )
             key = f"{kind}:{name}"
             calls = [re.sub(r":\d+\)$", ")", fr) for fr in frames[at + 1 :]]
             threads[key] += n

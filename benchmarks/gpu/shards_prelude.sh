@@ -1,6 +1,7 @@
-# Sourced by the shard sessions' scripts (h200_fourteenth.sh, h200_fifteenth.sh): the packed extras, $OUT, the GPU
-# named, the bytecode compiled once (not in each of 16 workers), and $W: dataset_workers.py on 16,000 samples
-# (SH_N) of examples/dataset.toml in shards of 25, 16 workers, GL JPEG colour, into /dev/shm.
+# Sourced by the shard sessions' scripts (h200_fourteenth.sh, h200_fifteenth.sh, h200_sixteenth.sh): the packed
+# extras, $OUT, the GPU named, the bytecode compiled once (not in each of 16 workers), $W: dataset_workers.py on
+# 16,000 samples (SH_N) of examples/dataset.toml in shards of 25, 16 workers, GL JPEG colour, into /dev/shm; and
+# run LABEL JSON [args], one run of it.
 set -u
 source .gpu/boot.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -18,3 +19,8 @@ python3 -m compileall -q -j 16 $LIBS glrec benchmarks /tmp/gpu-site/site $([ -d 
   > /dev/null 2>&1
 W="benchmarks/dataset_workers.py --shard-size 25 --rounds 1 --machine nvidia-h200 --samples ${SH_N:-16000}"
 W="$W --workers 16 --gl-jpeg --dir /dev/shm"
+run() {  # run LABEL JSON [extra args]: one dataset_workers.py run, its summary lines prefixed with LABEL
+  local label=$1 json=$2; shift 2
+  timeout ${RUN_S:-400} python3 $W --json "$OUT/$json" "$@" 2>&1 | grep -e "workers=" -e startup | grep -v "^round" \
+    | sed "s/^/$label: /"
+}

@@ -122,6 +122,9 @@ def generate(
     folder is locked for the whole run (:mod:`glrec.dataset.files.lock`): another run
     writing it is refused with an OutputError naming that run, before anything
     is touched. ``"complete"`` is written once every shard is found on disk.
+    Local workers are done with the folder when this returns; their processes
+    finish exiting (GL context, interpreter) on a thread, which the interpreter
+    waits for as it exits.
 
     >>> glrec.dataset.generate("examples/dataset.toml", "out/")  # doctest: +SKIP
     DatasetResult(path=PosixPath('out'), samples=200, ...)

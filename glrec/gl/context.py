@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
-import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from typing import Any
 import moderngl
 
 from ..errors import ConfigError, ContextError, ContextThreadError
-from . import egl
+from . import early, egl
 
 log = logging.getLogger("glrec")
 
@@ -327,7 +326,9 @@ def create_context(device: int | None = None) -> GLContext:
     ``device`` is the EGL device index (``None``: EGL's first device, or
     ``GLCONTEXT_DEVICE_INDEX`` if set). The renderer in use is logged. The
     calling thread's current context (if any) is current again on return; use
-    ``with gl:`` or ``with gl.active():`` around GL work.
+    ``with gl:`` or ``with gl.active():`` around GL work. The first call takes
+    the EGL context the process began as it started (:mod:`glrec.gl.early`:
+    dataset workers do), where it is for this device.
 
     >>> with create_context() as gl:
     ...     gl.info.renderer  # doctest: +SKIP
@@ -335,10 +336,10 @@ def create_context(device: int | None = None) -> GLContext:
     """
     if device is not None and (isinstance(device, bool) or not isinstance(device, int) or device < 0):
         raise ConfigError(f"device {device!r} must be a non-negative EGL device index, e.g. 0.")
-    if device is None and os.environ.get("GLCONTEXT_DEVICE_INDEX", "").strip():
-        device = int(os.environ["GLCONTEXT_DEVICE_INDEX"])
-    try:
-        headless = egl.create_headless(device, REQUIRED_GL // 100, REQUIRED_GL % 100 // 10)
+    device = early.resolve_device(device)
+    version = (REQUIRED_GL // 100, REQUIRED_GL % 100 // 10)
+    try:  # the one a worker process began as it started (glrec.gl.early), or a new one
+        headless = early.take(device, *version) or egl.create_headless(device, *version)
     except (OSError, RuntimeError) as exc:
         raise ContextError(
             f"Could not create a headless EGL OpenGL {REQUIRED_GL // 100}.{REQUIRED_GL % 100 // 10} context "

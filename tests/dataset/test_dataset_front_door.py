@@ -133,7 +133,7 @@ def test_a_bogus_encoder_or_device_is_refused_before_the_folder_is_touched(tmp_p
 # unread, so the parent reads ECONNRESET (ConnectionResetError), not an end of file.
 KILL_WORKERS = """
 import os, signal, sys
-if "glrec.dataset.files.local" in sys.orig_argv:
+if "glrec._dataset_worker" in sys.orig_argv:
     os.kill(os.getpid(), signal.SIGKILL)
 """
 

@@ -1,5 +1,6 @@
 """Local dataset workers: the same bytes as one process, the default count, bad counts, a worker's error."""
 
+import logging
 import os
 import re
 import textwrap
@@ -222,10 +223,18 @@ def test_workers_import_this_glrec_from_the_folder_holding_it():
     assert (first / "glrec" / "__init__.py").exists() and not (first / "cuda").exists()
 
 
+def test_workers_begin_their_gl_context_while_they_import(tmp_path, capfd, caplog):
+    """Each worker (``python -m glrec._dataset_worker``) starts its EGL context on a thread before it imports the
+    dataset modules, and its renderer's context is that one (glrec.gl.early says so in a debug line)."""
+    caplog.set_level(logging.DEBUG, logger="glrec")  # the workers log at the parent's level, to its stderr
+    assert generate(spec_for(tmp_path), tmp_path / "out", workers=2).workers == 2
+    assert capfd.readouterr().err.count("EGL context begun early: made in") == 2
+
+
 def test_a_worker_reports_samples_written_together_and_before_each_draw(monkeypatch):
     """One message per sample was 2,000 a second to the parent at full speed: samples are counted and sent at
     most every PROGRESS_S, before each draw (which may take a while) and before a shard's ``done``."""
-    from glrec.dataset.files import local
+    from glrec.dataset.files import local_worker as local
 
     sent = []
 

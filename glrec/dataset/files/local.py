@@ -1,6 +1,7 @@
 """One machine's cores: shards rendered by local worker processes, each with its own GL context.
 
-Each worker is a new interpreter (``python -m glrec.dataset.files.local``, started with
+Each worker is a new interpreter (``python -m glrec._dataset_worker``, which begins its EGL
+context on a thread while it imports :mod:`~glrec.dataset.files.local_worker`, its side; started with
 ``subprocess``: the ``spawn`` way, never a fork of a process that may already hold a
 GL or CUDA context, and without re-running the caller's main module as
 ``multiprocessing``'s spawn would). It holds one
@@ -12,8 +13,10 @@ the shard, so which worker renders it changes nothing.
 Messages go over one socket pair per worker (pickled): the parent sends the set-up,
 then shard numbers, then None; a worker answers ``("start", shard)`` as it begins a
 shard, ``("sample", index)`` before each draw, ``("progress", n)`` for the samples
-written since the last one (at most every :data:`PROGRESS_S`, before each draw and each ``done``),
-``("done", shard, record)`` and ``("failed", ...)``. Each worker has one shard waiting
+written since the last one (at most every ``PROGRESS_S``, before each draw and each ``done``),
+``("done", shard, record)`` and ``("failed", ...)``. On None a worker closes its copy of the folder's lock
+and its socket, then tears down (its GL context, its interpreter): the run returns once every socket is
+closed, and a thread reaps the processes. Each worker has one shard waiting
 beside the ones it renders: sent when the one before it starts, so it is there
 when the worker finishes drawing (:meth:`~glrec.dataset.files.runner.ShardWorker.run_shards`
 draws it while the one before is committed). A worker that raises, or dies (its socket
@@ -30,21 +33,18 @@ import os
 import pickle
 import signal
 import subprocess
-import sys
+import threading
 import time
-import traceback
 from collections.abc import Iterable, Iterator, Sized
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from pathlib import Path
 from typing import Any
 
-from ..._children import child_env, die_with_parent, start_child
+from ..._children import child_env, start_child
 from ...errors import ConfigError, DatasetError, GlrecError
 from ..spec.document import DatasetSpec
-from .feed import ShardFeed
 from .folder import DatasetFolder
-from .runner import Progress, ShardWorker
+from .runner import Progress
 
 __all__ = [
     "MAX_DEFAULT_WORKERS",
@@ -69,9 +69,6 @@ MAX_DEFAULT_WORKERS = 8
 #: ``GLREC_BENCH_MIN_THREADS``). Two, so encoding might overlap the GL thread's waits, wrote fewer samples/s on
 #: 16 H200 workers (PNG 579 against 672, GL JPEG 587 against 620; results/..._ninth-d-threads.txt), so one.
 MIN_WORKER_THREADS = 1
-#: A worker reports samples written at most this often (seconds), and always before each draw and a shard's
-#: ``done``: one message a sample was 2,000 messages a second to the parent at full speed (16 H200 workers).
-PROGRESS_S = 0.1
 
 
 def usable_cores() -> int:
@@ -150,7 +147,8 @@ def _child_env(cores_each: int) -> dict[str, str]:
 
 def _start(number: int, setup: dict[str, Any], env: dict[str, str], keep: tuple[int, ...] = ()) -> _Worker:
     """Start worker ``number``; ``keep``: descriptors it inherits (the folder's lock, held while it lives)."""
-    proc, conn = start_child("glrec.dataset.files.local", env, keep)
+    device = setup["device"]  # its EGL context is begun before the dataset modules are imported
+    proc, conn = start_child("glrec._dataset_worker", env, keep, ("default" if device is None else str(device),))
     return _Worker(number, proc, conn)
 
 
@@ -199,9 +197,12 @@ def run_workers(
                     folder.check_done(shard)
         for w in pool:
             with contextlib.suppress(OSError):  # one that died now has nothing left to do anyway
-                w.conn.send(None)  # done: the worker releases its context and exits
+                w.conn.send(None)  # done: the worker lets go of the folder, then releases its context and exits
         for w in pool:
-            w.proc.wait(timeout=60)
+            _until_closed(w)
+        # Not a daemon: the interpreter waits for it at exit, so a worker is not killed (PR_SET_PDEATHSIG) mid-way.
+        threading.Thread(target=_reap, args=([w.proc for w in pool],), name="glrec-reap-workers").start()
+        pool = []  # they no longer touch the folder: not this run's to kill or wait for
     finally:
         for w in pool:
             if w.proc.poll() is None:
@@ -217,6 +218,29 @@ def run_workers(
                     with contextlib.suppress(OSError):
                         folder.discard(shard)
     return done
+
+
+def _until_closed(w: _Worker, timeout: float = 60.0) -> None:
+    """Wait until worker ``w`` closes its socket (having let go of the folder's lock first) or dies."""
+    deadline = time.monotonic() + timeout
+    while wait([w.conn], max(0.0, deadline - time.monotonic())):
+        try:
+            w.conn.recv()  # nothing is sent after the last done; read and dropped
+        except (EOFError, OSError):
+            return
+    w.proc.kill()  # stuck: it must not hold the folder after the run
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        w.proc.wait(timeout=10)
+
+
+def _reap(procs: list[subprocess.Popen[bytes]]) -> None:
+    """Wait for workers that have closed their sockets to exit (a minute each at most, then killed)."""
+    for proc in procs:
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _send(w: _Worker, message: Any) -> None:
@@ -306,88 +330,3 @@ def _failed(
 
 
 # -- the worker side ------------------------------------------------------------------------------
-
-
-class _Written:
-    """Samples written, reported to the parent together: at most every :data:`PROGRESS_S`, before each draw
-    and before each shard's ``done``."""
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self.count = 0
-        self.sent = time.monotonic()
-
-    def add(self, n: int) -> None:
-        self.count += n
-        if time.monotonic() - self.sent >= PROGRESS_S:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.count:
-            self.conn.send(("progress", self.count))
-            self.count = 0
-        self.sent = time.monotonic()
-
-    def before_draw(self, index: int) -> None:
-        """Sample ``index`` (or the chunk it begins) is drawn next: what was written is reported first (a draw
-        may take a while), then the sample, which the parent names if this worker dies."""
-        self.flush()
-        self.conn.send(("sample", index))
-
-
-def _serve(conn: Connection) -> None:
-    setup = conn.recv()
-    logging.basicConfig(format="glrec worker %(process)d: %(message)s", level=setup["log_level"])
-    spec: DatasetSpec = setup["spec"]
-    factory = pickle.loads(setup["colour"])
-    if factory is not None:
-        from .encode import register_colour_encoder
-
-        register_colour_encoder(spec.output.rgb, spec.output.rgb_encoder, factory)
-    for fd in setup["keep"]:
-        os.set_inheritable(fd, False)  # held while this worker lives; not by what it may start
-    folder = DatasetFolder(setup["root"], spec, owner=setup["owner"])
-    folder.scratch = Path(setup["scratch"])
-    written = _Written(conn)
-
-    def done(record: dict[str, Any]) -> None:
-        written.flush()  # the parent counts a shard's samples before it hears the shard is done
-        conn.send(("done", record["shard"], record))
-
-    with ShardWorker(spec, folder, setup["device"], threads=setup["threads"]) as worker:
-        try:
-            worker.run_shards(
-                ShardFeed(lambda: conn.poll(0), conn.recv),
-                progress=written.add,
-                started=written.before_draw,
-                opened=lambda shard: conn.send(("start", shard)),
-                done=done,
-            )
-        except (EOFError, BrokenPipeError):
-            raise  # the parent went away
-        except BaseException as exc:
-            blob: bytes | None = None
-            with contextlib.suppress(Exception):
-                data = pickle.dumps(exc)
-                pickle.loads(data)  # only what the parent can read back
-                blob = data
-            tb = "".join(traceback.format_exception(exc))
-            conn.send(("failed", worker.failed_shard, worker.failed_index, blob, type(exc).__name__, str(exc), tb))
-
-
-def main(argv: list[str]) -> int:
-    fd, parent = int(argv[0]), int(argv[1])
-    die_with_parent(parent)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
-    conn = Connection(fd)
-    try:
-        _serve(conn)
-    except (EOFError, BrokenPipeError):
-        return 1  # the parent went away
-    finally:
-        conn.close()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
