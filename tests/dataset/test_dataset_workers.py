@@ -196,9 +196,44 @@ def test_clips_on_two_workers_are_the_bytes_of_one_process(tmp_path):
     )
     generate(spec, tmp_path / "one", workers=1)
     assert generate(spec, tmp_path / "two", workers=2).workers == 2
-    one = tree(tmp_path / "one")
-    assert any(name.endswith(".tar") for name in one) and tree(tmp_path / "two") == one
+    one, two = tree(tmp_path / "one"), tree(tmp_path / "two")
+    assert any(name.endswith(".tar") for name in one)
+    assert two == one, clip_differences(one, two)
     assert not list((tmp_path / "two" / ".glrec").glob("clip-*"))  # no scratch video left behind
+
+
+def clip_differences(one: dict[str, bytes], two: dict[str, bytes]) -> str:
+    """Which tar members differ and, for videos, how: packet sizes and, frame by frame, the pixels that differ
+    (this test failed twice in 2026-12-04's full runs, on the one-process side's last clip, 19 bytes longer,
+    and did not come back in about 140 runs meant to reproduce it)."""
+    import io
+    import tarfile
+
+    import av
+    import numpy as np
+
+    def members(data: bytes) -> dict[str, bytes]:
+        with tarfile.open(fileobj=io.BytesIO(data)) as t:
+            return {m.name: t.extractfile(m).read() for m in t.getmembers() if m.isfile()}  # type: ignore[union-attr]
+
+    def video(data: bytes) -> tuple[list[int], list[np.ndarray]]:
+        with av.open(io.BytesIO(data)) as c:
+            sizes = [p.size for p in c.demux(video=0) if p.size]
+        with av.open(io.BytesIO(data)) as c:
+            return sizes, [f.to_ndarray(format="rgb24").astype(int) for f in c.decode(video=0)]
+
+    lines = []
+    for name in sorted(n for n in one if n.endswith(".tar") and one[n] != two.get(n)):
+        a, b = members(one[name]), members(two.get(name, b""))
+        for member in sorted(m for m in a if a[m] != b.get(m)):
+            lines.append(f"{name}/{member}: {len(a[member])} bytes in one process, {len(b.get(member, b''))} on two")
+            if member.endswith(".mp4") and member in b:
+                (pa, fa), (pb, fb) = video(a[member]), video(b[member])
+                lines.append(f"  packets {pa} against {pb}")
+                for k, (x, y) in enumerate(zip(fa, fb, strict=False)):
+                    differ = int((x != y).any(axis=2).sum())
+                    lines.append(f"  frame {k}: {differ} pixels differ, at most by {np.abs(x - y).max()}")
+    return "\n".join(lines)
 
 
 def test_the_cli_summary_says_how_many_workers_rendered(tmp_path, capsys):
