@@ -146,7 +146,8 @@ def _child_env(cores_each: int) -> dict[str, str]:
 
 
 def _start(number: int, setup: dict[str, Any], env: dict[str, str], keep: tuple[int, ...] = ()) -> _Worker:
-    """Start worker ``number``; ``keep``: descriptors it inherits (the folder's lock, held while it lives)."""
+    """Start worker ``number``; ``keep``: descriptors it inherits (the folder's lock, held until its shards are
+    done)."""
     device = setup["device"]  # its EGL context is begun before the dataset modules are imported
     proc, conn = start_child("glrec._dataset_worker", env, keep, ("default" if device is None else str(device),))
     return _Worker(number, proc, conn)
@@ -327,6 +328,3 @@ def _failed(
         f"{where} failed in dataset worker {w.number}: {name}: {text}. The finished shards are kept; fix the "
         "cause and run again with --resume (resume=True); --workers 1 shows the traceback in this process."
     )
-
-
-# -- the worker side ------------------------------------------------------------------------------

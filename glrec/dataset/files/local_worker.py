@@ -69,7 +69,7 @@ def _serve(conn: Connection) -> None:
 
         register_colour_encoder(spec.output.rgb, spec.output.rgb_encoder, factory)
     for fd in setup["keep"]:
-        os.set_inheritable(fd, False)  # held while this worker lives; not by what it may start
+        os.set_inheritable(fd, False)  # held until its shards are done; not by what it may start
     folder = DatasetFolder(setup["root"], spec, owner=setup["owner"])
     folder.scratch = Path(setup["scratch"])
     written = _Written(conn)

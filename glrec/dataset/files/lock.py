@@ -11,8 +11,9 @@ held). The kernel drops the lock when its holder dies, even by SIGKILL, so a
 crashed run never blocks ``--resume``; the file goes when the run ends.
 
 Local worker processes inherit the lock's descriptor, so the lock is held while
-any of them lives. Ray actors (other processes, maybe other machines) check
-before each shard that the lock file still names their run (its ``token``).
+any of them works (a worker closes it once its last shard is done, or dies).
+Ray actors (other processes, maybe other machines) check before each shard
+that the lock file still names their run (its ``token``).
 """
 
 from __future__ import annotations
