@@ -130,9 +130,11 @@ c0, t0 = cpu(), time.perf_counter()
 result = generate(spec, out, overwrite=True, workers=None if workers == "auto" else int(workers), progress=progress)
 t1 = time.perf_counter()
 seconds = t1 - t0
-import threading  # generate returns once the workers let go of the folder; their CPU counts once they are reaped
-for thread in [t for t in threading.enumerate() if t.name == "glrec-reap-workers"]:
-    thread.join()
+try:  # generate returns once the workers let go of the folder; their CPU counts once they are reaped
+    from glrec.dataset.files.local import wait_for_workers
+    wait_for_workers()
+except ImportError:  # a tree from before 2026-12-05 waited for them itself
+    pass
 reaped_s = time.perf_counter() - t1
 fifth = max(2, int(samples) // 5)
 steady = (int(samples) - marks[fifth][1]) / (t1 - marks[fifth][0]) if fifth in marks and t1 > marks[fifth][0] else None

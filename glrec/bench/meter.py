@@ -85,6 +85,10 @@ class LoopMeter:
         self.seconds = time.perf_counter() - self.t0
         self.cpu = cpu_seconds() - self.c0
 
+    def recount_cpu(self) -> None:
+        """The CPU up to now, the wall time of :meth:`stop` kept: children reaped since then count too."""
+        self.cpu = cpu_seconds() - self.c0
+
     def figures(self, frames: int) -> dict[str, float]:
         """frames/s, CPU seconds and CPU use (in cores: 2.0 is two cores busy all the time)."""
         s = self.seconds

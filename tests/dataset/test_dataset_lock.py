@@ -28,6 +28,7 @@ from PIL import Image
 import glrec
 from glrec.dataset import generate, write_samples
 from glrec.dataset.files.folder import DatasetFolder
+from glrec.dataset.files.local import wait_for_workers
 from glrec.dataset.files.lock import FolderLock
 from glrec.dataset.files.runner import ShardWorker
 from glrec.dataset.spec.document import DatasetSpec
@@ -294,7 +295,5 @@ def test_a_run_returns_once_its_workers_let_go_of_the_folder_not_once_they_have_
         check_against_manifest(out)
     finally:
         gate.touch()
-    deadline = time.monotonic() + 60
-    while any(_state(pid) is not None for pid in held):  # exited and reaped: no zombie left behind
-        assert time.monotonic() < deadline, [_state(pid) for pid in held]
-        time.sleep(0.02)
+    wait_for_workers()
+    assert all(_state(pid) is None for pid in held)  # exited and reaped: no zombie left behind

@@ -54,6 +54,7 @@ __all__ = [
     "resolve_workers",
     "run_workers",
     "usable_cores",
+    "wait_for_workers",
 ]
 
 log = logging.getLogger("glrec")
@@ -202,7 +203,9 @@ def run_workers(
         for w in pool:
             _until_closed(w)
         # Not a daemon: the interpreter waits for it at exit, so a worker is not killed (PR_SET_PDEATHSIG) mid-way.
-        threading.Thread(target=_reap, args=([w.proc for w in pool],), name="glrec-reap-workers").start()
+        reaper = threading.Thread(target=_reap, args=([w.proc for w in pool],), name="glrec-reap-workers")
+        reaper.start()
+        _REAPERS.append(reaper)
         pool = []  # they no longer touch the folder: not this run's to kill or wait for
     finally:
         for w in pool:
@@ -219,6 +222,20 @@ def run_workers(
                     with contextlib.suppress(OSError):
                         folder.discard(shard)
     return done
+
+
+_REAPERS: list[threading.Thread] = []  # of the runs in this process, until wait_for_workers() joins them
+
+
+def wait_for_workers() -> None:
+    """Wait until the worker processes of every earlier run in this process have exited.
+
+    A run returns once its workers are done with the folder, before they have torn down their GL contexts and
+    interpreters; a measurement of the run's CPU or memory through ``RUSAGE_CHILDREN`` counts a worker only
+    once it has exited and been reaped (``glrec bench`` calls this before reading them).
+    """
+    while _REAPERS:
+        _REAPERS.pop().join()
 
 
 def _until_closed(w: _Worker, timeout: float = 60.0) -> None:
