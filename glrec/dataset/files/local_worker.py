@@ -99,8 +99,8 @@ def _serve(conn: Connection) -> None:
             conn.send(("failed", worker.failed_shard, worker.failed_index, blob, type(exc).__name__, str(exc), tb))
         else:
             # Every shard it was sent is complete: it lets go of the folder (its copy of the lock) and closes its
-            # end of the socket, so the parent may return, before the slow part (on the 2-core machine 0.15-0.19 s
-            # of a worker's 2.3 s): its GL context released and its interpreter torn down.
+            # end of the socket, so the parent may return, before the slow part (0.1-0.2 s on the 2-core machine,
+            # in runs of 2-3 s): its GL context released and its interpreter torn down.
             for fd in setup["keep"]:
                 os.close(fd)
             conn.close()
