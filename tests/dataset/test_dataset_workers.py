@@ -205,7 +205,7 @@ def test_clips_on_two_workers_are_the_bytes_of_one_process(tmp_path):
 def clip_differences(one: dict[str, bytes], two: dict[str, bytes]) -> str:
     """Which tar members differ and, for videos, how: packet sizes and, frame by frame, the pixels that differ
     (this test failed twice in 2026-12-04's full runs, on the one-process side's last clip, 19 bytes longer,
-    and did not come back in about 140 runs meant to reproduce it)."""
+    and did not come back in about 150 runs meant to reproduce it)."""
     import io
     import tarfile
 
