@@ -270,7 +270,7 @@ def _state(pid: int) -> str | None:
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc (Linux)")
 def test_a_run_returns_once_its_workers_let_go_of_the_folder_not_once_they_have_exited(tmp_path, monkeypatch):
     """A worker's GL context and interpreter are torn down after the run has returned (on the 2-core machine
-    0.15-0.19 s of a 2.3 s run were spent waiting for that): by then it holds nothing of the folder, the lock
+    0.16 s of a 2.3 s run were spent waiting for that): by then it holds nothing of the folder, the lock
     included, and a thread of the run reaps it once it exits."""
     (tmp_path / "held.py").write_text(HELD_SCENE)
     spec = DatasetSpec.from_dict(
