@@ -130,11 +130,8 @@ c0, t0 = cpu(), time.perf_counter()
 result = generate(spec, out, overwrite=True, workers=None if workers == "auto" else int(workers), progress=progress)
 t1 = time.perf_counter()
 seconds = t1 - t0
-try:  # generate returns once the workers let go of the folder; their CPU counts once they are reaped
-    from glrec.dataset.files.local import wait_for_workers
-    wait_for_workers()
-except ImportError:  # a tree from before 2026-12-05 waited for them itself
-    pass
+from glrec.dataset.files.local import wait_for_workers  # this tree's glrec (checked below)
+wait_for_workers()  # generate returns once the workers let go of the folder; their CPU counts once they are reaped
 reaped_s = time.perf_counter() - t1
 fifth = max(2, int(samples) // 5)
 steady = (int(samples) - marks[fifth][1]) / (t1 - marks[fifth][0]) if fifth in marks and t1 > marks[fifth][0] else None
