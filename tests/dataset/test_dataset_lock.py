@@ -137,15 +137,16 @@ def test_a_second_run_is_refused_naming_the_first_whose_shards_stay_whole(tmp_pa
     check_against_manifest(out)
 
 
+def _stat(pid: int | str) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the command's name (state, parent pid, ...); [] once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
 def _children(pid: int) -> list[int]:
-    kids = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                kids.append(int(entry.name))
-        except (OSError, IndexError, ValueError):
-            pass  # a process that ended meanwhile
-    return kids
+    return [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit() and _stat(e.name)[1:2] == [str(pid)]]
 
 
 def _holds(pid: int, path: Path) -> bool:
@@ -261,10 +262,7 @@ class Held(Table):
 
 def _state(pid: int) -> str | None:
     """The process's state letter (``Z``: exited, not yet reaped), or None once it is gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
+    return next(iter(_stat(pid)), None)
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc (Linux)")
