@@ -6,7 +6,8 @@ anywhere it is opened (GitHub, nbviewer, a colleague's machine, after the file
 is gone), which is what one looks at an RL episode or a plot animation for.
 A larger file is linked by its path relative to the kernel's working directory
 (which is where Jupyter serves files from, for a notebook started there), so
-the notebook stays small; it plays while the file is there. Outputs that
+the notebook stays small; it plays while the file is there. An animated GIF
+is shown the same way in an ``<img>``. Outputs that
 browsers cannot play (MJPEG, raw H.264/HEVC/AV1 streams, image sequences)
 get the summary line and the path instead of a player.
 """
@@ -33,22 +34,24 @@ def video_html(result: RecordResult, *, embed_limit: int | None = None) -> str:
     embed_limit = EMBED_LIMIT if embed_limit is None else embed_limit
     path = Path(result.path)
     summary = f"<div style='font-family:monospace;font-size:smaller'>{html.escape(result.summary())}</div>"
+    gif = path.suffix.lower() == ".gif" and result.codec in (None, "gif")
     codecs = _PLAYABLE.get(path.suffix.lower())
     if result.frames == 0 or not path.is_file():
         return f"<div>No video: {html.escape(str(path))} holds no frames.</div>{summary}"
-    if codecs is None or (result.codec and result.codec not in codecs):
+    if not gif and (codecs is None or (result.codec and result.codec not in codecs)):
         what = html.escape(f"{result.codec or path.suffix} in {path.name}")
         return f"<div>Browsers cannot play {what}; open it with a video player.</div>{summary}"
     size = path.stat().st_size
     if size <= embed_limit:
         data = base64.b64encode(path.read_bytes()).decode("ascii")
-        src = f"data:video/mp4;base64,{data}"
+        src = f"data:{'image/gif' if gif else 'video/mp4'};base64,{data}"
         note = ""
     else:
         src = html.escape(_relative(path), quote=True)
         note = (f"<div style='font-size:smaller'>Linked, not embedded ({size / 2**20:.0f} MB &gt; "
                 f"{embed_limit / 2**20:.0f} MB): it plays while the file is there.</div>")  # fmt: skip
-    player = f'<video controls loop muted playsinline style="max-width:100%" src="{src}"></video>'
+    player = (f'<img style="max-width:100%" src="{src}">' if gif
+              else f'<video controls loop muted playsinline style="max-width:100%" src="{src}"></video>')  # fmt: skip
     return player + note + summary
 
 

@@ -78,7 +78,7 @@ __all__ = [
     "with_output_codec",
 ]  # fmt: skip
 
-Codec = Literal["h264", "hevc", "av1", "mjpeg"]
+Codec = Literal["h264", "hevc", "av1", "mjpeg", "gif"]
 PixelFormat = Literal["yuv420p", "nv12", "yuv444p", "rgba"]  # rgba: NVENC's ABGR input
 OddSize = Literal["error", "pad"]
 
@@ -129,16 +129,17 @@ class VideoOptions(OptionTable):
         30.0, "frames per second (time of frame i is i / fps)", parse_fps, flags=_flag("fps"), accepts="float | str"
     )
     codec: Codec = option(
-        "h264", "h264, hevc, av1 (.ivf) or mjpeg (.mkv/.mov/.avi, frames_%%06d.jpg)", _choice("codec", Codec),
+        "h264", "h264, hevc, av1 (.ivf), mjpeg (.mkv/.mov/.avi, frames_%%06d.jpg) or gif (.gif, the CPU encoder)",
+        _choice("codec", Codec),
         flags=_flag("codec"),
     )  # fmt: skip
     encoder: EncoderName = option(
         "auto", f"auto (the first that fits of {', '.join(AUTO_ORDER)}; see glrec info), or one of "
         f"{', '.join(ENCODERS)}", _encoder, flags=_flag("encoder"),
     )  # fmt: skip
-    pix_fmt: PixelFormat = option(
-        "yuv420p", "yuv420p, nv12, yuv444p, or rgba (NVENC's ABGR input)", _choice("pixel format", PixelFormat),
-        flags=_flag("pix-fmt"),
+    pix_fmt: PixelFormat | None = option(
+        None, "yuv420p (default; yuv444p for gif, whose colours 4:2:0 would smear), nv12, yuv444p, or rgba "
+        "(NVENC's ABGR input)", _choice("pixel format", PixelFormat), flags=_flag("pix-fmt"),
     )  # fmt: skip
     matrix: Matrix | None = option(
         None, "RGB->YUV matrix bt709 or bt601 (default bt709; bt601 for mjpeg and rgba)",
@@ -175,42 +176,45 @@ class VideoOptions(OptionTable):
     def _checked(self) -> VideoOptions:
         """Checks across options; stage-specific limits are the stages' (see the module docstring)."""
         codec, matrix, colour_range = self.codec, self.matrix, self.colour_range
+        pix_fmt = self.pixel_format
         if codec == "mjpeg":  # JFIF fixes the BT.601 matrix and full range; decoders assume both
             if matrix not in (None, "bt601"):
                 raise ConfigError("JPEG decoders always use the BT.601 matrix; use matrix 'bt601' for mjpeg.")
             if colour_range not in (None, "full"):
                 raise ConfigError("JPEG is always full range; use range 'full' (the default for mjpeg).")
         # NVENC converts rgba input itself and is tagged BT.601 (glrec.encoders.nvenc.encoder.RGB_INPUT_COLOUR)
-        matrix = matrix or ("bt601" if codec == "mjpeg" or self.pix_fmt == "rgba" else "bt709")
+        matrix = matrix or ("bt601" if codec == "mjpeg" or pix_fmt == "rgba" else "bt709")
         colour_range = colour_range or ("full" if codec == "mjpeg" else "limited")
         for table in _leaves(option_tables()):  # each table's own rules (RateOptions: one rate control)
             self.table(table).check()
-        takers = [r.name for r in ENCODERS.values() if self.pix_fmt in r.pix_fmts and codec in r.codecs]
-        if self.pix_fmt == "rgba" and (not takers or self.encoder not in ("auto", *takers)):
+        takers = [r.name for r in ENCODERS.values() if pix_fmt in r.pix_fmts and codec in r.codecs]
+        if pix_fmt == "rgba" and (not takers or self.encoder not in ("auto", *takers)):
             raise ConfigError("pix_fmt rgba is NVENC's ABGR input; use yuv420p, nv12 or yuv444p here.")
-        if codec == "av1" and self.pix_fmt == "yuv444p":
+        if codec == "av1" and pix_fmt == "yuv444p":
             raise ConfigError("AV1 here is 4:2:0: SVT-AV1 takes yuv420p only, NVENC yuv420p, nv12 or rgba.")
-        if codec == "mjpeg" and self.pix_fmt == "nv12":
+        if codec == "mjpeg" and pix_fmt == "nv12":
             raise ConfigError("mjpeg cannot carry nv12; use pix_fmt yuv420p or yuv444p.")
         bframes = self.table(RateOptions).bframes
         if self.live and bframes:
             raise ConfigError(f"bframes {bframes} would delay every frame in live mode; use bframes 0.")
         if self.live and codec == "av1":
             raise ConfigError("Live mode has no low-latency AV1 settings yet; use codec h264 (or hevc).")
+        if self.live and codec == "gif":
+            raise ConfigError("A GIF is a file, not a stream: live mode takes codec h264 (or hevc).")
         w, h = self.size
         # JPEG holds any size (its 4:2:0 chroma covers the odd edge, as libjpeg pads it): only video codecs refuse.
-        if (w % 2 or h % 2) and self.pix_fmt in SUBSAMPLED and not self.pad and codec != "mjpeg":
+        if (w % 2 or h % 2) and pix_fmt in SUBSAMPLED and not self.pad and codec != "mjpeg":
 
             def even(v: int) -> int:  # the next even size, or the one before it past the limit
                 return v if v % 2 == 0 else v + 1 if v + 1 <= _MAX_SIDE else v - 1
 
             pad, yuv444 = spelled("pad=True (--pad)", "--pad"), named("pix_fmt", "yuv444p")
             raise ConfigError(
-                f"Size {w}x{h} has an odd dimension, which {self.pix_fmt} (4:2:0) cannot hold in {codec}. "
+                f"Size {w}x{h} has an odd dimension, which {pix_fmt} (4:2:0) cannot hold in {codec}. "
                 f"Use an even size such as {even(w)}x{even(h)}, pass {pad} to add "
                 f"a replicated edge row/column, or use {yuv444} (JPEG, codec mjpeg, stores odd sizes as they are)."
             )
-        return replace(self, matrix=matrix, colour_range=colour_range)
+        return replace(self, matrix=matrix, colour_range=colour_range, pix_fmt=pix_fmt)
 
     def with_size(self, size: tuple[int, int]) -> VideoOptions:
         """The same options for pictures of ``size``, checked again (a processing stage's output size)."""
@@ -221,15 +225,20 @@ class VideoOptions(OptionTable):
         return ColourSpec(self.matrix or "bt709", self.colour_range or "limited")
 
     @property
+    def pixel_format(self) -> PixelFormat:
+        """``pix_fmt``, or the codec's default when none was given (yuv420p; yuv444p for gif)."""
+        return self.pix_fmt or ("yuv444p" if self.codec == "gif" else "yuv420p")
+
+    @property
     def odd_size(self) -> OddSize:
         w, h = self.size
-        return "pad" if self.pad and (w % 2 or h % 2) and self.pix_fmt in SUBSAMPLED else "error"
+        return "pad" if self.pad and (w % 2 or h % 2) and self.pixel_format in SUBSAMPLED else "error"
 
     @property
     def encoded_size(self) -> tuple[int, int]:
         """The size of the encoded picture: the render size, padded to even for 4:2:0 (JPEG: only with pad)."""
         w, h = self.size
-        if self.pix_fmt in SUBSAMPLED and (self.codec != "mjpeg" or self.pad):
+        if self.pixel_format in SUBSAMPLED and (self.codec != "mjpeg" or self.pad):
             return w + w % 2, h + h % 2
         return self.size
 
@@ -241,7 +250,7 @@ class VideoOptions(OptionTable):
     @property
     def facts(self) -> VideoFacts:
         """The stream these options describe, as every stage reads it."""
-        return VideoFacts(self.codec, self.size, self.encoded_size, self.fps, self.pix_fmt, self.colour, self.live,
+        return VideoFacts(self.codec, self.size, self.encoded_size, self.fps, self.pixel_format, self.colour, self.live,
                           self.bframes)  # fmt: skip
 
     def given(self) -> dict[str, object]:

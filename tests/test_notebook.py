@@ -50,3 +50,11 @@ def test_outputs_browsers_cannot_play_get_a_note(tmp_path):
     assert "<video" not in page and "cannot play mjpeg" in page
     empty = glrec.write_video(tmp_path / "none.mp4", [], fps=10)
     assert "<video" not in html_of(empty) and "no frames" in html_of(empty)
+
+
+def test_an_animated_gif_is_shown_as_an_image(tmp_path):
+    result = glrec.write_video(tmp_path / "run.gif", frames(), fps=10)
+    page = html_of(result)
+    src = re.search(r'<img [^>]*src="data:image/gif;base64,([^"]+)"', page)
+    assert src is not None and "<video" not in page, page[:300]
+    assert base64.b64decode(src.group(1)) == result.path.read_bytes()

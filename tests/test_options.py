@@ -21,7 +21,7 @@ def test_defaults():
 @pytest.mark.parametrize(
     "kwargs, words",
     [
-        ({"codec": "h265"}, ["Unknown codec 'h265'", "av1, h264, hevc, mjpeg"]),
+        ({"codec": "h265"}, ["Unknown codec 'h265'", "av1, gif, h264, hevc, mjpeg"]),
         ({"encoder": "gpu"}, ["Unknown encoder 'gpu'", "auto, cpu, gl, nvenc, nvjpeg"]),
         ({"pix_fmt": "rgb24"}, ["Unknown pixel format", "nv12, rgba, yuv420p, yuv444p"]),
         ({"size": (0, 720)}, ["must be positive"]),

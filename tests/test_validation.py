@@ -29,7 +29,7 @@ from glrec.sinks.registry import OUTPUTS, output_kind
 
 # Whole recordings per run; raise it to hunt (GLREC_HYPOTHESIS_EXAMPLES=400 found x265's small-size abort).
 RECORD_EXAMPLES = int(os.environ.get("GLREC_HYPOTHESIS_EXAMPLES", "60"))
-CODECS = ["h264", "hevc", "av1", "mjpeg"]
+CODECS = ["h264", "hevc", "av1", "mjpeg", "gif"]
 PIX_FMTS = ["yuv420p", "nv12", "yuv444p"]
 RAW = (".h264", ".264", ".hevc", ".h265", ".265")  # Annex-B: no timestamps to check
 EXTS = sorted(e for e in OUTPUTS if e not in (".jpg", ".jpeg"))  # image sequences name many files
@@ -150,7 +150,8 @@ def test_every_combination_records_a_decodable_file_or_raises_glrec_error(gl, tm
         # MPEG-TS cannot store a negative decode time: with B-frames the first frame shows at the reorder delay.
         start = times[0] if ext == ".ts" else 0.0
         expected = [i / options["fps"] for i in range(frames)]
-        assert [t - start for t in times] == pytest.approx(expected, abs=6e-4)  # MKV: whole ms
+        tolerance = 0.0051 if ext == ".gif" else 6e-4  # MKV: whole ms; GIF: whole hundredths of a second
+        assert [t - start for t in times] == pytest.approx(expected, abs=tolerance)
     assert glrec_threads() == []
 
 

@@ -72,7 +72,7 @@ def plan_files(
     row = encoder_row(name)
     if name == "nvenc":
         return _plan_nvenc(row, facts, given, pipeline, streams), facts
-    if name == "cpu" and "threads" not in given and opts.codec != "mjpeg":
+    if name == "cpu" and "threads" not in given and opts.codec not in ("mjpeg", "gif"):  # no threads to give
         # The pool runs the streams side by side on every core: one encoder thread each, unless they are few.
         given["threads"] = max(1, (os.cpu_count() or 1) // max(1, streams))
     why = unfit(row, facts, given, raw_output=False)

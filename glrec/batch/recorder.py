@@ -20,7 +20,7 @@ from typing import Any, Literal
 from .._lifecycle import deferred_signals, track, untrack
 from ..encoders.options import RateOptions
 from ..errors import ConfigError, GlrecError, RecorderClosedError
-from ..options import split_options
+from ..options import split_options, with_output_codec
 from ..sinks.paths import check_output_path
 from ..sinks.registry import output_kind
 from ..timebase import frame_rate
@@ -98,6 +98,8 @@ class BatchRecorder:
         self.fps = float(frame_rate(fps))
         self.layout = layout
         self._video, self._pipeline = split_options(options)  # unknown names raise here
+        if isinstance(path, (str, os.PathLike)):  # the codec the extension implies, as Recorder takes it
+            self._video = with_output_codec(self._video, os.fspath(path))
         clips = keep is not None or ring_seconds is not None
         if layout == "grid":
             self._check_grid(path, clips, backpressure)
@@ -227,6 +229,9 @@ class BatchRecorder:
         opts = video_options(self._video, shape, self.fps)
         if isinstance(self.path, (str, os.PathLike)):
             output_kind(os.fspath(self.path), opts.codec)  # the extension takes the codec
+        if opts.codec == "gif" and (self._ring is not None or self._segment is not None):
+            raise ConfigError("Clips and segments are cut at keyframes, and a GIF has one, its first frame: "
+                              "record clips and segments as .mp4 (codec h264).")  # fmt: skip
         if self._ring is not None and opts.codec != "mjpeg":
             # Clips cut at keyframes: one a second, and the ones asked for are IDR (a clip starts there).
             rate = opts.table(RateOptions)

@@ -63,7 +63,7 @@ class _HostHandoff:
 
     def __init__(self, rig: SceneRig, options: VideoOptions, depth: int = 3) -> None:
         self.rig = rig
-        self.convert = Converter(rig.ctx, options.size, options.encoded_size, options.pix_fmt, options.colour)
+        self.convert = Converter(rig.ctx, options.size, options.encoded_size, options.pixel_format, options.colour)
         self.readback = HostReadback(rig.ctx, self.convert, depth)
 
     def frame(self, index: int, fps: float) -> list[HostFrame]:

@@ -161,7 +161,7 @@ def _cmd_stream(args: argparse.Namespace) -> int:
     length = _length(args, video)
     check_url(args.to, video.codec)
     times, latency = FrameTimes(), LatencyStats()
-    sink = NetworkSink(args.to, video, times=times, latency=latency)
+    sink = NetworkSink(args.to, video.facts, times=times, latency=latency)
     session = LiveSession(scene, sink, times=times, latency=latency, target=args.to, **options)
 
     def started() -> None:  # once the recorder is built: every option checked, the scene set up

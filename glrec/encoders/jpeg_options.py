@@ -64,6 +64,9 @@ def quality_problem(codec: str, quality: int | None) -> str | None:
     """
     if quality is None or codec == "mjpeg":
         return None
+    if codec == "gif":
+        return (f"{named('quality')} {quality} is JPEG quality (codec mjpeg); a GIF has no quality setting, each frame "
+                "is reduced to a palette of its own 256 colours: drop it")  # fmt: skip
     crf, qp, bitrate = named("crf"), named("qp"), named("bitrate")
     return (f"{named('quality')} {quality} is JPEG quality (codec mjpeg); {codec} takes {crf} for its quality "
             f"(lower is better, e.g. {crf} 18 for high quality, 28 for small files), or {qp} or {bitrate}")  # fmt: skip

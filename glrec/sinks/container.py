@@ -62,7 +62,7 @@ HOLD_SECONDS = 0.5
 
 
 # B-frames the CPU encoders use at glrec's default presets (x264 veryfast 3, x265 veryfast 4).
-_DEFAULT_REORDER = {"h264": 3, "hevc": 4, "mjpeg": 0}
+_DEFAULT_REORDER = {"h264": 3, "hevc": 4, "mjpeg": 0, "gif": 0}
 
 
 def container_options(kind: OutputKind, fps: float, reorder: int = 4) -> dict[str, str]:

@@ -17,7 +17,7 @@ from ..frame import Packet
 from .stream_info import DescribesStream, StreamInfo
 
 # FFmpeg demuxer that parses one raw packet of each codec.
-_PROBE_FORMAT = {"h264": "h264", "hevc": "hevc", "mjpeg": "mjpeg"}
+_PROBE_FORMAT = {"h264": "h264", "hevc": "hevc", "mjpeg": "mjpeg", "gif": "gif"}
 
 
 class Muxer:

@@ -64,6 +64,8 @@ _HEVC = OutputKind("hevc", ("hevc",), "raw:AnnexBSink", raw=True, note="raw Anne
 # AV1 goes to .ivf only: PyAV (18) cannot make an AV1 output stream from parsed
 # packets, because its template lookup wants an encoder named like the decoder.
 _IVF = OutputKind("ivf", ("av1",), "raw:IvfSink", raw=True, note="AV1 in IVF")
+_GIF = OutputKind("gif", ("gif",), "container:ContainerSink", muxer="gif",
+                  note="animated GIF, looping, 256 colours a frame; plays up to the last frame if killed")  # fmt: skip
 _JPG = OutputKind("jpg", ("mjpeg",), "images:ImageSequenceSink", image_sequence=True,
                   note="one JPEG per frame, name_%06d.jpg")  # fmt: skip
 
@@ -71,7 +73,7 @@ _JPG = OutputKind("jpg", ("mjpeg",), "images:ImageSequenceSink", image_sequence=
 OUTPUTS: dict[str, OutputKind] = {
     ".mp4": _MP4, ".mov": _MOV, ".mkv": _MKV, ".ts": _TS, ".avi": _AVI,
     ".h264": _H264, ".264": _H264, ".hevc": _HEVC, ".h265": _HEVC, ".265": _HEVC,
-    ".ivf": _IVF, ".jpg": _JPG, ".jpeg": _JPG,
+    ".ivf": _IVF, ".gif": _GIF, ".jpg": _JPG, ".jpeg": _JPG,
 }  # fmt: skip
 
 #: Network outputs by URL scheme (muxed by FFmpeg's protocols; see :mod:`glrec.sinks.network`).
@@ -128,7 +130,8 @@ def output_kind(target: str | os.PathLike[str], codec: str) -> OutputKind:
 
 
 def sole_codec(target: str | os.PathLike[str]) -> str | None:
-    """The one codec ``target`` can carry (``.hevc``: hevc, ``.ivf``: av1, ``.avi``/``.jpg``: mjpeg), else None."""
+    """The one codec ``target`` can carry (``.hevc``: hevc, ``.ivf``: av1, ``.avi``/``.jpg``: mjpeg, ``.gif``: gif),
+    else None."""
     url = is_stream_url(target)
     kind = STREAMS.get(urlsplit(str(target)).scheme) if url else OUTPUTS.get(Path(target).suffix.lower())
     return kind.codecs[0] if kind is not None and len(kind.codecs) == 1 else None

@@ -179,10 +179,12 @@ def test_the_gl_encoder_records_through_its_own_slots(gl, tmp_path):
 
 
 @pytest.mark.parametrize("option", [{"crf": 20}, {"qp": 3}, {"bitrate": "2M"}, {"gop": 5}, {"bframes": 0}])
-def test_the_cpu_mjpeg_encoder_refuses_what_it_would_ignore(tmp_path, option):
-    """FFmpeg's mjpeg took crf, qp, bitrate, gop and bframes and recorded the same JPEGs: refused, nothing written."""
+@pytest.mark.parametrize("codec", ["mjpeg", "gif"])
+def test_the_cpu_picture_encoders_refuse_what_they_would_ignore(tmp_path, option, codec):
+    """FFmpeg's mjpeg and gif take crf, qp, bitrate, gop and bframes and write the same pictures: refused, nothing
+    written."""
     (name,) = option
-    out = tmp_path / "m.mkv"
-    with pytest.raises(glrec.ConfigError, match=f"by quality alone.*drop {name}"):
-        glrec.record("plasma", out, size=(64, 48), frames=2, codec="mjpeg", encoder="cpu", **option)
+    out = tmp_path / ("m.mkv" if codec == "mjpeg" else "m.gif")
+    with pytest.raises(glrec.ConfigError, match=f"{codec}\\) has no rate control.*drop {name}"):
+        glrec.record("plasma", out, size=(64, 48), frames=2, codec=codec, encoder="cpu", **option)
     assert not out.exists()

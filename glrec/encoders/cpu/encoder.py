@@ -1,4 +1,4 @@
-"""The CPU encoder: libx264, libx265 or SVT-AV1 through PyAV, in process.
+"""The CPU encoder: libx264, libx265, SVT-AV1, mjpeg or gif through PyAV, in process.
 
 Frames mostly arrive converted to the encoder's pixel format (:func:`input_format`)
 by the GL convert stage (host frames from the PBO readback; CUDA device frames,
@@ -26,6 +26,7 @@ from ...video_facts import VideoFacts
 from ..encoder import encode_each
 from ..jpeg_options import ffmpeg_qscale
 from ..latency import LIVE_PRESET, cpu_live_options, live_gop, one_frame_vbv
+from .gif import GifPalette
 from .limits import CPU_ENCODERS, input_format
 from .options import CpuOptions
 
@@ -40,10 +41,10 @@ _THREAD_TYPE = "FRAME"
 
 # Defaults chosen for recordings people keep: visually transparent quality at
 # a speed that keeps up with real-time 1080p on a few cores.
-_DEFAULT_PRESET = {"libx264": "veryfast", "libx265": "veryfast", "libsvtav1": "10", "mjpeg": None}
+_DEFAULT_PRESET = {"libx264": "veryfast", "libx265": "veryfast", "libsvtav1": "10", "mjpeg": None, "gif": None}
 # Frames a decode timestamp may trail its presentation timestamp by (B-frame pyramids of 16).
 _MAX_REORDER = 64
-_DEFAULT_CRF = {"libx264": 20, "libx265": 24, "libsvtav1": 35, "mjpeg": None}
+_DEFAULT_CRF = {"libx264": 20, "libx265": 24, "libsvtav1": 35, "mjpeg": None, "gif": None}
 # Host frames that arrive unconverted (see the module docstring).
 _PACKED = frozenset(PACKED_FORMATS.values())
 
@@ -86,7 +87,9 @@ class CpuEncoder:
         cc.framerate = rate
         cc.time_base = 1 / rate
         pix_fmt = input_format(facts)
-        cc.pix_fmt = pix_fmt
+        # GIF: the planes become a frame of palette indices first (glrec.encoders.cpu.gif)
+        self._palette = GifPalette(facts.encoded_size, pix_fmt, facts.colour, cc.time_base) if name == "gif" else None
+        cc.pix_fmt = "pal8" if name == "gif" else pix_fmt
         primaries, transfer, matrix = facts.colour.h273
         cc.color_primaries, cc.color_trc, cc.colorspace = primaries, transfer, matrix
         cc.color_range = facts.colour.av_range
@@ -158,6 +161,8 @@ class CpuEncoder:
                 vf = _crop(vf, self._cc.width, self._cc.height)
         vf.pts = frame.index
         vf.time_base = self._time_base
+        if self._palette is not None:
+            vf = self._palette(vf)
         if self._keyframe_requested:
             self._keyframe_requested = False
             vf.pict_type = av.video.frame.PictureType.I

@@ -12,7 +12,12 @@ from ...video_facts import VideoFacts
 from .options import CpuOptions
 
 #: The libavcodec encoder behind each codec on the CPU path.
-CPU_ENCODERS: dict[str, str] = {"h264": "libx264", "hevc": "libx265", "av1": "libsvtav1", "mjpeg": "mjpeg"}
+CPU_ENCODERS: dict[str, str] = {
+    "h264": "libx264", "hevc": "libx265", "av1": "libsvtav1", "mjpeg": "mjpeg", "gif": "gif",
+}  # fmt: skip
+#: Codecs whose CPU encoder has no rate control, presets or GOP, and what sets the size of their pictures.
+_PICTURE_CODECS = {"mjpeg": "quality sets the size of each JPEG, every frame a keyframe",
+                   "gif": "each frame is reduced to a palette of its own 256 colours"}  # fmt: skip
 # Presets each CPU encoder takes (SVT-AV1 counts from slowest, 0, to fastest, 13).
 _X26X_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 CPU_PRESETS: dict[str, tuple[str, ...]] = {
@@ -20,6 +25,7 @@ CPU_PRESETS: dict[str, tuple[str, ...]] = {
     "libx265": (*_X26X_PRESETS, "placebo"),
     "libsvtav1": tuple(str(i) for i in range(14)),
     "mjpeg": (),
+    "gif": (),
 }
 #: Pixel formats each CPU encoder takes from glrec's convert stage.
 CPU_PIX_FMTS: dict[str, tuple[str, ...]] = {
@@ -27,8 +33,11 @@ CPU_PIX_FMTS: dict[str, tuple[str, ...]] = {
     "libx265": ("yuv420p", "yuv444p"),
     "libsvtav1": ("yuv420p",),
     "mjpeg": ("yuv420p", "yuv444p"),
+    "gif": ("yuv420p", "yuv444p"),
 }
 MAX_SVTAV1_FPS = 240.0
+#: GIF delays are whole hundredths of a second; browsers (Chromium, Firefox, Safari) play 0 or 1 as 10.
+MAX_GIF_FPS = 50.0
 
 
 #: libx265 (3.x, as in PyAV 18's wheels) writes past heap blocks in its lookahead's cuTree
@@ -58,6 +67,8 @@ def cpu_size_problem(codec: str, width: int, height: int) -> str | None:
     is over 64 and the other under 26.
     """
     short, long = min(width, height), max(width, height)
+    if codec == "gif" and long > 65535:
+        return "GIF takes at most 65535 pixels a side"
     if codec == "h264" and long > 16384:
         return "libx264 takes at most 16384 pixels a side"
     if codec == "hevc":
@@ -102,17 +113,23 @@ def cpu_options_problem(facts: VideoFacts, options: CpuOptions) -> str | None:
     if options.preset is not None:
         valid = CPU_PRESETS[name]
         if not valid:
-            return f"{name} ({facts.codec}) has no presets; leave preset unset (quality sets JPEG size)."
+            return f"{name} ({facts.codec}) has no presets; leave preset unset ({_PICTURE_CODECS[facts.codec]})."
         try:
             check_choice(f"preset for {name}", str(options.preset), valid)
         except ConfigError as exc:
             return str(exc)
-    if facts.codec == "mjpeg":
-        # Every JPEG is a keyframe whose size quality sets: FFmpeg's mjpeg would take these and do nothing.
-        given = [n for n in ("crf", "qp", "bitrate", "gop", "bframes") if getattr(options, n) is not None]
+    if facts.codec in _PICTURE_CODECS:
+        # FFmpeg's mjpeg and gif encoders would take these and do nothing with them.
+        names = ("crf", "qp", "bitrate", "gop", "bframes") + (("threads",) if facts.codec == "gif" else ())
+        given = [n for n in names if getattr(options, n) is not None]
         if given:
-            return (f"{name} (mjpeg) sets the size of each JPEG by quality alone, every frame a keyframe; "
+            lacks = "rate control, GOP or threads" if facts.codec == "gif" else "rate control or GOP"
+            return (f"{name} ({facts.codec}) has no {lacks}: {_PICTURE_CODECS[facts.codec]}; "
                     f"drop {', '.join(given)} (or use codec h264).")  # fmt: skip
+    if facts.codec == "gif" and facts.fps > MAX_GIF_FPS:
+        return (f"fps {facts.fps:g} is above what a GIF plays, {MAX_GIF_FPS:g}: it stores each frame's delay in "
+                "hundredths of a second, and browsers show a delay under 2/100 s for 1/10 s. Use fps 50 or less "
+                "(e.g. 25, keeping every other frame of 50), or codec h264 (.mp4).")  # fmt: skip
     if facts.codec == "av1" and facts.fps > MAX_SVTAV1_FPS:
         return (f"fps {facts.fps:g} is above what SVT-AV1 (av1) takes, {MAX_SVTAV1_FPS:g}; "
                 "use a lower fps or codec h264.")  # fmt: skip
@@ -120,7 +137,8 @@ def cpu_options_problem(facts: VideoFacts, options: CpuOptions) -> str | None:
     problem = cpu_size_problem(facts.codec, w, h)
     if problem is not None:
         # The fix depends on the side that is out of range: a size within 16384 a side, or a larger one.
-        fix = "Use a smaller size, at most 16384 a side." if max(w, h) > 16384 else "Use a larger size, e.g. 64x64."
+        limit = 65535 if facts.codec == "gif" else 16384
+        fix = f"Use a smaller size, at most {limit} a side." if max(w, h) > limit else "Use a larger size, e.g. 64x64."
         return f"Size {w}x{h} cannot be encoded as {facts.codec}: {problem}. {fix}"
     return None
 
