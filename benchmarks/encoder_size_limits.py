@@ -92,7 +92,7 @@ def hevc_cases(quick: bool) -> list[dict]:
 
 
 def near_minimum_cases(codec: str, quick: bool) -> list[dict]:
-    """libx264, SVT-AV1 and mjpeg from their smallest sizes up to a little past where they start working."""
+    """libx264, SVT-AV1, libvpx-vp9, mjpeg and gif from their smallest sizes up to a little past where they work."""
     step = 4 if quick else 2
     if codec == "av1":
         # SVT-AV1 never finishes with one side over 64 and the other under 26 (glrec refuses
@@ -115,7 +115,7 @@ def near_minimum_cases(codec: str, quick: bool) -> list[dict]:
 def _encode_case(case: dict) -> dict:
     import numpy as np
 
-    from glrec.encoders import cpu
+    from glrec.encoders.cpu import encoder as cpu_encoder
     from glrec.errors import GlrecError
     from glrec.frame import HostFrame
     from glrec.options import VideoOptions
@@ -129,16 +129,16 @@ def _encode_case(case: dict) -> dict:
         (w, h), 30, codec=codec, pix_fmt=pix_fmt, encoder="auto", live=live, preset=None if live else preset,
         encoder_options=extra,
     )  # fmt: skip
-    thread_type = cpu.encoder._THREAD_TYPE
+    thread_type = cpu_encoder._THREAD_TYPE
     if case["threads"] == "slice":
-        cpu.encoder._THREAD_TYPE = "SLICE"
+        cpu_encoder._THREAD_TYPE = "SLICE"
     try:
         asked = options.request("cpu")
-        encoder = cpu.encoder.CpuEncoder(asked.facts, asked.options)
+        encoder = cpu_encoder.CpuEncoder(asked.facts, asked.options)
     except GlrecError as exc:
         return {"open": "refused", "message": str(exc)}
     finally:
-        cpu.encoder._THREAD_TYPE = thread_type
+        cpu_encoder._THREAD_TYPE = thread_type
     ew, eh = options.encoded_size
     rng = np.random.default_rng(w * 1000 + h)
     packets = 0
@@ -306,7 +306,7 @@ def summarise(cases: list[dict], results: list[dict]) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", help="comma-separated codecs (hevc,h264,av1,mjpeg); default all")
+    ap.add_argument("--only", help="comma-separated codecs (hevc,h264,av1,vp9,mjpeg,gif); default all")
     ap.add_argument("--quick", action="store_true", help="a coarser, smaller grid")
     ap.add_argument("--no-valgrind", action="store_true", help="crashes only (each case --repeat times)")
     ap.add_argument("--repeat", type=int, default=None, help="encodes per case (default 1 under valgrind, else 20)")
@@ -323,7 +323,7 @@ def main() -> None:
     valgrind = not args.no_valgrind and shutil.which("valgrind") is not None
     repeat = args.repeat or (1 if valgrind else 20)
     timeout = args.timeout or (120.0 if valgrind else 20.0)
-    codecs = (args.only or "hevc,h264,av1,mjpeg").split(",")
+    codecs = (args.only or "hevc,h264,av1,vp9,mjpeg,gif").split(",")
     cases: list[dict] = []
     if args.cases:
         cases = [_case(**c) for c in json.loads(Path(args.cases).read_text())]

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 #: Largest file embedded in the notebook (base64 makes it a third larger there).
 EMBED_LIMIT = 16 * 2**20
 #: Containers browsers play, with the codecs they play in them (HEVC: Safari, and Chrome/Edge with hardware support).
-_PLAYABLE = {".mp4": ("h264", "hevc"), ".mov": ("h264", "hevc"), ".m4v": ("h264", "hevc")}
+_PLAYABLE = {".mp4": ("h264", "hevc"), ".mov": ("h264", "hevc"), ".m4v": ("h264", "hevc"), ".webm": ("vp9",)}
 
 
 def video_html(result: RecordResult, *, embed_limit: int | None = None) -> str:
@@ -44,7 +44,8 @@ def video_html(result: RecordResult, *, embed_limit: int | None = None) -> str:
     size = path.stat().st_size
     if size <= embed_limit:
         data = base64.b64encode(path.read_bytes()).decode("ascii")
-        src = f"data:{'image/gif' if gif else 'video/mp4'};base64,{data}"
+        mime = "image/gif" if gif else "video/webm" if path.suffix.lower() == ".webm" else "video/mp4"
+        src = f"data:{mime};base64,{data}"
         note = ""
     else:
         src = html.escape(_relative(path), quote=True)

@@ -19,7 +19,7 @@ class RecorderOptions(TypedDict, total=False):
 
     size: tuple[int, int] | str | None
     fps: float | str | None
-    codec: Literal["h264", "hevc", "av1", "mjpeg", "gif"] | None
+    codec: Literal["h264", "hevc", "av1", "vp9", "mjpeg", "gif"] | None
     encoder: EncoderName | None
     pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba"] | None
     matrix: Literal["bt709", "bt601"] | None
@@ -53,7 +53,7 @@ class RecordOptions(TypedDict, total=False):
 
     size: tuple[int, int] | str | None
     fps: float | str | None
-    codec: Literal["h264", "hevc", "av1", "mjpeg", "gif"] | None
+    codec: Literal["h264", "hevc", "av1", "vp9", "mjpeg", "gif"] | None
     encoder: EncoderName | None
     pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba"] | None
     matrix: Literal["bt709", "bt601"] | None
@@ -89,7 +89,7 @@ class WriteVideoOptions(TypedDict, total=False):
     """The keywords of ``write_video(path, frames, fps=..., **options)``."""
 
     size: tuple[int, int] | str | None
-    codec: Literal["h264", "hevc", "av1", "mjpeg", "gif"] | None
+    codec: Literal["h264", "hevc", "av1", "vp9", "mjpeg", "gif"] | None
     encoder: EncoderName | None
     pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba"] | None
     matrix: Literal["bt709", "bt601"] | None
@@ -126,7 +126,7 @@ class TranscodeOptions(TypedDict, total=False):
 
     size: tuple[int, int] | str | None
     fps: float | str | None
-    codec: Literal["h264", "hevc", "av1", "mjpeg", "gif"] | None
+    codec: Literal["h264", "hevc", "av1", "vp9", "mjpeg", "gif"] | None
     encoder: EncoderName | None
     pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba"] | None
     matrix: Literal["bt709", "bt601"] | None

@@ -171,7 +171,7 @@ def _keep_audio(source: VideoSource, output: str | os.PathLike[str], codec: str)
     if source.audio is None:
         return False
     kind = output_kind(output, codec)
-    if kind.muxer is None or is_stream_url(output):
+    if kind.muxer is None or kind.video_only or is_stream_url(output):
         log.warning("%s: audio is not copied: a %s output holds video only.", source.spec.label, kind.name)
         source.audio = None
         return False

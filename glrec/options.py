@@ -78,7 +78,7 @@ __all__ = [
     "with_output_codec",
 ]  # fmt: skip
 
-Codec = Literal["h264", "hevc", "av1", "mjpeg", "gif"]
+Codec = Literal["h264", "hevc", "av1", "vp9", "mjpeg", "gif"]
 PixelFormat = Literal["yuv420p", "nv12", "yuv444p", "rgba"]  # rgba: NVENC's ABGR input
 OddSize = Literal["error", "pad"]
 
@@ -129,7 +129,8 @@ class VideoOptions(OptionTable):
         30.0, "frames per second (time of frame i is i / fps)", parse_fps, flags=_flag("fps"), accepts="float | str"
     )
     codec: Codec = option(
-        "h264", "h264, hevc, av1 (.ivf), mjpeg (.mkv/.mov/.avi, frames_%%06d.jpg) or gif (.gif, the CPU encoder)",
+        "h264", "h264, hevc, av1 (.ivf), vp9 (.webm/.mkv), mjpeg (.mkv/.mov/.avi, frames_%%06d.jpg) or gif (.gif); vp9 "
+        "and gif through the CPU encoder",
         _choice("codec", Codec),
         flags=_flag("codec"),
     )  # fmt: skip
@@ -201,6 +202,8 @@ class VideoOptions(OptionTable):
             raise ConfigError("Live mode has no low-latency AV1 settings yet; use codec h264 (or hevc).")
         if self.live and codec == "gif":
             raise ConfigError("A GIF is a file, not a stream: live mode takes codec h264 (or hevc).")
+        if self.live and codec == "vp9":
+            raise ConfigError("Live mode has no low-latency VP9 settings yet; use codec h264 (or hevc).")
         w, h = self.size
         # JPEG holds any size (its 4:2:0 chroma covers the odd edge, as libjpeg pads it): only video codecs refuse.
         if (w % 2 or h % 2) and pix_fmt in SUBSAMPLED and not self.pad and codec != "mjpeg":

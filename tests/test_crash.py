@@ -60,12 +60,13 @@ def _record_and_kill(path, kill_after: int, *extra: str) -> dict[str, int]:
         ("killed.mkv", 100),
         ("killed.h264", 100),
         ("killed.hevc", 64),
+        ("killed.webm", 100),
         ("killed.gif", 60),
     ],
 )
 def test_sigkill_leaves_a_decodable_file_missing_at_most_one_fragment(gl, tmp_path, ffprobe, name, kill_after):
     path = tmp_path / name
-    codec = {".hevc": "hevc", ".gif": "gif"}.get(path.suffix, "h264")
+    codec = {".hevc": "hevc", ".webm": "vp9", ".gif": "gif"}.get(path.suffix, "h264")
     report = _record_and_kill(path, kill_after, "--codec", codec)
 
     indices = decode_indices(path, FPS)

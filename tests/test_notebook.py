@@ -58,3 +58,9 @@ def test_an_animated_gif_is_shown_as_an_image(tmp_path):
     src = re.search(r'<img [^>]*src="data:image/gif;base64,([^"]+)"', page)
     assert src is not None and "<video" not in page, page[:300]
     assert base64.b64decode(src.group(1)) == result.path.read_bytes()
+
+
+def test_webm_is_embedded_as_webm(tmp_path):
+    result = glrec.write_video(tmp_path / "run.webm", frames(), fps=10)
+    src = re.search(r'<video [^>]*src="data:video/webm;base64,([^"]+)"', html_of(result))
+    assert src is not None and base64.b64decode(src.group(1)) == result.path.read_bytes()

@@ -21,7 +21,7 @@ def test_defaults():
 @pytest.mark.parametrize(
     "kwargs, words",
     [
-        ({"codec": "h265"}, ["Unknown codec 'h265'", "av1, gif, h264, hevc, mjpeg"]),
+        ({"codec": "h265"}, ["Unknown codec 'h265'", "av1, gif, h264, hevc, mjpeg, vp9"]),
         ({"encoder": "gpu"}, ["Unknown encoder 'gpu'", "auto, cpu, gl, nvenc, nvjpeg"]),
         ({"pix_fmt": "rgb24"}, ["Unknown pixel format", "nv12, rgba, yuv420p, yuv444p"]),
         ({"size": (0, 720)}, ["must be positive"]),
@@ -70,7 +70,9 @@ def test_output_kind_and_codec_mismatch():
     assert output_kind("a.MP4", "h264").name == "mp4"
     with pytest.raises(glrec.ConfigError, match=r"\.mp4 file cannot carry av1.*\.ivf"):
         output_kind("a.mp4", "av1")
-    with pytest.raises(glrec.ConfigError, match="Unknown output type '.webm'"):
+    with pytest.raises(glrec.ConfigError, match="Unknown output type '.flv'"):
+        output_kind("a.flv", "h264")
+    with pytest.raises(glrec.ConfigError, match=r"\.webm file cannot carry h264.*use codec vp9"):
         output_kind("a.webm", "h264")
 
 

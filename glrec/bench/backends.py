@@ -89,7 +89,7 @@ _VARIANTS: dict[str, tuple[Backend, ...]] = {
     ),
 }
 #: The file each codec's end-to-end row writes.
-_SUFFIX = {"h264": ".mp4", "hevc": ".mp4", "av1": ".ivf", "mjpeg": ".mkv", "gif": ".gif"}
+_SUFFIX = {"h264": ".mp4", "hevc": ".mp4", "av1": ".ivf", "vp9": ".webm", "mjpeg": ".mkv", "gif": ".gif"}
 
 
 def _backends() -> dict[str, Backend]:

@@ -27,7 +27,7 @@ log = logging.getLogger("glrec")
 
 _SEE = "see the error; glrec record -v shows each stage"
 #: The container each encoder's round trip records its first codec into.
-_SUFFIX = {"h264": ".mp4", "hevc": ".mp4", "av1": ".ivf", "mjpeg": ".mkv", "gif": ".gif"}
+_SUFFIX = {"h264": ".mp4", "hevc": ".mp4", "av1": ".ivf", "vp9": ".webm", "mjpeg": ".mkv", "gif": ".gif"}
 
 
 def _check(name: str, remedy: str, fn: Callable[[], tuple[str, str]]) -> Check:

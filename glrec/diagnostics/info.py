@@ -50,7 +50,14 @@ def auto_choices() -> list[str]:
     from ..sinks.registry import output_kind
 
     out = []
-    for codec, ext in (("h264", ".mp4"), ("hevc", ".mp4"), ("av1", ".ivf"), ("mjpeg", ".mkv"), ("gif", ".gif")):
+    for codec, ext in (
+        ("h264", ".mp4"),
+        ("hevc", ".mp4"),
+        ("av1", ".ivf"),
+        ("vp9", ".webm"),
+        ("mjpeg", ".mkv"),
+        ("gif", ".gif"),
+    ):
         try:
             plan = make_plan(VideoOptions.create((64, 64), 30, codec=codec), PipelineOptions(),
                              output_kind(f"x{ext}", codec))  # fmt: skip

@@ -68,5 +68,7 @@ def quality_problem(codec: str, quality: int | None) -> str | None:
         return (f"{named('quality')} {quality} is JPEG quality (codec mjpeg); a GIF has no quality setting, each frame "
                 "is reduced to a palette of its own 256 colours: drop it")  # fmt: skip
     crf, qp, bitrate = named("crf"), named("qp"), named("bitrate")
+    high, small = (24, 40) if codec == "vp9" else (18, 28)  # libvpx's scale runs to 63, x264's to 51
+    others = bitrate if codec == "vp9" else f"{qp} or {bitrate}"  # libvpx has no constant quantiser
     return (f"{named('quality')} {quality} is JPEG quality (codec mjpeg); {codec} takes {crf} for its quality "
-            f"(lower is better, e.g. {crf} 18 for high quality, 28 for small files), or {qp} or {bitrate}")  # fmt: skip
+            f"(lower is better, e.g. {crf} {high} for high quality, {small} for small files), or {others}")  # fmt: skip

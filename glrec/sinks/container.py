@@ -62,7 +62,7 @@ HOLD_SECONDS = 0.5
 
 
 # B-frames the CPU encoders use at glrec's default presets (x264 veryfast 3, x265 veryfast 4).
-_DEFAULT_REORDER = {"h264": 3, "hevc": 4, "mjpeg": 0, "gif": 0}
+_DEFAULT_REORDER = {"h264": 3, "hevc": 4, "vp9": 0, "mjpeg": 0, "gif": 0}
 
 
 def container_options(kind: OutputKind, fps: float, reorder: int = 4) -> dict[str, str]:
@@ -75,7 +75,7 @@ def container_options(kind: OutputKind, fps: float, reorder: int = 4) -> dict[st
         # a fragment never holds more than one second of video, whatever the GOP.
         options["movflags"] = "frag_keyframe+empty_moov+default_base_moof+delay_moov"
         options["frag_duration"] = str(_FRAGMENT_US)
-    elif kind.muxer == "matroska":
+    elif kind.muxer in ("matroska", "webm"):
         options["cluster_time_limit"] = str(cluster_time_limit_ms(fps, reorder))
     return options
 

@@ -9,6 +9,7 @@ sink hold one :class:`Muxer`.
 from __future__ import annotations
 
 import io
+import struct
 from collections.abc import Callable
 
 import av
@@ -16,8 +17,16 @@ import av
 from ..frame import Packet
 from .stream_info import DescribesStream, StreamInfo
 
-# FFmpeg demuxer that parses one raw packet of each codec.
-_PROBE_FORMAT = {"h264": "h264", "hevc": "hevc", "mjpeg": "mjpeg", "gif": "gif"}
+# FFmpeg demuxer that parses one raw packet of each codec (VP9 has no raw form: its packet goes in an IVF file).
+_PROBE_FORMAT = {"h264": "h264", "hevc": "hevc", "mjpeg": "mjpeg", "gif": "gif", "vp9": "ivf"}
+
+
+def _probe_bytes(codec: str, packet: bytes, size: tuple[int, int]) -> bytes:
+    """What :data:`_PROBE_FORMAT`'s demuxer reads ``packet`` from: the packet itself, or a one-frame IVF file."""
+    if codec != "vp9":
+        return packet
+    header = b"DKIF" + struct.pack("<HH4sHHIII", 0, 32, b"VP90", *size, 1, 1, 1) + bytes(4)
+    return header + struct.pack("<IQ", len(packet), 0) + packet
 
 
 class Muxer:
@@ -38,7 +47,10 @@ class Muxer:
         self.after_stream: Callable[[], None] | None = None
 
     def _make_stream(self, first: Packet) -> av.video.stream.VideoStream:
-        probe = av.open(io.BytesIO(first.data), format=_PROBE_FORMAT[self.options.codec])
+        codec = self.options.codec
+        probe = av.open(
+            io.BytesIO(_probe_bytes(codec, first.data, self.options.encoded_size)), format=_PROBE_FORMAT[codec]
+        )
         try:
             stream = self.container.add_stream_from_template(probe.streams.video[0])
         finally:

@@ -34,6 +34,7 @@ class OutputKind:
     raw: bool = False  # an elementary stream with no container: colour lives in the bitstream (VUI)
     image_sequence: bool = False  # one file per frame; the name holds a printf pattern
     fragmented: bool = False  # written fragmented while recording, rewritten normal on a clean close
+    video_only: bool = False  # a format with no audio (GIF), though FFmpeg muxes it
     note: str = ""
 
     def open(self, target: str | Path, options: DescribesStream, **kwargs: Any) -> Sink:
@@ -54,8 +55,10 @@ _MP4 = OutputKind("mp4", ("h264", "hevc"), "container:ContainerSink", muxer="mp4
                   note="fragmented while recording, a normal MP4 (index first) on a clean finish")  # fmt: skip
 _MOV = OutputKind("mov", ("h264", "hevc", "mjpeg"), "container:ContainerSink", muxer="mov", fragmented=True,
                   note="as .mp4")  # fmt: skip
-_MKV = OutputKind("mkv", ("h264", "hevc", "mjpeg"), "container:ContainerSink", muxer="matroska",
+_MKV = OutputKind("mkv", ("h264", "hevc", "vp9", "mjpeg"), "container:ContainerSink", muxer="matroska",
                   note="Matroska, playable up to the last cluster if killed")  # fmt: skip
+_WEBM = OutputKind("webm", ("vp9",), "container:ContainerSink", muxer="webm",
+                   note="WebM (Matroska for the web), playable up to the last cluster if killed")  # fmt: skip
 _TS = OutputKind("ts", ("h264", "hevc"), "container:ContainerSink", muxer="mpegts",
                  note="MPEG-TS, playable up to the last whole frame if killed")  # fmt: skip
 _AVI = OutputKind("avi", ("mjpeg",), "container:ContainerSink", muxer="avi", note="AVI has no colour fields")
@@ -64,14 +67,14 @@ _HEVC = OutputKind("hevc", ("hevc",), "raw:AnnexBSink", raw=True, note="raw Anne
 # AV1 goes to .ivf only: PyAV (18) cannot make an AV1 output stream from parsed
 # packets, because its template lookup wants an encoder named like the decoder.
 _IVF = OutputKind("ivf", ("av1",), "raw:IvfSink", raw=True, note="AV1 in IVF")
-_GIF = OutputKind("gif", ("gif",), "container:ContainerSink", muxer="gif",
+_GIF = OutputKind("gif", ("gif",), "container:ContainerSink", muxer="gif", video_only=True,
                   note="animated GIF, looping, 256 colours a frame; plays up to the last frame if killed")  # fmt: skip
 _JPG = OutputKind("jpg", ("mjpeg",), "images:ImageSequenceSink", image_sequence=True,
                   note="one JPEG per frame, name_%06d.jpg")  # fmt: skip
 
 #: Output kinds by file extension.
 OUTPUTS: dict[str, OutputKind] = {
-    ".mp4": _MP4, ".mov": _MOV, ".mkv": _MKV, ".ts": _TS, ".avi": _AVI,
+    ".mp4": _MP4, ".mov": _MOV, ".mkv": _MKV, ".webm": _WEBM, ".ts": _TS, ".avi": _AVI,
     ".h264": _H264, ".264": _H264, ".hevc": _HEVC, ".h265": _HEVC, ".265": _HEVC,
     ".ivf": _IVF, ".gif": _GIF, ".jpg": _JPG, ".jpeg": _JPG,
 }  # fmt: skip
@@ -130,8 +133,8 @@ def output_kind(target: str | os.PathLike[str], codec: str) -> OutputKind:
 
 
 def sole_codec(target: str | os.PathLike[str]) -> str | None:
-    """The one codec ``target`` can carry (``.hevc``: hevc, ``.ivf``: av1, ``.avi``/``.jpg``: mjpeg, ``.gif``: gif),
-    else None."""
+    """The one codec ``target`` can carry (``.hevc``: hevc, ``.ivf``: av1, ``.webm``: vp9, ``.avi``/``.jpg``: mjpeg,
+    ``.gif``: gif), else None."""
     url = is_stream_url(target)
     kind = STREAMS.get(urlsplit(str(target)).scheme) if url else OUTPUTS.get(Path(target).suffix.lower())
     return kind.codecs[0] if kind is not None and len(kind.codecs) == 1 else None

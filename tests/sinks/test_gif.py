@@ -149,3 +149,15 @@ def test_batch_clips_and_segments_are_not_cut_from_a_gif(tmp_path):
         rec.write(np.stack(_frames(1) * 2))
     rec.close()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_transcode_to_gif_leaves_the_audio_out_and_says_so(gl, tmp_path, caplog):
+    from media import make_clip
+
+    src = make_clip(tmp_path / "in.mkv", "-c:v", "libx264", "-c:a", "aac", size="64x48", frames=10, audio=True)
+    out = tmp_path / "out.gif"
+    glrec.transcode(src, out)  # the clip is 10 fps: a GIF plays it
+    with av.open(str(out)) as c:
+        assert [s.type for s in c.streams] == ["video"]
+        assert sum(1 for _ in c.decode(video=0)) == 10
+    assert "audio is not copied: a gif output holds video only" in caplog.text

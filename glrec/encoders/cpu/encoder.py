@@ -1,4 +1,4 @@
-"""The CPU encoder: libx264, libx265, SVT-AV1, mjpeg or gif through PyAV, in process.
+"""The CPU encoder: libx264, libx265, SVT-AV1, libvpx-vp9, mjpeg or gif through PyAV, in process.
 
 Frames mostly arrive converted to the encoder's pixel format (:func:`input_format`)
 by the GL convert stage (host frames from the PBO readback; CUDA device frames,
@@ -41,10 +41,12 @@ _THREAD_TYPE = "FRAME"
 
 # Defaults chosen for recordings people keep: visually transparent quality at
 # a speed that keeps up with real-time 1080p on a few cores.
-_DEFAULT_PRESET = {"libx264": "veryfast", "libx265": "veryfast", "libsvtav1": "10", "mjpeg": None, "gif": None}
+_DEFAULT_PRESET = {
+    "libx264": "veryfast", "libx265": "veryfast", "libsvtav1": "10", "libvpx-vp9": "5", "mjpeg": None, "gif": None,
+}  # fmt: skip
 # Frames a decode timestamp may trail its presentation timestamp by (B-frame pyramids of 16).
 _MAX_REORDER = 64
-_DEFAULT_CRF = {"libx264": 20, "libx265": 24, "libsvtav1": 35, "mjpeg": None, "gif": None}
+_DEFAULT_CRF = {"libx264": 20, "libx265": 24, "libsvtav1": 35, "libvpx-vp9": 32, "mjpeg": None, "gif": None}
 # Host frames that arrive unconverted (see the module docstring).
 _PACKED = frozenset(PACKED_FORMATS.values())
 
@@ -60,6 +62,17 @@ def _crop(frame: av.VideoFrame, width: int, height: int) -> av.VideoFrame:
         rows = np.frombuffer(memoryview(src), np.uint8).reshape(src.height, src.line_size)
         into = np.frombuffer(memoryview(dst), np.uint8).reshape(dst.height, dst.line_size)
         into[:, : dst.width] = rows[: dst.height, : dst.width]
+    return out
+
+
+def _libvpx_options(opts: dict[str, str]) -> dict[str, str]:
+    """glrec's options as libvpx-vp9 names them: the preset is its ``cpu-used`` (0 slowest .. 8) at the ``good``
+    deadline; crf is constant quality only with no target bitrate (``b`` 0, where FFmpeg's default is 200 kb/s);
+    row-based threads, which its defaults leave off."""
+    out = {k: v for k, v in opts.items() if k != "preset"}
+    out.update({"deadline": "good", "cpu-used": opts["preset"], "row-mt": "1"})
+    if "crf" in out:
+        out["crf"], out["b"] = str(int(float(out["crf"]))), "0"
     return out
 
 
@@ -122,6 +135,8 @@ class CpuEncoder:
         elif name == "libsvtav1":
             os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints its banner to stderr unless told
             opts["svtav1-params"] = "enable-stat-report=0"
+        elif name == "libvpx-vp9":
+            opts = _libvpx_options(opts)
         if name == "libx264" and "zerolatency" not in opts.get("tune", ""):
             cc.thread_type = _THREAD_TYPE
         # The escape hatch: the user's own codec options, after (and over) glrec's.

@@ -13,17 +13,18 @@ from .options import CpuOptions
 
 #: The libavcodec encoder behind each codec on the CPU path.
 CPU_ENCODERS: dict[str, str] = {
-    "h264": "libx264", "hevc": "libx265", "av1": "libsvtav1", "mjpeg": "mjpeg", "gif": "gif",
+    "h264": "libx264", "hevc": "libx265", "av1": "libsvtav1", "vp9": "libvpx-vp9", "mjpeg": "mjpeg", "gif": "gif",
 }  # fmt: skip
 #: Codecs whose CPU encoder has no rate control, presets or GOP, and what sets the size of their pictures.
 _PICTURE_CODECS = {"mjpeg": "quality sets the size of each JPEG, every frame a keyframe",
                    "gif": "each frame is reduced to a palette of its own 256 colours"}  # fmt: skip
-# Presets each CPU encoder takes (SVT-AV1 counts from slowest, 0, to fastest, 13).
+# Presets each CPU encoder takes (SVT-AV1 counts from slowest, 0, to fastest, 13; libvpx's cpu-used from 0 to 8).
 _X26X_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 CPU_PRESETS: dict[str, tuple[str, ...]] = {
     "libx264": (*_X26X_PRESETS, "placebo"),
     "libx265": (*_X26X_PRESETS, "placebo"),
     "libsvtav1": tuple(str(i) for i in range(14)),
+    "libvpx-vp9": tuple(str(i) for i in range(9)),
     "mjpeg": (),
     "gif": (),
 }
@@ -32,10 +33,14 @@ CPU_PIX_FMTS: dict[str, tuple[str, ...]] = {
     "libx264": ("yuv420p", "nv12", "yuv444p"),
     "libx265": ("yuv420p", "yuv444p"),
     "libsvtav1": ("yuv420p",),
+    "libvpx-vp9": ("yuv420p", "yuv444p"),
     "mjpeg": ("yuv420p", "yuv444p"),
     "gif": ("yuv420p", "yuv444p"),
 }
 MAX_SVTAV1_FPS = 240.0
+#: The widest picture of the formats that hold more than x264's 16384 (GIF's 16-bit sides, VP9's 16-bit side - 1).
+_MAX_SIDE = {"gif": 65535, "vp9": 65536}
+_MAX_SIDE_WHO = {"gif": "GIF", "vp9": "VP9"}
 #: GIF delays are whole hundredths of a second; browsers (Chromium, Firefox, Safari) play 0 or 1 as 10.
 MAX_GIF_FPS = 50.0
 
@@ -67,8 +72,8 @@ def cpu_size_problem(codec: str, width: int, height: int) -> str | None:
     is over 64 and the other under 26.
     """
     short, long = min(width, height), max(width, height)
-    if codec == "gif" and long > 65535:
-        return "GIF takes at most 65535 pixels a side"
+    if codec in _MAX_SIDE and long > _MAX_SIDE[codec]:
+        return f"{_MAX_SIDE_WHO[codec]} takes at most {_MAX_SIDE[codec]} pixels a side"
     if codec == "h264" and long > 16384:
         return "libx264 takes at most 16384 pixels a side"
     if codec == "hevc":
@@ -130,6 +135,9 @@ def cpu_options_problem(facts: VideoFacts, options: CpuOptions) -> str | None:
         return (f"fps {facts.fps:g} is above what a GIF plays, {MAX_GIF_FPS:g}: it stores each frame's delay in "
                 "hundredths of a second, and browsers show a delay under 2/100 s for 1/10 s. Use fps 50 or less "
                 "(e.g. 25, keeping every other frame of 50), or codec h264 (.mp4).")  # fmt: skip
+    vp9 = _vp9_problem(options) if facts.codec == "vp9" else None
+    if vp9 is not None:
+        return vp9
     if facts.codec == "av1" and facts.fps > MAX_SVTAV1_FPS:
         return (f"fps {facts.fps:g} is above what SVT-AV1 (av1) takes, {MAX_SVTAV1_FPS:g}; "
                 "use a lower fps or codec h264.")  # fmt: skip
@@ -137,9 +145,21 @@ def cpu_options_problem(facts: VideoFacts, options: CpuOptions) -> str | None:
     problem = cpu_size_problem(facts.codec, w, h)
     if problem is not None:
         # The fix depends on the side that is out of range: a size within 16384 a side, or a larger one.
-        limit = 65535 if facts.codec == "gif" else 16384
+        limit = _MAX_SIDE.get(facts.codec, 16384)
         fix = f"Use a smaller size, at most {limit} a side." if max(w, h) > limit else "Use a larger size, e.g. 64x64."
         return f"Size {w}x{h} cannot be encoded as {facts.codec}: {problem}. {fix}"
+    return None
+
+
+def _vp9_problem(options: CpuOptions) -> str | None:
+    """What libvpx-vp9 would take and ignore, or misread: qp and B-frames it has none of, crf in whole steps."""
+    if options.qp is not None:
+        return ("libvpx-vp9 (vp9) has no constant quantiser: use crf 0-63 for its quality (lower is better; "
+                "-x lossless=1 for lossless), or bitrate.")  # fmt: skip
+    if options.bframes:
+        return f"libvpx-vp9 (vp9) makes no B-frames; drop bframes {options.bframes}."
+    if options.crf is not None and options.crf != int(options.crf):
+        return f"libvpx-vp9 (vp9) takes crf in whole steps 0-63, not {options.crf:g}."
     return None
 
 

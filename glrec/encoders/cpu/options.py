@@ -1,4 +1,4 @@
-"""The CPU encoders' own options (libx264, libx265, SVT-AV1 and mjpeg through PyAV): their table.
+"""The CPU encoders' own options (libx264, libx265, SVT-AV1, libvpx-vp9, mjpeg and gif through PyAV): their table.
 
 The rate controls every video encoder has, JPEG quality for mjpeg, and their
 own thread count; composed into the front door's keywords by
@@ -20,7 +20,7 @@ from ..options import RateOptions
 class CpuOptions(RateOptions, JpegOptions):
     """The CPU encoders' settings (``--encoder cpu``; ``threads`` is refused for the other encoders)."""
 
-    OWNER: ClassVar[str] = "threads is a setting of the CPU encoders (libx264, libx265, SVT-AV1)"
+    OWNER: ClassVar[str] = "threads is a setting of the CPU encoders (libx264, libx265, SVT-AV1, libvpx-vp9)"
 
     threads: int | None = option(
         None, "CPU encoder threads (default: the encoder picks, x264 1.5 per core)",

@@ -1,4 +1,4 @@
-"""The CPU encoder's row: libx264, libx265, SVT-AV1, mjpeg or gif through PyAV, fed from host or CUDA frames."""
+"""The CPU encoder's row: libx264, libx265, SVT-AV1, libvpx-vp9, mjpeg or gif through PyAV, from host or CUDA frames."""
 
 from __future__ import annotations
 
@@ -29,8 +29,9 @@ def status(devices: Sequence[int], no_cuda: str | None) -> list[str]:
 
 
 ROW = EncoderRow(
-    "cpu", "the CPU encoder", ("h264", "hevc", "av1", "mjpeg", "gif"), ("yuv420p", "nv12", "yuv444p"), ("host", "cuda"),
+    "cpu", "the CPU encoder", ("h264", "hevc", "av1", "vp9", "mjpeg", "gif"), ("yuv420p", "nv12", "yuv444p"),
+    ("host", "cuda"),
     "glrec.encoders.cpu.encoder:CpuEncoder", options=CpuOptions, input_format=input_format, refuse=refuse,
     problem=problem, status=status, doctor="CPU encode",
-    note="libx264, libx265, SVT-AV1, mjpeg or gif through PyAV; CUDA frames are copied to the host once",
+    note="libx264, libx265, SVT-AV1, libvpx-vp9, mjpeg or gif through PyAV; CUDA frames are copied to the host once",
 )  # fmt: skip
