@@ -117,3 +117,11 @@ def ffprobe():
 def psnr(a: np.ndarray, b: np.ndarray) -> float:
     mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
     return float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse)
+
+
+def glrec_record(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``glrec record ARGS`` in a child process, as a user runs it; asserts it exited 0 (its stderr if not)."""
+    run = subprocess.run([sys.executable, "-m", "glrec", "record", *args], capture_output=True, text=True,
+                         timeout=timeout)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    return run
