@@ -37,7 +37,9 @@ class Recorder(Recording):
     4:2:0 by repeating the last row/column. An existing file at ``path`` is
     replaced (``overwrite=True``, as imageio and PyAV do; the CLI asks for ``-y``),
     only once the new one is complete and never through a link;
-    ``overwrite=False`` refuses instead. The keywords but ``overwrite``,
+    ``overwrite=False`` refuses instead. The extension picks the container and, where it
+    holds one codec, the codec: ``.webm`` is VP9 (libvpx-vp9), ``.gif`` an animated GIF
+    that loops, ``.ivf`` AV1. The keywords but ``overwrite``,
     ``sink`` and ``sink_options`` are the options of :mod:`glrec.options`
     (every one with its default and meaning: ``docs/options.md``).
 
