@@ -1,7 +1,8 @@
 # Sourced by the shard sessions' scripts (h200_fourteenth.sh, h200_fifteenth.sh, h200_sixteenth.sh): the packed
 # extras, $OUT, the GPU named, the bytecode compiled once (not in each of 16 workers), $W: dataset_workers.py on
-# 16,000 samples (SH_N) of examples/dataset.toml in shards of 25, 16 workers, GL JPEG colour, into /dev/shm; and
-# run LABEL JSON [args], one run of it.
+# 16,000 samples (SH_N) of examples/dataset.toml in shards of 25, 16 workers (SH_W), GL JPEG colour, into /dev/shm; and
+# run LABEL JSON [args], one run of it. A dry run of a plan on a machine without the GPU (llvmpipe), with a stub
+# .gpu/boot.sh that sets PYTHONPATH=$PWD and an nvidia-smi stub on PATH: SH_N=100 SH_W=2 OUT=/tmp/out bash PLAN MODES.
 set -u
 source .gpu/boot.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -18,7 +19,7 @@ fi
 python3 -m compileall -q -j 16 $LIBS glrec benchmarks /tmp/gpu-site/site $([ -d .before ] && echo .before) \
   > /dev/null 2>&1
 W="benchmarks/dataset_workers.py --shard-size 25 --rounds 1 --machine nvidia-h200 --samples ${SH_N:-16000}"
-W="$W --workers 16 --gl-jpeg --dir /dev/shm"
+W="$W --workers ${SH_W:-16} --gl-jpeg --dir /dev/shm"
 run() {  # run LABEL JSON [extra args]: one dataset_workers.py run, its summary lines prefixed with LABEL
   local label=$1 json=$2; shift 2
   timeout ${RUN_S:-400} python3 $W --json "$OUT/$json" "$@" 2>&1 | grep -e "workers=" -e startup | grep -v "^round" \
