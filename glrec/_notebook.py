@@ -25,8 +25,16 @@ if TYPE_CHECKING:
 
 #: Largest file embedded in the notebook (base64 makes it a third larger there).
 EMBED_LIMIT = 16 * 2**20
-#: Containers browsers play, with the codecs they play in them (HEVC: Safari, and Chrome/Edge with hardware support).
-_PLAYABLE = {".mp4": ("h264", "hevc"), ".mov": ("h264", "hevc"), ".m4v": ("h264", "hevc"), ".webm": ("vp9",)}
+_MP4 = ("video/mp4", ("h264", "hevc"))
+#: Files browsers show: the MIME type a data URL names, and the codecs they play in it (HEVC: Safari, and
+#: Chrome/Edge with hardware support). An ``image/`` type is shown in an ``<img>`` (an animated GIF).
+_PLAYABLE = {
+    ".mp4": _MP4,
+    ".mov": _MP4,
+    ".m4v": _MP4,
+    ".webm": ("video/webm", ("vp9",)),
+    ".gif": ("image/gif", ("gif",)),
+}
 
 
 def video_html(result: RecordResult, *, embed_limit: int | None = None) -> str:
@@ -34,24 +42,22 @@ def video_html(result: RecordResult, *, embed_limit: int | None = None) -> str:
     embed_limit = EMBED_LIMIT if embed_limit is None else embed_limit
     path = Path(result.path)
     summary = f"<div style='font-family:monospace;font-size:smaller'>{html.escape(result.summary())}</div>"
-    gif = path.suffix.lower() == ".gif" and result.codec in (None, "gif")
-    codecs = _PLAYABLE.get(path.suffix.lower())
+    mime, codecs = _PLAYABLE.get(path.suffix.lower(), ("", ()))
     if result.frames == 0 or not path.is_file():
         return f"<div>No video: {html.escape(str(path))} holds no frames.</div>{summary}"
-    if not gif and (codecs is None or (result.codec and result.codec not in codecs)):
+    if not codecs or (result.codec and result.codec not in codecs):
         what = html.escape(f"{result.codec or path.suffix} in {path.name}")
         return f"<div>Browsers cannot play {what}; open it with a video player.</div>{summary}"
     size = path.stat().st_size
     if size <= embed_limit:
         data = base64.b64encode(path.read_bytes()).decode("ascii")
-        mime = "image/gif" if gif else "video/webm" if path.suffix.lower() == ".webm" else "video/mp4"
         src = f"data:{mime};base64,{data}"
         note = ""
     else:
         src = html.escape(_relative(path), quote=True)
         note = (f"<div style='font-size:smaller'>Linked, not embedded ({size / 2**20:.0f} MB &gt; "
                 f"{embed_limit / 2**20:.0f} MB): it plays while the file is there.</div>")  # fmt: skip
-    player = (f'<img style="max-width:100%" src="{src}">' if gif
+    player = (f'<img style="max-width:100%" src="{src}">' if mime.startswith("image/")
               else f'<video controls loop muted playsinline style="max-width:100%" src="{src}"></video>')  # fmt: skip
     return player + note + summary
 
