@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..encoders.registry import ENCODERS
+from ..sinks.registry import CODEC_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -88,8 +89,6 @@ _VARIANTS: dict[str, tuple[Backend, ...]] = {
         ),
     ),
 }
-#: The file each codec's end-to-end row writes.
-_SUFFIX = {"h264": ".mp4", "hevc": ".mp4", "av1": ".ivf", "vp9": ".webm", "mjpeg": ".mkv", "gif": ".gif"}
 
 
 def _backends() -> dict[str, Backend]:
@@ -103,7 +102,7 @@ def _backends() -> dict[str, Backend]:
         codec = row.codecs[0]
         known = {"stage_rows": ("stage:render", f"stage:handoff:{row.name}"), "note": row.note,
                  **_STAGES.get(row.name, {})}  # fmt: skip
-        out[row.name] = Backend(row.name, {"encoder": row.name, "codec": codec}, _SUFFIX[codec], **known)
+        out[row.name] = Backend(row.name, {"encoder": row.name, "codec": codec}, CODEC_SUFFIX[codec], **known)
         out.update((v.name, v) for v in _VARIANTS.get(row.name, ()))
     return out
 

@@ -20,14 +20,13 @@ from typing import Any
 from ..encoders.registry import ENCODERS
 from ..encoders.row import EncoderRow
 from ..errors import EncoderUnavailableError, GlrecError
+from ..sinks.registry import CODEC_SUFFIX
 from . import common
 from .common import FAIL, MIN_PSNR, NA, PASS, Check
 
 log = logging.getLogger("glrec")
 
 _SEE = "see the error; glrec record -v shows each stage"
-#: The container each encoder's round trip records its first codec into.
-_SUFFIX = {"h264": ".mp4", "hevc": ".mp4", "av1": ".ivf", "vp9": ".webm", "mjpeg": ".mkv", "gif": ".gif"}
 
 
 def _check(name: str, remedy: str, fn: Callable[[], tuple[str, str]]) -> Check:
@@ -49,7 +48,7 @@ def _encoder_check(row: EncoderRow, workdir: Path, baselines: dict[str, tuple[st
     options: dict[str, Any] = {"encoder": row.name, "codec": codec}
     if row.context == "host":
         options["handoff"] = "host"  # the host path itself; the CUDA handoffs have checks of their own
-    path = workdir / f"{row.name}{_SUFFIX[codec]}"
+    path = workdir / f"{row.name}{CODEC_SUFFIX[codec]}"  # the container its first codec is recorded into
     try:
         result, worst = common.round_trip(path, **options)
     except EncoderUnavailableError as exc:

@@ -47,17 +47,10 @@ def auto_choices() -> list[str]:
     """What ``encoder="auto"`` picks here for each codec at the defaults, with every reason in full (the plan's)."""
     from ..options import PipelineOptions, VideoOptions
     from ..pipeline.plan import make_plan
-    from ..sinks.registry import output_kind
+    from ..sinks.registry import CODEC_SUFFIX, output_kind
 
     out = []
-    for codec, ext in (
-        ("h264", ".mp4"),
-        ("hevc", ".mp4"),
-        ("av1", ".ivf"),
-        ("vp9", ".webm"),
-        ("mjpeg", ".mkv"),
-        ("gif", ".gif"),
-    ):
+    for codec, ext in CODEC_SUFFIX.items():
         try:
             plan = make_plan(VideoOptions.create((64, 64), 30, codec=codec), PipelineOptions(),
                              output_kind(f"x{ext}", codec))  # fmt: skip

@@ -79,6 +79,12 @@ OUTPUTS: dict[str, OutputKind] = {
     ".ivf": _IVF, ".gif": _GIF, ".jpg": _JPG, ".jpeg": _JPG,
 }  # fmt: skip
 
+#: The file each codec is recorded into where glrec picks one: ``glrec doctor``'s round trips, ``glrec bench``'s
+#: rows, ``glrec info``'s auto choices.
+CODEC_SUFFIX: dict[str, str] = {
+    "h264": ".mp4", "hevc": ".mp4", "av1": ".ivf", "vp9": ".webm", "mjpeg": ".mkv", "gif": ".gif",
+}  # fmt: skip
+
 #: Network outputs by URL scheme (muxed by FFmpeg's protocols; see :mod:`glrec.sinks.network`).
 STREAMS: dict[str, OutputKind] = {
     "udp": OutputKind("udp", ("h264", "hevc"), "network:NetworkSink", muxer="mpegts", note="MPEG-TS over UDP"),

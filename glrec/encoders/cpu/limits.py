@@ -38,9 +38,8 @@ CPU_PIX_FMTS: dict[str, tuple[str, ...]] = {
     "gif": ("yuv420p", "yuv444p"),
 }
 MAX_SVTAV1_FPS = 240.0
-#: The widest picture of the formats that hold more than x264's 16384 (GIF's 16-bit sides, VP9's 16-bit side - 1).
-_MAX_SIDE = {"gif": 65535, "vp9": 65536}
-_MAX_SIDE_WHO = {"gif": "GIF", "vp9": "VP9"}
+#: The longest side each codec takes, and who says so (GIF's sides are 16-bit numbers, VP9's are 16-bit minus one).
+_MAX_SIDE = {"h264": ("libx264", 16384), "gif": ("GIF", 65535), "vp9": ("VP9", 65536)}
 #: GIF delays are whole hundredths of a second; browsers (Chromium, Firefox, Safari) play 0 or 1 as 10.
 MAX_GIF_FPS = 50.0
 
@@ -72,10 +71,9 @@ def cpu_size_problem(codec: str, width: int, height: int) -> str | None:
     is over 64 and the other under 26.
     """
     short, long = min(width, height), max(width, height)
-    if codec in _MAX_SIDE and long > _MAX_SIDE[codec]:
-        return f"{_MAX_SIDE_WHO[codec]} takes at most {_MAX_SIDE[codec]} pixels a side"
-    if codec == "h264" and long > 16384:
-        return "libx264 takes at most 16384 pixels a side"
+    who, most = _MAX_SIDE.get(codec, ("", long))
+    if long > most:
+        return f"{who} takes at most {most} pixels a side"
     if codec == "hevc":
         if width < X265_MIN_WIDTH:
             return "libx265 needs a picture more than 48 pixels wide (narrower ones corrupt its heap)"
@@ -145,7 +143,7 @@ def cpu_options_problem(facts: VideoFacts, options: CpuOptions) -> str | None:
     problem = cpu_size_problem(facts.codec, w, h)
     if problem is not None:
         # The fix depends on the side that is out of range: a size within 16384 a side, or a larger one.
-        limit = _MAX_SIDE.get(facts.codec, 16384)
+        limit = _MAX_SIDE.get(facts.codec, ("", 16384))[1]
         fix = f"Use a smaller size, at most {limit} a side." if max(w, h) > limit else "Use a larger size, e.g. 64x64."
         return f"Size {w}x{h} cannot be encoded as {facts.codec}: {problem}. {fix}"
     return None
