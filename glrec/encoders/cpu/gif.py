@@ -26,8 +26,8 @@ from ...errors import EncoderError
 
 __all__ = ["GifPalette"]
 
-# swscale's names for the matrix and range of the planes glrec made (the RGB side is always full range).
-_MATRIX = {"bt709": "bt709", "bt601": "bt601"}
+# swscale's names for the range of the planes glrec made (the RGB side is always full range); its names for the
+# matrices are glrec's own.
 _RANGE = {"limited": "tv", "full": "pc"}
 
 
@@ -40,7 +40,7 @@ class GifPalette:
         source = graph.add_buffer(width=w, height=h, format=av.VideoFormat(pix_fmt), time_base=time_base)
         to_rgb = graph.add(
             "scale",
-            f"in_color_matrix={_MATRIX[colour.matrix]}:in_range={_RANGE[colour.range]}"
+            f"in_color_matrix={colour.matrix}:in_range={_RANGE[colour.range]}"
             ":flags=accurate_rnd+full_chroma_int",
         )
         rgb = graph.add("format", "rgb24")
