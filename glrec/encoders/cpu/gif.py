@@ -40,8 +40,7 @@ class GifPalette:
         source = graph.add_buffer(width=w, height=h, format=av.VideoFormat(pix_fmt), time_base=time_base)
         to_rgb = graph.add(
             "scale",
-            f"in_color_matrix={colour.matrix}:in_range={_RANGE[colour.range]}"
-            ":flags=accurate_rnd+full_chroma_int",
+            f"in_color_matrix={colour.matrix}:in_range={_RANGE[colour.range]}:flags=accurate_rnd+full_chroma_int",
         )
         rgb = graph.add("format", "rgb24")
         split = graph.add("split")
