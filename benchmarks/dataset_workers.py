@@ -89,7 +89,7 @@ if "no-digests" in what_if:  # no SHA-256 of the members or of the tar (the mani
     writers.hasher = lambda name: None
 if "stored-png" in what_if:  # the PNGs' rows stored, not deflated (zlib-ng's level 0)
     from zlib_ng import zlib_ng
-    from glrec.dataset.files import png
+    from glrec.encoders.png import writer as png
     png.compress = lambda data, level: zlib_ng.compress(data, 0)
 if "no-files" in what_if:  # the lossless passes not encoded at all: meta.json (and the colour) only
     from glrec.dataset.files import runner, samples

@@ -7,7 +7,7 @@ Renders ``--samples`` samples of ``examples/dataset.toml`` (640x480, every pass,
 depth as 16-bit PNG) once, then encodes their five lossless images (rgb, depth16,
 instance, semantic, normal) with each candidate: FFmpeg's PNG encoder through
 PyAV (glrec before), Pillow, imagecodecs (libpng), and glrec's own PNG writer
-(:mod:`glrec.dataset.files.png`: NumPy row filter + one zlib stream) over stdlib zlib,
+(:mod:`glrec.encoders.png.writer`: NumPy row filter + one zlib stream) over stdlib zlib,
 zlib-ng, libdeflate and ISA-L. Each file is decoded by Pillow and compared with
 the array. ``threads2`` is the speed-up of encoding the same images on 2 threads:
 near 2 when the encoder releases the GIL (so a worker's encode threads use every core).
@@ -69,7 +69,7 @@ def pillow(level: int) -> Encode:
 
 def candidates() -> dict[str, Encode]:
     from glrec.dataset.files.encode import _encode_image
-    from glrec.dataset.files.png import FILTER_NONE, FILTER_SUB, FILTER_UP, encode_png
+    from glrec.encoders.png.writer import FILTER_NONE, FILTER_SUB, FILTER_UP, encode_png
 
     def pyav(level: int) -> Encode:
         def enc(a: np.ndarray) -> bytes:

@@ -82,7 +82,8 @@ MOVED: dict[str, str] = {
     "glrec.dataset.batch_memory": "glrec.dataset.rendering.memory",
     "glrec.dataset.devices": "glrec.dataset.rendering.devices",
     "glrec.dataset.encode": "glrec.dataset.files.encode",
-    "glrec.dataset.png": "glrec.dataset.files.png",
+    "glrec.dataset.png": "glrec.encoders.png.writer",
+    "glrec.dataset.files.png": "glrec.encoders.png.writer",  # one PNG writer for shards and .png sequences
     "glrec.dataset.writers": "glrec.dataset.files.writers",
     "glrec.dataset.nvjpeg_colour": "glrec.dataset.files.nvjpeg_colour",
     "glrec.dataset.gl_jpeg_colour": "glrec.dataset.files.gl_jpeg_colour",

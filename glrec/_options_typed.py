@@ -9,7 +9,7 @@ if TYPE_CHECKING:  # for the type checker only
     from glrec.sinks import Sink
 
 #: What ``encoder=`` takes: ``auto`` and the encoder registry's rows.
-EncoderName = Literal["auto", "nvenc", "nvjpeg", "cpu", "gl"]
+EncoderName = Literal["auto", "nvenc", "nvjpeg", "cpu", "gl", "png"]
 
 __all__ = ["EncoderName", "RecordOptions", "RecorderOptions", "TranscodeOptions", "WriteVideoOptions"]
 
@@ -19,14 +19,15 @@ class RecorderOptions(TypedDict, total=False):
 
     size: tuple[int, int] | str | None
     fps: float | str | None
-    codec: Literal["h264", "hevc", "av1", "vp9", "mjpeg", "gif"] | None
+    codec: Literal["h264", "hevc", "av1", "vp9", "mjpeg", "gif", "png"] | None
     encoder: EncoderName | None
-    pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba"] | None
+    pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba", "rgb24"] | None
     matrix: Literal["bt709", "bt601"] | None
     colour_range: Literal["limited", "full"] | None
     pad: bool | None
     live: bool | None
     encoder_options: Mapping[str, str] | Sequence[str | tuple[str, str]] | None
+    png_compression: int | None
     quality: int | None
     crf: float | None
     qp: int | None
@@ -53,14 +54,15 @@ class RecordOptions(TypedDict, total=False):
 
     size: tuple[int, int] | str | None
     fps: float | str | None
-    codec: Literal["h264", "hevc", "av1", "vp9", "mjpeg", "gif"] | None
+    codec: Literal["h264", "hevc", "av1", "vp9", "mjpeg", "gif", "png"] | None
     encoder: EncoderName | None
-    pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba"] | None
+    pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba", "rgb24"] | None
     matrix: Literal["bt709", "bt601"] | None
     colour_range: Literal["limited", "full"] | None
     pad: bool | None
     live: bool | None
     encoder_options: Mapping[str, str] | Sequence[str | tuple[str, str]] | None
+    png_compression: int | None
     quality: int | None
     crf: float | None
     qp: int | None
@@ -89,14 +91,15 @@ class WriteVideoOptions(TypedDict, total=False):
     """The keywords of ``write_video(path, frames, fps=..., **options)``."""
 
     size: tuple[int, int] | str | None
-    codec: Literal["h264", "hevc", "av1", "vp9", "mjpeg", "gif"] | None
+    codec: Literal["h264", "hevc", "av1", "vp9", "mjpeg", "gif", "png"] | None
     encoder: EncoderName | None
-    pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba"] | None
+    pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba", "rgb24"] | None
     matrix: Literal["bt709", "bt601"] | None
     colour_range: Literal["limited", "full"] | None
     pad: bool | None
     live: bool | None
     encoder_options: Mapping[str, str] | Sequence[str | tuple[str, str]] | None
+    png_compression: int | None
     quality: int | None
     crf: float | None
     qp: int | None
@@ -126,14 +129,15 @@ class TranscodeOptions(TypedDict, total=False):
 
     size: tuple[int, int] | str | None
     fps: float | str | None
-    codec: Literal["h264", "hevc", "av1", "vp9", "mjpeg", "gif"] | None
+    codec: Literal["h264", "hevc", "av1", "vp9", "mjpeg", "gif", "png"] | None
     encoder: EncoderName | None
-    pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba"] | None
+    pix_fmt: Literal["yuv420p", "nv12", "yuv444p", "rgba", "rgb24"] | None
     matrix: Literal["bt709", "bt601"] | None
     colour_range: Literal["limited", "full"] | None
     pad: bool | None
     live: bool | None
     encoder_options: Mapping[str, str] | Sequence[str | tuple[str, str]] | None
+    png_compression: int | None
     quality: int | None
     crf: float | None
     qp: int | None

@@ -46,6 +46,7 @@ from ._values import (
 )
 from .colour import ColourSpec, Matrix, Range
 from .encoders.options import MAX_GOP, EncoderOptions, RateOptions
+from .encoders.png.options import png_stream_problem
 from .encoders.registry import AUTO_ORDER, ENCODERS, encoder_row, option_tables, request
 from .encoders.row import EncodeRequest
 from .errors import ConfigError
@@ -78,13 +79,17 @@ __all__ = [
     "with_output_codec",
 ]  # fmt: skip
 
-Codec = Literal["h264", "hevc", "av1", "vp9", "mjpeg", "gif"]
-PixelFormat = Literal["yuv420p", "nv12", "yuv444p", "rgba"]  # rgba: NVENC's ABGR input
+Codec = Literal["h264", "hevc", "av1", "vp9", "mjpeg", "gif", "png"]
+# rgba: NVENC's ABGR input, or PNG with alpha; rgb24: PNG's
+PixelFormat = Literal["yuv420p", "nv12", "yuv444p", "rgba", "rgb24"]
 OddSize = Literal["error", "pad"]
 
 MAX_SECONDS = 366 * 24 * 3600.0  # a year of video: anything longer is a typo, not a plan
 DEFAULT_SECONDS = 5.0  # the length of a recording given neither seconds nor frames
 _MAX_SIDE = 16384  # the widest any encoder here takes (x264/x265); an even-size suggestion stays within it
+
+#: Codecs whose pixel format, when none is given, is not yuv420p: GIF's colours 4:2:0 would smear; PNG is RGB.
+_DEFAULT_PIX_FMT: dict[str, PixelFormat] = {"gif": "yuv444p", "png": "rgb24"}
 
 T = TypeVar("T")
 _ENCODER_CHOICES = ("auto", *ENCODERS)
@@ -129,8 +134,8 @@ class VideoOptions(OptionTable):
         30.0, "frames per second (time of frame i is i / fps)", parse_fps, flags=_flag("fps"), accepts="float | str"
     )
     codec: Codec = option(
-        "h264", "h264, hevc, av1 (.ivf), vp9 (.webm/.mkv), mjpeg (.mkv/.mov/.avi, frames_%%06d.jpg) or gif (.gif); vp9 "
-        "and gif through the CPU encoder",
+        "h264", "h264, hevc, av1 (.ivf), vp9 (.webm/.mkv), mjpeg (.mkv/.mov/.avi, frames_%%06d.jpg), gif (.gif) or "
+        "png (frames_%%06d.png, lossless); vp9 and gif through the CPU encoder",
         _choice("codec", Codec),
         flags=_flag("codec"),
     )  # fmt: skip
@@ -139,8 +144,9 @@ class VideoOptions(OptionTable):
         f"{', '.join(ENCODERS)}", _encoder, flags=_flag("encoder"),
     )  # fmt: skip
     pix_fmt: PixelFormat | None = option(
-        None, "yuv420p (default; yuv444p for gif, whose colours 4:2:0 would smear), nv12, yuv444p, or rgba "
-        "(NVENC's ABGR input)", _choice("pixel format", PixelFormat), flags=_flag("pix-fmt"),
+        None, "yuv420p (default; yuv444p for gif, whose colours 4:2:0 would smear; rgb24 for png), nv12, yuv444p, "
+        "rgba (NVENC's ABGR input; png with alpha) or rgb24 (png)", _choice("pixel format", PixelFormat),
+        flags=_flag("pix-fmt"),
     )  # fmt: skip
     matrix: Matrix | None = option(
         None, "RGB->YUV matrix bt709 or bt601 (default bt709; bt601 for mjpeg and rgba)",
@@ -183,6 +189,9 @@ class VideoOptions(OptionTable):
                 raise ConfigError("JPEG decoders always use the BT.601 matrix; use matrix 'bt601' for mjpeg.")
             if colour_range not in (None, "full"):
                 raise ConfigError("JPEG is always full range; use range 'full' (the default for mjpeg).")
+        png = png_stream_problem(codec, pix_fmt, matrix, colour_range)
+        if png is not None:
+            raise ConfigError(png)
         # NVENC converts rgba input itself and is tagged BT.601 (glrec.encoders.nvenc.encoder.RGB_INPUT_COLOUR)
         matrix = matrix or ("bt601" if codec == "mjpeg" or pix_fmt == "rgba" else "bt709")
         colour_range = colour_range or ("full" if codec == "mjpeg" else "limited")
@@ -229,8 +238,8 @@ class VideoOptions(OptionTable):
 
     @property
     def pixel_format(self) -> PixelFormat:
-        """``pix_fmt``, or the codec's default when none was given (yuv420p; yuv444p for gif)."""
-        return self.pix_fmt or ("yuv444p" if self.codec == "gif" else "yuv420p")
+        """``pix_fmt``, or the codec's default when none was given (yuv420p; yuv444p for gif; rgb24 for png)."""
+        return self.pix_fmt or _DEFAULT_PIX_FMT.get(self.codec, "yuv420p")
 
     @property
     def odd_size(self) -> OddSize:

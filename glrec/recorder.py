@@ -39,14 +39,15 @@ class Recorder(Recording):
     only once the new one is complete and never through a link;
     ``overwrite=False`` refuses instead. The extension picks the container and, where it
     holds one codec, the codec: ``.webm`` is VP9 (libvpx-vp9), ``.gif`` an animated GIF
-    that loops, ``.ivf`` AV1. The keywords but ``overwrite``,
+    that loops, ``.ivf`` AV1, ``frames_%06d.png`` one lossless PNG per frame (``pix_fmt``
+    ``rgb24``, or ``rgba`` to keep alpha). The keywords but ``overwrite``,
     ``sink`` and ``sink_options`` are the options of :mod:`glrec.options`
     (every one with its default and meaning: ``docs/options.md``).
 
     ``encoder`` is ``auto`` (NVENC where a session opens; for MJPEG the GL JPEG
     encoder on hardware GL, then nvJPEG; else the CPU: ``glrec info`` says which
-    and why), ``cpu``, ``nvenc``, ``nvjpeg`` or ``gl`` (JPEG in GL compute, codec
-    mjpeg, on any GL 4.3 driver); ``handoff`` is ``auto``, ``host``
+    and why), ``cpu``, ``nvenc``, ``nvjpeg``, ``gl`` (JPEG in GL compute, codec
+    mjpeg, on any GL 4.3 driver) or ``png`` (codec png); ``handoff`` is ``auto``, ``host``
     (PBO readback), ``register`` or ``shared`` (CUDA);
     ``cuda_device`` is the CUDA ordinal the GPU path uses (the EGL device is
     matched to it). NVENC also takes ``tuning`` (hq, ll, ull, lossless) and

@@ -5,7 +5,8 @@
 // hold PACK consecutive bytes of a row (rgba8 for 4, rg8 for 2, r8 for 1; the host
 // picks the most that divide the row's 3 * width bytes). One invocation makes PACK
 // pixels, i.e. exactly three whole texels, so every store writes a full texel.
-// CHANNELS 4: an rgba8 image (NVENC's ABGR, whose lowest byte is R), alpha forced opaque.
+// CHANNELS 4: an rgba8 image (NVENC's ABGR, whose lowest byte is R), alpha forced opaque, or with
+// KEEP_ALPHA 1 the source's alpha (PNG with alpha).
 layout(local_size_x = 8, local_size_y = 8) in;
 
 layout(binding = 0) uniform sampler2D src;
@@ -42,6 +43,10 @@ void main() {
     }
 #else
     if (g.x >= size.x || g.y >= size.y) return;
+#if KEEP_ALPHA
+    imageStore(dst, g, texelFetch(src, ivec2(g.x, size.y - 1 - g.y), 0));
+#else
     imageStore(dst, g, vec4(fetch(g.x, g.y), 1.0));
+#endif
 #endif
 }

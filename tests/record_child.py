@@ -42,7 +42,8 @@ def main() -> int:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (args.fsize, args.fsize))
 
-    rec = glrec.Recorder(args.output, size=args.size, fps=args.fps, codec=args.codec, gop=args.gop, encoder="cpu",
+    rec = glrec.Recorder(args.output, size=args.size, fps=args.fps, codec=args.codec, gop=args.gop,
+                         encoder="png" if args.codec == "png" else "cpu",
                          ring=3, queue_size=8, overwrite=args.overwrite)  # fmt: skip
     if args.no_close:
         for _ in range(args.frames):

@@ -62,11 +62,12 @@ def _record_and_kill(path, kill_after: int, *extra: str) -> dict[str, int]:
         ("killed.hevc", 64),
         ("killed.webm", 100),
         ("killed.gif", 60),
+        ("killed_%06d.png", 60),
     ],
 )
 def test_sigkill_leaves_a_decodable_file_missing_at_most_one_fragment(gl, tmp_path, ffprobe, name, kill_after):
     path = tmp_path / name
-    codec = {".hevc": "hevc", ".webm": "vp9", ".gif": "gif"}.get(path.suffix, "h264")
+    codec = {".hevc": "hevc", ".webm": "vp9", ".gif": "gif", ".png": "png"}.get(path.suffix, "h264")
     report = _record_and_kill(path, kill_after, "--codec", codec)
 
     indices = decode_indices(path, FPS)
@@ -80,8 +81,8 @@ def test_sigkill_leaves_a_decodable_file_missing_at_most_one_fragment(gl, tmp_pa
     assert contiguous_prefix(indices) >= len(indices) - MAX_BFRAMES
 
     fragment = math.ceil(FPS)  # at most one second of video waits in memory
-    if path.suffix == ".h264" or path.suffix == ".hevc":
-        fragment = 0  # raw bitstreams are written unbuffered, packet by packet
+    if path.suffix in (".h264", ".hevc", ".png"):
+        fragment = 0  # raw bitstreams are written unbuffered, packet by packet; each PNG is renamed into place
     if path.suffix == ".gif":
         fragment = 1  # the gif muxer writes a frame once the next one gives its delay
     assert len(indices) >= report["written"] - fragment, report

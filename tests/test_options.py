@@ -21,9 +21,10 @@ def test_defaults():
 @pytest.mark.parametrize(
     "kwargs, words",
     [
-        ({"codec": "h265"}, ["Unknown codec 'h265'", "av1, gif, h264, hevc, mjpeg, vp9"]),
-        ({"encoder": "gpu"}, ["Unknown encoder 'gpu'", "auto, cpu, gl, nvenc, nvjpeg"]),
-        ({"pix_fmt": "rgb24"}, ["Unknown pixel format", "nv12, rgba, yuv420p, yuv444p"]),
+        ({"codec": "h265"}, ["Unknown codec 'h265'", "av1, gif, h264, hevc, mjpeg, png, vp9"]),
+        ({"encoder": "gpu"}, ["Unknown encoder 'gpu'", "auto, cpu, gl, nvenc, nvjpeg, png"]),
+        ({"pix_fmt": "rgb48"}, ["Unknown pixel format", "nv12, rgb24, rgba, yuv420p, yuv444p"]),
+        ({"pix_fmt": "rgb24"}, ["pix_fmt rgb24 is PNG's", "h264 takes yuv420p"]),
         ({"size": (0, 720)}, ["must be positive"]),
         ({"size": (-2, 720)}, ["must be positive"]),
         ({"size": "12x"}, ["not WIDTHxHEIGHT"]),

@@ -54,7 +54,7 @@ def run(stdin: BinaryIO, stdout: BinaryIO) -> None:
     if slots_spec is not None:
         fd, count, per_slot, shape = slots_spec
         slots = FrameSlots(count, per_slot, shape, fd=fd)
-    open_encoder: Any = Passthrough if encoder is None else cpu_encoder(facts, encoder.options)
+    open_encoder: Any = Passthrough if encoder is None else host_encoder(facts, encoder.options, encoder.encoder)
 
     def stream(env: int) -> EnvStream:
         if env not in streams:
@@ -97,11 +97,11 @@ def _reply(stdout: BinaryIO, data: bytes) -> None:
         pass
 
 
-def cpu_encoder(facts: Any, given: dict[str, Any]) -> Any:
-    """What opens the CPU encoder the recorder planned (the same row and options) in this process."""
+def host_encoder(facts: Any, given: dict[str, Any], name: str) -> Any:
+    """What opens the host encoder the recorder planned (the same row, ``cpu`` or ``png``, and options) here."""
     from ..encoders.registry import encoder_row, request
 
-    row = encoder_row("cpu")
+    row = encoder_row(name)
     asked = request(row, facts, given)
     return lambda: row.open(asked)
 

@@ -3,8 +3,8 @@
 ``encoder="auto"`` for per-env files, as the single-stream plan orders them: mjpeg
 goes to the GL JPEG route on hardware GL (one upload, one dispatch per pass for all
 N), else CUDA batches of 3 channels to nvJPEG where it runs (all N in one call);
-everything else to the CPU encoders (a CUDA batch then crosses to the host once
-per step). ``encoder="gl"`` takes the GL JPEG route anywhere, llvmpipe included.
+PNG to the PNG encoder, everything else to the CPU encoders (a CUDA batch then
+crosses to the host once per step for both). ``encoder="gl"`` takes the GL JPEG route anywhere, llvmpipe included.
 NVENC is never picked by ``auto`` for per-env files (it would need a session per
 env); ``encoder="nvenc"`` opens one per env, fed RGBA frames
 (:mod:`glrec.batch.nvenc_route`), or refuses where the GPU allows fewer.
@@ -47,6 +47,8 @@ def pick_encoder(opts: VideoOptions, shape: BatchShape) -> str:
     """The encoder for per-env files (see the module docstring)."""
     if opts.encoder != "auto":
         return str(opts.encoder)
+    if opts.codec == "png":
+        return "png"
     if opts.codec == "mjpeg":
         gl = encoder_row("gl")
         why_not_gl = gl.auto_problem(request(gl, opts.facts, opts.given()))
@@ -83,7 +85,7 @@ def plan_files(
     if problem is not None:
         raise EncoderUnavailableError(f"encoder {name} cannot run here: {problem}")
     cuda_device = int(pipeline.get("cuda_device", 0) or 0)
-    if name == "cpu":
+    if name in ("cpu", "png"):
         return _cpu_route(row, asked, facts, given, opts, shape), facts
     if name == "nvjpeg":
         if shape.kind != "cuda":
@@ -96,7 +98,7 @@ def plan_files(
         route = GlJpegRoute(facts, quality, shape.envs, shape.channels, cuda=shape.kind == "cuda",
                             cuda_device=cuda_device, egl_device=pipeline.get("egl_device"))  # fmt: skip
         return route, facts
-    raise ConfigError(f"encoder {name} has no batch route; use encoder 'cpu', 'gl' or 'nvjpeg'.")
+    raise ConfigError(f"encoder {name} has no batch route; use encoder 'cpu', 'gl', 'nvjpeg' or 'png'.")
 
 
 def _plan_nvenc(
@@ -127,13 +129,14 @@ def _plan_nvenc(
 
 def _cpu_route(row: EncoderRow, asked: Any, facts: VideoFacts, given: dict[str, Any], opts: VideoOptions,
                shape: BatchShape) -> Route:  # fmt: skip
-    """The CPU encoders' route: host frames (a CUDA batch copied once a step) that swscale converts."""
+    """The host encoders' route: host frames (a CUDA batch copied once a step) that swscale converts (the CPU
+    encoders) or the PNG encoder brings to its format."""
     w, h = facts.encoded_size
-    child = ChildEncoder(dict(given), PACKED_FORMATS[shape.channels], (h, w, shape.channels))
-    return CpuRoute(facts, lambda: row.open(asked), _cpu_name(opts), child_encoder=child)
+    child = ChildEncoder(dict(given), PACKED_FORMATS[shape.channels], (h, w, shape.channels), row.name)
+    return CpuRoute(facts, lambda: row.open(asked), _host_name(row, opts), child_encoder=child)
 
 
-def _cpu_name(opts: VideoOptions) -> str:
+def _host_name(row: EncoderRow, opts: VideoOptions) -> str:
     from ..encoders.cpu.limits import CPU_ENCODERS
 
-    return CPU_ENCODERS[opts.codec]
+    return CPU_ENCODERS[opts.codec] if row.name == "cpu" else row.name

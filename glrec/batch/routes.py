@@ -1,6 +1,6 @@
 """How a step's batch reaches the env streams, per encoder: the route picks where pixels go and how often.
 
-- :class:`CpuRoute` (libx264, libx265, SVT-AV1, mjpeg through PyAV): each env's
+- :class:`CpuRoute` (libx264, libx265, SVT-AV1, libvpx-vp9, mjpeg and gif through PyAV, and PNG): each env's
   frame is copied once into a buffer of its own (the caller may reuse its batch
   when ``write()`` returns) and converted by swscale on the env's worker. A CUDA
   batch is copied to the host once per step, in one piece where it is contiguous:
@@ -46,11 +46,13 @@ Handed = list[tuple[int, int, Frame]]
 
 @dataclass(frozen=True)
 class ChildEncoder:
-    """How an encode process opens the CPU encoder the recorder planned, and what its frames are."""
+    """How an encode process opens the host encoder the recorder planned (the CPU's or PNG's), and what its
+    frames are."""
 
-    options: dict[str, Any]  # the CPU encoder row's options, as planned (threads included)
-    pix_fmt: str  # the host frames handed: rgb24 or rgba, converted by swscale in the child
+    options: dict[str, Any]  # the encoder row's options, as planned (the CPU's threads included)
+    pix_fmt: str  # the host frames handed: rgb24 or rgba, converted by swscale (or kept, for PNG) in the child
     shape: tuple[int, ...]  # their arrays' shape
+    encoder: str = "cpu"  # the row: cpu or png
 
 
 class Route(Protocol):
@@ -92,7 +94,7 @@ class Passthrough:
 
 
 class CpuRoute:
-    """Host frames for the CPU encoders (see the module docstring)."""
+    """Host frames for the CPU encoders and PNG's (see the module docstring)."""
 
     muxes_only = False
 

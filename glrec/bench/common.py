@@ -15,6 +15,7 @@ import moderngl
 from ..gl.context import GLContext, create_context
 from ..gl.target import RenderTarget
 from ..scenes import Scene, load_scene
+from ..sinks.paths import has_frame_pattern, sequence_frames
 from .meter import LoopMeter, StageClock, gpu_memory_mb, peak_rss_mb
 from .spec import RowResult, RowSpec
 
@@ -90,14 +91,21 @@ def figures(spec: RowSpec, meter: LoopMeter, clock: StageClock | None, *, clock_
 
 
 def describe_output(path: Path, expected_codec: str | None = None) -> RowResult:
-    """Count the video packets of a finished file with PyAV's demuxer and read its encoder settings."""
-    info: dict[str, Any] = {"output_bytes": path.stat().st_size}
+    """Count the video packets of a finished file with PyAV's demuxer and read its encoder settings.
+
+    An image sequence (``frames_%06d.png``) counts every file its pattern makes; FFmpeg's image2 demuxer reads it.
+    """
+    if has_frame_pattern(path):
+        files = [f for _, f in sequence_frames(path)]
+        info: dict[str, Any] = {"output_bytes": sum(f.stat().st_size for f in files)}
+    else:
+        info = {"output_bytes": path.stat().st_size}
     with av.open(str(path)) as c:
         stream = c.streams.video[0]
         info["output_codec"] = stream.codec_context.name
         info["output_size"] = f"{stream.codec_context.width}x{stream.codec_context.height}"
         info["frames_written"] = sum(1 for p in c.demux(stream) if p.size)
-    info["x264"] = x264_settings(path)
+    info["x264"] = None if has_frame_pattern(path) else x264_settings(path)
     return info
 
 

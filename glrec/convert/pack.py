@@ -25,11 +25,15 @@ from .compute import ComputeStage
 
 
 class RgbPacker(ComputeStage):
-    """Flip and pack RGBA into ``rgb24`` (3 bytes/pixel) or ``rgba`` (4 bytes/pixel)."""
+    """Flip and pack RGBA into ``rgb24`` (3 bytes/pixel) or ``rgba`` (4 bytes/pixel).
+
+    ``rgba``'s alpha is opaque (NVENC's ABGR has no use for it) unless ``keep_alpha`` (PNG with alpha): then
+    it is the render target's own.
+    """
 
     GROUP = 8  # must match local_size in pack_rgb.comp
 
-    def __init__(self, ctx: moderngl.Context, size: tuple[int, int], pix_fmt: str) -> None:
+    def __init__(self, ctx: moderngl.Context, size: tuple[int, int], pix_fmt: str, *, keep_alpha: bool = False) -> None:
         if pix_fmt not in PACKED_RGB:
             raise ConfigError(f"Unknown packed format {pix_fmt!r}. Valid: {', '.join(sorted(PACKED_RGB))}.")
         self.channels = PACKED_RGB[pix_fmt]
@@ -41,7 +45,9 @@ class RgbPacker(ComputeStage):
                 f"Width {size[0]} is too large for packed {pix_fmt} on this GPU (needs a texture "
                 f"{tex_w} texels wide, the limit is {max_size}); use a width of at most {max_size * pack // 3}."
             )
-        shader = glsl.compute(ctx, "pack_rgb.comp", {"CHANNELS": self.channels, "PACK": pack})
+        shader = glsl.compute(
+            ctx, "pack_rgb.comp", {"CHANNELS": self.channels, "PACK": pack, "KEEP_ALPHA": int(keep_alpha)}
+        )
         shader["size"].value = size
         # CHANNELS 3: one invocation per PACK pixels (three whole texels); 4: one per pixel.
         per = pack if self.channels == 3 else 1

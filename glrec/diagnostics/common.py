@@ -84,14 +84,29 @@ def decoded_planes(path: Path) -> list[list[np.ndarray]]:
     return out
 
 
+def _sequence(path: Path) -> list[Path]:
+    """The files of an image sequence ``path`` (a printf pattern), in order."""
+    return sorted(path.parent.glob(path.name.split("%")[0] + "*" + path.suffix))
+
+
+def decoded_rgb(path: Path) -> list[np.ndarray]:
+    """Every frame of an image sequence as RGB, decoded by PyAV (FFmpeg's decoders)."""
+    import av
+
+    out: list[np.ndarray] = []
+    for f in _sequence(path):
+        with av.open(str(f)) as c:
+            out.extend(fr.to_ndarray(format="rgb24") for fr in c.decode(video=0))
+    return out
+
+
 def decoded_luma(path: Path) -> list[np.ndarray]:
     """Every frame's luma, decoded by PyAV (FFmpeg's decoders)."""
     import av
 
     out: list[np.ndarray] = []
     if "%" in path.name:
-        files = sorted(path.parent.glob(path.name.split("%")[0] + "*" + path.suffix))
-        for f in files:
+        for f in _sequence(path):
             with av.open(str(f)) as c:
                 out.extend(fr.to_ndarray(format="gray") for fr in c.decode(video=0))
         return out
@@ -112,9 +127,12 @@ def round_trip(path: Path, frames: int = 10, size: tuple[int, int] = (320, 240),
     from ..options import VideoOptions
 
     result = record("bars", path, size=size, fps=30, frames=frames, overwrite=True, **options)
-    got = decoded_luma(path)
+    codec = options.get("codec", "h264")
+    if codec == "png":  # RGB kept as rendered: compared as RGB, no matrix between
+        got, ref = decoded_rgb(path), reference_rgb("bars", size, frames, 30)
+    else:
+        got = decoded_luma(path)
+        ref = reference_luma("bars", size, frames, 30, VideoOptions.create(size, 30, codec=codec).colour)
     if len(got) != frames:
         raise GlrecError(f"{path.name}: decoded {len(got)} frames, recorded {frames}")
-    colour = VideoOptions.create(size, 30, codec=options.get("codec", "h264")).colour
-    ref = reference_luma("bars", size, frames, 30, colour)
     return result, min(psnr(a, b) for a, b in zip(got, ref, strict=True))

@@ -57,7 +57,9 @@ def _encoder_check(row: EncoderRow, workdir: Path, baselines: dict[str, tuple[st
         return Check(
             row.doctor, FAIL, f"{type(exc).__name__}: {exc}", "see the error; glrec record -v shows each stage"
         )
-    detail = f"{result.encoder} round trip, 10 frames, luma PSNR {worst:.1f} dB"
+    plane = "RGB" if codec == "png" else "luma"  # PNG is compared as RGB: no matrix between
+    shown = "identical (lossless)" if worst == float("inf") else f"PSNR {worst:.1f} dB"
+    detail = f"{result.encoder} round trip, 10 frames, {plane} {shown}"
     other = baselines.get(codec)
     if other is not None and other[0] != result.encoder:
         detail += f" ({other[0]} at its defaults: {other[1]:.1f} dB)"

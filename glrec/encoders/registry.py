@@ -33,6 +33,7 @@ ROWS: tuple[str, ...] = (
     "glrec.encoders.nvjpeg.row:ROW",
     "glrec.encoders.cpu.row:ROW",
     "glrec.encoders.gl_jpeg.row:ROW",
+    "glrec.encoders.png.row:ROW",
 )
 
 
@@ -46,8 +47,8 @@ def _load(spec: str) -> EncoderRow:
 ENCODERS: dict[str, EncoderRow] = {row.name: row for row in map(_load, ROWS)}
 #: What ``encoder="auto"`` tries, first to last: the first row that fits the options and runs here is taken.
 #: For MJPEG the GL JPEG encoder comes first on hardware GL (it never switches to a CUDA context), nvJPEG next,
-#: the CPU last; on software GL auto passes the GL encoder over (its ``auto_problem``).
-AUTO_ORDER: tuple[str, ...] = ("nvenc", "gl", "nvjpeg", "cpu")
+#: the CPU last; on software GL auto passes the GL encoder over (its ``auto_problem``). PNG has one encoder.
+AUTO_ORDER: tuple[str, ...] = ("nvenc", "gl", "nvjpeg", "cpu", "png")
 
 
 def encoder_row(name: str) -> EncoderRow:
@@ -102,10 +103,13 @@ def unfit(row: EncoderRow, facts: VideoFacts, given: Mapping[str, object], *, ra
     own = row.refuse(request(row, facts, given, raw_output=raw_output))  # its own words first, where it has them
     if own is not None:
         return own
+    label = row.label[0].upper() + row.label[1:]
     if facts.codec not in row.codecs:
-        return f"encodes {', '.join(row.codecs)}, not {facts.codec}"
+        takers = " or ".join(r.name for r in ENCODERS.values() if facts.codec in r.codecs)
+        codec = facts.codec
+        return f"{label} encodes {', '.join(row.codecs)}, not {codec}; for {codec} use encoder {takers} (or auto)."
     if facts.pix_fmt not in row.pix_fmts:
-        return f"takes pix_fmt {', '.join(row.pix_fmts)}, not {facts.pix_fmt}"
+        return f"{label} takes pix_fmt {', '.join(row.pix_fmts)}, not {facts.pix_fmt}."
     return foreign(row, given)
 
 

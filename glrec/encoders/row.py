@@ -100,6 +100,8 @@ class EncoderRow:
     turn_batch: int | None = None
     #: What the GL convert stage makes for it (host and CUDA readers): ``yuv`` planes, ``rgb24`` or ``rgba``.
     convert: Callable[[VideoFacts], str] = _yuv
+    #: It keeps the render target's alpha in ``rgba`` (PNG); otherwise the pack stage writes alpha opaque.
+    keeps_alpha: bool = False
     #: The pixel format it takes from host memory, for frames that skip GL (host readers).
     input_format: Callable[[VideoFacts], str] | None = None
     #: Its own convert and readback slots (GL readers: it encodes in the GL context and reads back bytes).

@@ -203,7 +203,7 @@ def _direct_frames(pipeline: PipelineOptions, plan: Plan, gl: GLContext, facts: 
 def _open_convert(gl: GLContext, plan: Plan, facts: VideoFacts) -> ConvertStage:
     if plan.convert != "yuv":  # packed RGB for an encoder that converts RGB itself
         assert plan.convert is not None
-        return RgbPacker(gl.mgl, facts.size, plan.convert)
+        return RgbPacker(gl.mgl, facts.size, plan.convert, keep_alpha=plan.row.keeps_alpha)
     return Converter(gl.mgl, facts.size, facts.plane_size, facts.pix_fmt, facts.colour)
 
 

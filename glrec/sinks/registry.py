@@ -71,18 +71,22 @@ _GIF = OutputKind("gif", ("gif",), "container:ContainerSink", muxer="gif", video
                   note="animated GIF, looping, 256 colours a frame; plays up to the last frame if killed")  # fmt: skip
 _JPG = OutputKind("jpg", ("mjpeg",), "images:ImageSequenceSink", image_sequence=True,
                   note="one JPEG per frame, name_%06d.jpg")  # fmt: skip
+_PNG = OutputKind("png", ("png",), "images:ImageSequenceSink", image_sequence=True,
+                  note="one lossless PNG per frame, name_%06d.png")  # fmt: skip
 
 #: Output kinds by file extension.
 OUTPUTS: dict[str, OutputKind] = {
     ".mp4": _MP4, ".mov": _MOV, ".mkv": _MKV, ".webm": _WEBM, ".ts": _TS, ".avi": _AVI,
     ".h264": _H264, ".264": _H264, ".hevc": _HEVC, ".h265": _HEVC, ".265": _HEVC,
-    ".ivf": _IVF, ".gif": _GIF, ".jpg": _JPG, ".jpeg": _JPG,
+    ".ivf": _IVF, ".gif": _GIF, ".jpg": _JPG, ".jpeg": _JPG, ".png": _PNG,
 }  # fmt: skip
 
-#: The file each codec is recorded into where glrec picks one: ``glrec doctor``'s round trips, ``glrec bench``'s
+#: The file each codec is recorded into where glrec picks one (appended to a name; PNG's is a sequence):
+#: ``glrec doctor``'s round trips, ``glrec bench``'s
 #: rows, ``glrec info``'s auto choices.
 CODEC_SUFFIX: dict[str, str] = {
     "h264": ".mp4", "hevc": ".mp4", "av1": ".ivf", "vp9": ".webm", "mjpeg": ".mkv", "gif": ".gif",
+    "png": "_%06d.png",
 }  # fmt: skip
 
 #: Network outputs by URL scheme (muxed by FFmpeg's protocols; see :mod:`glrec.sinks.network`).
@@ -140,7 +144,7 @@ def output_kind(target: str | os.PathLike[str], codec: str) -> OutputKind:
 
 def sole_codec(target: str | os.PathLike[str]) -> str | None:
     """The one codec ``target`` can carry (``.hevc``: hevc, ``.ivf``: av1, ``.webm``: vp9, ``.avi``/``.jpg``: mjpeg,
-    ``.gif``: gif), else None."""
+    ``.gif``: gif, ``.png``: png), else None."""
     url = is_stream_url(target)
     kind = STREAMS.get(urlsplit(str(target)).scheme) if url else OUTPUTS.get(Path(target).suffix.lower())
     return kind.codecs[0] if kind is not None and len(kind.codecs) == 1 else None

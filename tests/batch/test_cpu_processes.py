@@ -109,3 +109,18 @@ def test_gif_and_vp9_per_env_in_processes(tmp_path, processes, ext, codec, optio
         frames = decode(tmp_path / f"e{env}{ext}")
         assert len(frames) == 4 == ffprobe_count(tmp_path / f"e{env}{ext}")
         assert all(psnr(f, step_batch(s, n=N)[env]) > floor for s, f in enumerate(frames)), env
+
+
+def test_png_sequences_per_env_in_processes_are_the_frames_exactly(tmp_path, processes) -> None:
+    """The child processes open the PNG encoder the recorder planned: every env's sequence is its frames, exactly."""
+    with glrec.BatchRecorder(str(tmp_path / "e{env}_%02d.png"), fps=25) as rec:
+        for s in range(3):
+            rec.write(step_batch(s, n=N))
+    assert type(rec._pool) is mux_procs.ProcessPool
+    for env in (0, N - 1):
+        for s in range(3):
+            with av.open(str(tmp_path / f"e{env}_{s:02d}.png")) as c:
+                assert c.streams.video[0].codec_context.name == "png"
+                (frame,) = [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
+            assert np.array_equal(frame, step_batch(s, n=N)[env]), (env, s)
+        assert ffprobe_count(tmp_path / f"e{env}_%02d.png") == 3

@@ -45,7 +45,7 @@ def test_y_is_the_overwrite_flag_as_in_ffmpeg(gl, tmp_path, capsys):
 @pytest.mark.parametrize(
     "args, words",
     [
-        (["--codec", "h265"], "Unknown codec 'h265'. Valid: av1, gif, h264, hevc, mjpeg, vp9."),
+        (["--codec", "h265"], "Unknown codec 'h265'. Valid: av1, gif, h264, hevc, mjpeg, png, vp9."),
         (["--encoder", "quantum"], "Unknown encoder 'quantum'"),
         (["--size", "641x480"], "--pad"),
         (["--size", "0x480"], "must be positive"),

@@ -116,7 +116,7 @@ def test_datasets_match_those_made_before_gpu_packing(tmp_path, gl, config):
         if name.endswith((".png", ".jpg")):
             pixels = np.asarray(Image.open(io.BytesIO(data))).tobytes()
             assert hashlib.sha256(pixels).hexdigest() == want["decoded_sha256"], name
-        # PNGs are glrec's own writer's now (glrec.dataset.files.png), not FFmpeg's, and FFmpeg's JPEG encoder
+        # PNGs are glrec's own writer's now (glrec.encoders.png.writer), not FFmpeg's, and FFmpeg's JPEG encoder
         # runs one slice (it made one per core, so the bytes depended on the machine): same pixels, other bytes
         if not name.endswith((".png", ".jpg")):
             assert hashlib.sha256(data).hexdigest() == want["sha256"], name

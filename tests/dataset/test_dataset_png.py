@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from glrec.dataset.files.png import FILTER_NONE, FILTER_SUB, FILTER_UP, LEVELS, SIGNATURE, encode_png
+from glrec.encoders.png.writer import FILTER_NONE, FILTER_SUB, FILTER_UP, LEVELS, SIGNATURE, encode_png
 from glrec.errors import EncoderError
 
 

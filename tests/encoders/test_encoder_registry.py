@@ -69,7 +69,7 @@ def test_every_encoder_is_a_row_and_auto_walks_them_in_order():
     for row in registry.ENCODERS.values():
         assert row.reads and set(row.reads) <= {"host", "cuda", "gl"}, row
         assert row.encoder.count(":") == 1
-    with pytest.raises(glrec.ConfigError, match=r"Unknown encoder 'x264'\. Valid: auto, cpu, gl, nvenc, nvjpeg"):
+    with pytest.raises(glrec.ConfigError, match=r"Unknown encoder 'x264'\. Valid: auto, cpu, gl, nvenc, nvjpeg, png"):
         registry.encoder_row("x264")
 
 

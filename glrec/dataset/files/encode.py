@@ -1,7 +1,7 @@
 """Pass arrays to file bytes: PNG (glrec's own writer), JPEG (FFmpeg's through PyAV, or a GPU encoder), ``.npy``.
 
 Masks and depth are always lossless (16-bit PNG or ``.npy``); colour is PNG
-or JPEG. PNG files come from :mod:`glrec.dataset.files.png` (NumPy row filter, zlib-ng
+or JPEG. PNG files come from :mod:`glrec.encoders.png.writer` (NumPy row filter, zlib-ng
 deflate, the GIL released). Colour goes through a :class:`ColourEncoder` made
 for the encoder row ``[output] rgb_encoder`` names in the encoder registry
 (:mod:`glrec.encoders.registry`): a row that encodes on the host is the CPU
@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from ...encoders.png.writer import DEFAULT_LEVEL
+from ...encoders.png.writer import encode_png as _png
 from ...errors import ConfigError, EncoderError, EncoderUnavailableError
 from ...scenes.passes import PASS_ROWS, PassRow
 from ..rendering.colour import BatchColour, ColourEncoder, ColourImage
 from ..spec.document import OutputSpec
-from .png import DEFAULT_LEVEL
-from .png import encode_png as _png
 
 if TYPE_CHECKING:
     pass
@@ -72,7 +72,9 @@ def _encode_image(
 
 
 def encode_png(array: np.ndarray, level: int = DEFAULT_LEVEL) -> bytes:
-    """A PNG of an (h, w) uint8/uint16 or (h, w, 3) uint8 array, ``level`` 0..9 (:mod:`.png`). Lossless."""
+    """A PNG of an (h, w) uint8/uint16 or (h, w, 3) uint8 array, ``level`` 0..9 (:mod:`glrec.encoders.png.writer`).
+
+    Lossless."""
     if array.ndim == 3 and array.shape[2] != 3:
         raise EncoderError(f"PNG takes (h, w) uint8/uint16 or (h, w, 3) uint8, not {array.dtype} {array.shape}.")
     return _png(array, level)

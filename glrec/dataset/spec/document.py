@@ -82,7 +82,7 @@ class OutputSpec:
     rgb: str = "png"
     rgb_encoder: str = "cpu"  # an encoder row that makes JPEG (cpu, gl, nvjpeg) or a registered colour encoder
     jpeg_quality: int = 90
-    png_compression: int = 2  # zlib-ng's levels: 0 stores, 1 fastest, 9 smallest (glrec.dataset.files.png)
+    png_compression: int = 2  # zlib-ng's levels: 0 stores, 1 fastest, 9 smallest (glrec.encoders.png.writer)
     depth: str = "npy"
     depth_scale: float = 1000.0  # png16 units per scene unit (1000: millimetres of metres)
     normal: str = "png"

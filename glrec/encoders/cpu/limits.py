@@ -108,8 +108,12 @@ def cpu_encoder_problem(codec: str) -> str | None:
 
 
 def cpu_options_problem(facts: VideoFacts, options: CpuOptions) -> str | None:
-    """What the CPU encoder would reject when it opens (format, preset, frame rate, picture size), or None."""
-    name = CPU_ENCODERS[facts.codec]
+    """What the CPU encoder would reject when it opens (format, preset, frame rate, picture size), or None.
+
+    None for a codec it has no encoder for: the plan says so in its own words."""
+    name = CPU_ENCODERS.get(facts.codec)
+    if name is None:
+        return None
     if facts.pix_fmt not in CPU_PIX_FMTS[name]:
         formats = " or ".join(CPU_PIX_FMTS[name])
         return f"The {facts.codec} CPU encoder ({name}) takes {formats}, not {facts.pix_fmt}."

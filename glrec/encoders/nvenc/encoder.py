@@ -162,7 +162,8 @@ def nvenc_config(
 def nvenc_options_problem(facts: VideoFacts, options: NvencOptions, *, raw_output: bool) -> str | None:
     """What NVENC cannot honour in the stream or its ``options``, known before any GPU work (None if nothing)."""
     if facts.codec not in MAX_SIZE:
-        return f"NVENC encodes h264, hevc and av1, not {facts.codec}; use --encoder nvjpeg for mjpeg."
+        other = "nvjpeg (or auto)" if facts.codec == "mjpeg" else "auto, which picks the encoder that takes it"
+        return f"NVENC encodes h264, hevc and av1, not {facts.codec}; use --encoder {other}."
     if facts.pix_fmt not in NVENC_FORMATS:
         return f"NVENC takes {', '.join(NVENC_FORMATS)}, not {facts.pix_fmt}."
     if facts.codec == "av1" and facts.pix_fmt == "yuv444p":

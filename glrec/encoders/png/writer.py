@@ -1,11 +1,14 @@
-"""PNG files of pass arrays, written here: rows filtered with NumPy, compressed by zlib-ng (``zlib-ng``).
+"""glrec's PNG writer: rows filtered with NumPy, compressed by zlib-ng (``zlib-ng``).
+
+It writes the dataset shards' lossless passes and the frames of ``.png`` sequences
+(:mod:`glrec.encoders.png.encoder`).
 
 A PNG is the signature, an ``IHDR`` chunk, one ``IDAT`` chunk holding the zlib
 stream of the filtered rows, and ``IEND``. Every row uses one filter,
 ``Up`` (each byte minus the byte above it): for rendered images it compresses
 about as well as FFmpeg's per-row choice, and it is one vectorised subtraction.
 zlib-ng compresses the whole image in one call that releases the GIL, so a dataset
-worker's encode threads run on every core. The bytes depend only on the array,
+worker's encode threads, and the PNG encoder's, run on every core. The bytes depend only on the array,
 the level, the compressor's version and the CPU architecture (x86-64 and Arm may
 choose other matches for the same pixels), never on threads, batch sizes, worker
 counts or runs. ``benchmarks/png_encoders.py`` measured the candidates (FFmpeg
@@ -31,7 +34,7 @@ import numpy as np
 
 from ...errors import EncoderError
 
-__all__ = ["DEFAULT_LEVEL", "LEVELS", "compress", "encode_png", "png_rows"]
+__all__ = ["DEFAULT_LEVEL", "LEVELS", "compress", "encode_png", "from_rows", "layout", "png_rows"]
 
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: The level of PNG passes when ``png_compression`` is not set: zlib-ng's level 2.
@@ -55,7 +58,7 @@ def _chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(data, zlib.crc32(kind)))
 
 
-def _layout(array: np.ndarray) -> tuple[int, int, int]:
+def layout(array: np.ndarray) -> tuple[int, int, int]:
     """(bit depth, PNG colour type, bytes per pixel) of an array PNG can hold as it is."""
     if array.dtype == np.uint8 and array.ndim == 2:
         return 8, 0, 1
@@ -73,7 +76,7 @@ def png_rows(array: np.ndarray, filter_type: int = FILTER_UP) -> np.ndarray:
 
     16-bit samples are big-endian, as PNG stores them. ``filter_type``: 0 None, 1 Sub, 2 Up.
     """
-    _, _, bpp = _layout(array)
+    _, _, bpp = layout(array)
     h = array.shape[0]
     raw = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder(">")).view(np.uint8).reshape(h, -1)
     rows = np.empty((h, raw.shape[1] + 1), np.uint8)
@@ -105,11 +108,22 @@ def encode_png(
     """
     if level not in LEVELS and deflate is None:
         raise EncoderError(f"PNG compression level {level} is outside 0..9.")
-    depth, colour, _ = _layout(array)
     h, w = array.shape[:2]
     if h == 0 or w == 0:
         raise EncoderError(f"PNG cannot hold an empty {w}x{h} image.")
-    rows = png_rows(array, filter_type)
+    return from_rows(png_rows(array, filter_type), w, layout(array), level, deflate)
+
+
+def from_rows(
+    rows: np.ndarray,
+    width: int,
+    kind: tuple[int, int, int],
+    level: int = DEFAULT_LEVEL,
+    deflate: Compress | None = None,
+) -> bytes:
+    """The PNG of filtered scanlines ``rows`` (:func:`png_rows`) of a ``width``-pixel image of ``kind``
+    (:func:`layout`'s answer for it): the deflate, which releases the GIL, with the chunks around it."""
+    depth, colour, _ = kind
     idat = (deflate or compress)(cast(bytes, rows.data), level)  # the buffer, not a copy
-    ihdr = struct.pack(">IIBBBBB", w, h, depth, colour, 0, 0, 0)
+    ihdr = struct.pack(">IIBBBBB", width, rows.shape[0], depth, colour, 0, 0, 0)
     return SIGNATURE + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", idat) + _chunk(b"IEND", b"")
