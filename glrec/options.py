@@ -91,6 +91,10 @@ _MAX_SIDE = 16384  # the widest any encoder here takes (x264/x265); an even-size
 #: Codecs whose pixel format, when none is given, is not yuv420p: GIF's colours 4:2:0 would smear; PNG is RGB.
 _DEFAULT_PIX_FMT: dict[str, PixelFormat] = {"gif": "yuv444p", "png": "rgb24"}
 
+#: Codecs live mode refuses, and why.
+_NOT_LIVE = {"av1": "There are no low-latency AV1 settings yet", "vp9": "There are no low-latency VP9 settings yet",
+             "gif": "A GIF is a file, not a stream", "png": "A PNG sequence is files, not a stream"}  # fmt: skip
+
 T = TypeVar("T")
 _ENCODER_CHOICES = ("auto", *ENCODERS)
 
@@ -207,12 +211,8 @@ class VideoOptions(OptionTable):
         bframes = self.table(RateOptions).bframes
         if self.live and bframes:
             raise ConfigError(f"bframes {bframes} would delay every frame in live mode; use bframes 0.")
-        if self.live and codec == "av1":
-            raise ConfigError("Live mode has no low-latency AV1 settings yet; use codec h264 (or hevc).")
-        if self.live and codec == "gif":
-            raise ConfigError("A GIF is a file, not a stream: live mode takes codec h264 (or hevc).")
-        if self.live and codec == "vp9":
-            raise ConfigError("Live mode has no low-latency VP9 settings yet; use codec h264 (or hevc).")
+        if self.live and codec in _NOT_LIVE:
+            raise ConfigError(f"{_NOT_LIVE[codec]}: live mode takes codec h264 (or hevc).")
         w, h = self.size
         # JPEG holds any size (its 4:2:0 chroma covers the odd edge, as libjpeg pads it): only video codecs refuse.
         if (w % 2 or h % 2) and pix_fmt in SUBSAMPLED and not self.pad and codec != "mjpeg":

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from ..errors import EncoderError
 from ..frame import DeviceFrame, EncodedFrame, Frame, HostFrame, Packet
 
 
@@ -64,6 +65,19 @@ def encode_each(encoder: Encoder, frames: Sequence[Frame]) -> list[Packet]:
     return [packet for frame in frames for packet in encoder.encode(frame)]
 
 
+def host_picture(frame: Frame, encoder: str) -> HostFrame:
+    """``frame`` in host memory, for encoders that read the host (the CPU's, PNG's): a CUDA device frame is
+    copied once, on the calling thread, and released; an encoded frame is refused."""
+    if isinstance(frame, EncodedFrame):
+        raise EncoderError(f"{encoder} takes pictures, not frame {frame.index} already encoded.")
+    if isinstance(frame, HostFrame):
+        return frame
+    try:
+        return frame.to_host()
+    finally:
+        frame.release()
+
+
 def device_frame(frame: Frame, encoder: str) -> DeviceFrame:
     """``frame`` as a CUDA device frame, for encoders that read CUDA memory only (NVENC, nvJPEG)."""
     if isinstance(frame, (HostFrame, EncodedFrame)):
@@ -72,4 +86,4 @@ def device_frame(frame: Frame, encoder: str) -> DeviceFrame:
     return frame
 
 
-__all__ = ["Encoder", "Packet", "device_frame", "encode_each"]
+__all__ = ["Encoder", "Packet", "device_frame", "encode_each", "host_picture"]

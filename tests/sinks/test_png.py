@@ -146,6 +146,7 @@ def test_per_env_sequences_and_a_grid_from_a_batch(tmp_path):
         ({"pix_fmt": "yuv420p"}, "PNG holds RGB, not yuv420p: use pix_fmt rgb24"),
         ({"encoder": "cpu"}, "The CPU encoder encodes h264, hevc, av1, vp9, mjpeg, gif, not png; for png use encoder"),
         ({"png_compression": 10}, "png_compression 10 is outside"),
+        ({"live": True}, "A PNG sequence is files, not a stream: live mode takes codec h264"),
     ],
 )
 def test_refused_with_the_reason_and_nothing_written(tmp_path, options, words):

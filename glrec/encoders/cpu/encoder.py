@@ -21,9 +21,9 @@ import numpy as np
 
 from ...convert.swscale import PACKED_FORMATS, SwsConverter
 from ...errors import EncoderError, EncoderUnavailableError
-from ...frame import EncodedFrame, Frame, HostFrame, Packet
+from ...frame import Frame, Packet
 from ...video_facts import VideoFacts
-from ..encoder import encode_each
+from ..encoder import encode_each, host_picture
 from ..jpeg_options import ffmpeg_qscale
 from ..latency import LIVE_PRESET, cpu_live_options, live_gop, one_frame_vbv
 from .gif import GifPalette
@@ -156,14 +156,7 @@ class CpuEncoder:
         log.info("encoder: %s %dx%d %s @ %s fps, %s", name, w, h, pix_fmt, rate, opts)
 
     def encode(self, frame: Frame) -> list[Packet]:
-        if isinstance(frame, EncodedFrame):
-            raise EncoderError(f"The CPU encoder takes pictures, not frame {frame.index} already encoded.")
-        if not isinstance(frame, HostFrame):  # a CUDA device frame: one device-to-host copy, on this thread
-            try:
-                host = frame.to_host()
-            finally:
-                frame.release()
-            return self.encode(host)
+        frame = host_picture(frame, "The CPU encoder")  # a CUDA device frame: one copy to the host, here
         if frame.av_frame is not None:
             vf = frame.av_frame
         elif frame.pix_fmt in _PACKED:

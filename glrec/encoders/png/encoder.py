@@ -30,10 +30,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 from ...errors import EncoderError
-from ...frame import EncodedFrame, Frame, HostFrame, Packet
+from ...frame import Frame, HostFrame, Packet
 from ...layout import PACKED_RGB
 from ...video_facts import VideoFacts
-from ..encoder import encode_each
+from ..encoder import encode_each, host_picture
 from .options import PngOptions
 from .writer import from_rows, layout, png_rows
 
@@ -112,14 +112,7 @@ class PngEncoder:
         return channels_as(data.reshape(frame.height, frame.width, -1), self.channels)
 
     def encode(self, frame: Frame) -> list[Packet]:
-        if isinstance(frame, EncodedFrame):
-            raise EncoderError(f"The PNG encoder takes pictures, not frame {frame.index} already encoded.")
-        if not isinstance(frame, HostFrame):  # a CUDA device frame: one device-to-host copy, on this thread
-            try:
-                host = frame.to_host()
-            finally:
-                frame.release()
-            return self.encode(host)
+        frame = host_picture(frame, "The PNG encoder")  # a CUDA device frame: one copy to the host, here
         pixels = self._pixels(frame)
         rows = png_rows(pixels)  # a new array: the frame's buffer is free once this returns
         kind = layout(pixels)
