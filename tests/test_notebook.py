@@ -64,3 +64,13 @@ def test_webm_is_embedded_as_webm(tmp_path):
     result = glrec.write_video(tmp_path / "run.webm", frames(), fps=10)
     src = re.search(r'<video [^>]*src="data:video/webm;base64,([^"]+)"', html_of(result))
     assert src is not None and base64.b64decode(src.group(1)) == result.path.read_bytes()
+
+
+@pytest.mark.parametrize("name, mime", [("f_%04d.png", "image/png"), ("f_%04d.jpg", "image/jpeg")])
+def test_an_image_sequence_is_shown_by_its_first_frame(tmp_path, name, mime):
+    result = glrec.write_video(tmp_path / name, frames(), fps=10)
+    page = html_of(result)
+    src = re.search(rf'<img [^>]*src="data:{mime};base64,([^"]+)"', page)
+    assert src is not None and "no frames" not in page, page[:300]
+    assert base64.b64decode(src.group(1)) == (tmp_path / (name % 0)).read_bytes()
+    assert "The first of 3 frames" in page
