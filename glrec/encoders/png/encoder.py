@@ -13,7 +13,8 @@ PNG encoder in the process shares (a vectorised recording's env streams too, so
 they never hold more threads than cores between them); the last one to close
 stops its threads, so no glrec thread outlives a recording. It returns the packets
 that are done, in frame order, and waits for the oldest only when twice as many
-frames as threads are in flight.
+frames as threads are in flight, or :data:`IN_FLIGHT_BYTES` of filtered rows
+(so a machine of many cores recording large frames holds a bounded amount).
 The bytes of each PNG depend only on its pixels and the level
 (:mod:`glrec.encoders.png.writer`).
 """
@@ -38,6 +39,9 @@ from .options import PngOptions
 from .writer import from_rows, layout, png_rows
 
 log = logging.getLogger("glrec")
+
+#: The most bytes of filtered rows one encoder keeps waiting for the pool (at least one frame).
+IN_FLIGHT_BYTES = 256 * 2**20
 
 
 def _threads() -> int:
@@ -101,7 +105,8 @@ class PngEncoder:
         threads = _threads()
         self._pool = SHARED_POOL.acquire()
         self._closed = False
-        self._window = 2 * threads
+        frame_bytes = facts.size[0] * facts.size[1] * self.channels
+        self._window = max(1, min(2 * threads, IN_FLIGHT_BYTES // max(1, frame_bytes)))
         self._pending: deque[tuple[int, Future[bytes]]] = deque()
         log.info("encoder: png %dx%d %s, level %d, %d threads", *facts.size, facts.pix_fmt, self.level, threads)
 
