@@ -226,6 +226,8 @@ class VideoOptions(OptionTable):
                 f"Use an even size such as {even(w)}x{even(h)}, pass {pad} to add "
                 f"a replicated edge row/column, or use {yuv444} (JPEG, codec mjpeg, stores odd sizes as they are)."
             )
+        if codec == "png":  # no YUV: matrix and range stay unset, so a second check (with_size) passes as the first
+            return replace(self, pix_fmt=pix_fmt)
         return replace(self, matrix=matrix, colour_range=colour_range, pix_fmt=pix_fmt)
 
     def with_size(self, size: tuple[int, int]) -> VideoOptions:

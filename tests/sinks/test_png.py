@@ -184,3 +184,16 @@ def test_an_existing_sequence_is_kept_or_replaced_whole(tmp_path):
     glrec.write_video(out, second, fps=5)  # the Python API replaces, as imageio does; the CLI asks for -y
     assert [p.name for p in _files(out)] == ["s_00.png", "s_01.png"]  # the old sequence's frames 2, 3 went
     assert np.array_equal(_decoded(out), second)
+
+
+def test_a_processing_stage_and_its_new_size_reach_the_pngs_exactly(tmp_path):
+    """``process=`` runs before the pack stage; a stage that changes the size checks the options again (PNG's
+    unset matrix and range must pass that second check)."""
+    from glrec.process import Process
+
+    reference = np.stack(reference_rgb("cube", (64, 48), 3, 30))
+    glrec.record("cube", tmp_path / "i_%02d.png", size=(64, 48), frames=3, process=lambda f: 255 - f)
+    assert np.array_equal(_decoded(tmp_path / "i_%02d.png"), 255 - reference)
+    half = Process(lambda f: f[::2, ::2], size=(32, 24))
+    glrec.record("cube", tmp_path / "h_%02d.png", size=(64, 48), frames=3, process=half)
+    assert np.array_equal(_decoded(tmp_path / "h_%02d.png"), reference[:, ::2, ::2])
