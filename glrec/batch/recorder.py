@@ -232,7 +232,7 @@ class BatchRecorder:
         if opts.codec == "gif" and (self._ring is not None or self._segment is not None):
             raise ConfigError("Clips and segments are cut at keyframes, and a GIF has one, its first frame: "
                               "record clips and segments as .mp4 (codec h264).")  # fmt: skip
-        if self._ring is not None and opts.codec != "mjpeg":
+        if self._ring is not None and opts.codec not in ("mjpeg", "png"):  # JPEG and PNG: every frame a keyframe
             # Clips cut at keyframes: one a second, and the ones asked for are IDR (a clip starts there).
             rate = opts.table(RateOptions)
             extra = dict(rate.encoder_options)

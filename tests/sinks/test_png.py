@@ -197,3 +197,16 @@ def test_a_processing_stage_and_its_new_size_reach_the_pngs_exactly(tmp_path):
     half = Process(lambda f: f[::2, ::2], size=(32, 24))
     glrec.record("cube", tmp_path / "h_%02d.png", size=(64, 48), frames=3, process=half)
     assert np.array_equal(_decoded(tmp_path / "h_%02d.png"), reference[:, ::2, ::2])
+
+
+def test_episodes_kept_by_outcome_as_sequences(tmp_path):
+    """``keep=`` cuts clips at keyframes, and every PNG is one: the kept episode's frames, the other's none."""
+    steps = _noise((6, 2, 16, 16, 3), seed=10)
+    with glrec.BatchRecorder(str(tmp_path / "k{env}-{episode}_%02d.png"), fps=10, keep=lambda info: info) as rec:
+        for s, batch in enumerate(steps):
+            rec.write(batch)
+            if s == 2:
+                rec.end_episode(0, True)
+                rec.end_episode(1, False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k0-0_00.png", "k0-0_01.png", "k0-0_02.png"]
+    assert np.array_equal(_decoded(tmp_path / "k0-0_%02d.png"), steps[:3, 0])
