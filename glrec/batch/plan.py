@@ -4,7 +4,8 @@
 goes to the GL JPEG route on hardware GL (one upload, one dispatch per pass for all
 N), else CUDA batches of 3 channels to nvJPEG where it runs (all N in one call);
 PNG to the PNG encoder, everything else to the CPU encoders (a CUDA batch then
-crosses to the host once per step for both). ``encoder="gl"`` takes the GL JPEG route anywhere, llvmpipe included.
+crosses to the host once per step for both). ``encoder="gl"`` takes the GL JPEG
+route anywhere, llvmpipe included.
 NVENC is never picked by ``auto`` for per-env files (it would need a session per
 env); ``encoder="nvenc"`` opens one per env, fed RGBA frames
 (:mod:`glrec.batch.nvenc_route`), or refuses where the GPU allows fewer.

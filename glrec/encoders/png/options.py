@@ -31,12 +31,10 @@ class PngOptions(EncoderOptions):
 def png_stream_problem(codec: str, pix_fmt: str, matrix: str | None, colour_range: str | None) -> str | None:
     """Why the stream's format cannot be PNG's, or PNG's format another codec's (None if it fits): PNG keeps the
     rendered RGB as it is, so no YUV format, matrix or range applies to it, and rgb24 is PNG's alone."""
+    if codec != "png" and pix_fmt == "rgb24":
+        return f"pix_fmt rgb24 is PNG's (codec png); {codec} takes yuv420p, nv12 or yuv444p."
     if codec != "png":
-        return (
-            f"pix_fmt rgb24 is PNG's (codec png); {codec} takes yuv420p, nv12 or yuv444p."
-            if pix_fmt == "rgb24"
-            else None
-        )
+        return None
     if pix_fmt not in ("rgb24", "rgba"):
         return f"PNG holds RGB, not {pix_fmt}: use pix_fmt rgb24 (the default for png) or rgba (alpha)."
     if matrix is not None or colour_range is not None:
