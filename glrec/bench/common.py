@@ -95,17 +95,15 @@ def describe_output(path: Path, expected_codec: str | None = None) -> RowResult:
 
     An image sequence (``frames_%06d.png``) counts every file its pattern makes; FFmpeg's image2 demuxer reads it.
     """
-    if has_frame_pattern(path):
-        files = [f for _, f in sequence_frames(path)]
-        info: dict[str, Any] = {"output_bytes": sum(f.stat().st_size for f in files)}
-    else:
-        info = {"output_bytes": path.stat().st_size}
+    sequence = has_frame_pattern(path)
+    files = [f for _, f in sequence_frames(path)] if sequence else [path]
+    info: dict[str, Any] = {"output_bytes": sum(f.stat().st_size for f in files)}
     with av.open(str(path)) as c:
         stream = c.streams.video[0]
         info["output_codec"] = stream.codec_context.name
         info["output_size"] = f"{stream.codec_context.width}x{stream.codec_context.height}"
         info["frames_written"] = sum(1 for p in c.demux(stream) if p.size)
-    info["x264"] = None if has_frame_pattern(path) else x264_settings(path)
+    info["x264"] = None if sequence else x264_settings(path)
     return info
 
 

@@ -81,9 +81,8 @@ OUTPUTS: dict[str, OutputKind] = {
     ".ivf": _IVF, ".gif": _GIF, ".jpg": _JPG, ".jpeg": _JPG, ".png": _PNG,
 }  # fmt: skip
 
-#: The file each codec is recorded into where glrec picks one (appended to a name; PNG's is a sequence):
-#: ``glrec doctor``'s round trips, ``glrec bench``'s
-#: rows, ``glrec info``'s auto choices.
+#: The file each codec is recorded into where glrec picks one, appended to a name (PNG's is a sequence):
+#: ``glrec doctor``'s round trips, ``glrec bench``'s rows, ``glrec info``'s auto choices.
 CODEC_SUFFIX: dict[str, str] = {
     "h264": ".mp4", "hevc": ".mp4", "av1": ".ivf", "vp9": ".webm", "mjpeg": ".mkv", "gif": ".gif",
     "png": "_%06d.png",

@@ -50,6 +50,11 @@ def test_numpy_frames_come_back_exactly_at_an_odd_size(tmp_path, ffprobe, array_
     probed = ffprobe(out, "codec_name", "width", "height", "pix_fmt", "nb_read_frames")  # FFmpeg's image2 pattern
     assert probed == {"codec_name": "png", "width": "47", "height": "33", "pix_fmt": "rgb24", "nb_read_frames": "7"}
     assert result.bytes == sum(p.stat().st_size for p in _files(out))
+    if array_convert == "gl":  # glrec bench's reading of an output: the sequence's files, through FFmpeg's image2
+        from glrec.bench.common import describe_output
+
+        info = describe_output(out)
+        assert (info["output_codec"], info["frames_written"], info["output_bytes"]) == ("png", 7, result.bytes)
 
 
 @pytest.mark.parametrize("array_convert", ["gl", "cpu"])
