@@ -8,7 +8,11 @@ from typing import ClassVar
 from ..._declare import flag, named, option
 from ..._values import _number
 from ..options import EncoderOptions
-from .writer import DEFAULT_LEVEL
+
+#: The level when ``png_compression`` is not set: zlib-ng's level 2. Declared here, not in the writer, so that
+#: declaring the options imports no NumPy: the command line's start-up imports stay in the order its Ctrl-C test
+#: interrupts (tests/test_signals.py; a KeyboardInterrupt inside a dataclass being declared becomes a RuntimeError).
+DEFAULT_LEVEL = 2
 
 
 @dataclass(frozen=True)

@@ -33,12 +33,11 @@ from typing import cast
 import numpy as np
 
 from ...errors import EncoderError
+from .options import DEFAULT_LEVEL
 
 __all__ = ["DEFAULT_LEVEL", "LEVELS", "compress", "encode_png", "from_rows", "layout", "png_rows"]
 
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
-#: The level of PNG passes when ``png_compression`` is not set: zlib-ng's level 2.
-DEFAULT_LEVEL = 2
 #: The levels ``png_compression`` takes: zlib-ng's 0 (stored) to 9.
 LEVELS = range(10)
 #: PNG filter types (ISO 15948, 9.2).
