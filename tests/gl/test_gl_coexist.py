@@ -220,6 +220,37 @@ def test_glrec_leaves_the_callers_full_gl_state_as_it_was(user, tmp_path, monkey
     assert np.abs(video[4].reshape(-1, 3).mean(axis=0) - (0, 255, 0)).max() < 2
 
 
+def test_png_with_alpha_leaves_the_callers_full_gl_state_and_captures_exactly(user, tmp_path) -> None:
+    """The PNG path (the pack stage keeping alpha, then a host encoder) in the caller's own context: no GL state
+    changed, and the captures are the caller's pixels exactly, alpha included."""
+    import av
+
+    ctx, fbo, tex = user
+    picture = quadrants(ctx, fbo)
+    rgba = np.frombuffer(fbo.read(components=4), np.uint8).reshape(H, W, 4)[::-1]
+    keep = _set_unusual_state(ctx, fbo, tex)
+    full = StateGuard(full=True)
+    changed: set[str] = set()
+
+    def around(call) -> None:
+        before = full.capture()
+        call()
+        changed.update(StateGuard.diff(before, full.capture()))
+
+    recs: list[glrec.Recorder] = []
+    around(lambda: recs.append(glrec.Recorder(tmp_path / "s_%02d.png", size=(W, H), context="current",
+                                              pix_fmt="rgba")))  # fmt: skip
+    around(lambda: recs[0].capture(fbo))
+    around(lambda: recs[0].capture(texture=tex))
+    around(recs[0].close)
+    del keep
+    assert changed == set(), f"glrec changed the caller's GL state: {sorted(changed)}"
+    for i in range(2):
+        with av.open(str(tmp_path / f"s_{i:02d}.png")) as c:
+            (got,) = [f.to_ndarray(format="rgba") for f in c.decode(video=0)]
+        assert np.array_equal(got, rgba) and np.array_equal(got[..., :3], picture), i
+
+
 def test_user_moderngl_objects_drawn_inside_a_frame_are_recorded(user, tmp_path) -> None:
     ctx, fbo, _ = user
     prog = ctx.program(
