@@ -4,7 +4,7 @@ Packets carry in-band parameter sets (Annex-B for H.264/HEVC), so any sink can
 take packets from any encoder, and the pts of every packet is the index of the
 frame it encodes, whatever the encoder's own delay (see :class:`Encoder`).
 Each encoder lives in a room of its own beside this module (``cpu/``,
-``nvenc/``, ``nvjpeg/``, ``gl_jpeg/``), with its row for the registry.
+``nvenc/``, ``nvjpeg/``, ``gl_jpeg/``, ``png/``), with its row for the registry.
 """
 
 from __future__ import annotations
