@@ -211,6 +211,23 @@ def catch_termination() -> dict[int, Any]:
     return {sig: signal.signal(sig, _raise_terminated) for sig in _TERMINATING}
 
 
+def forget_unhandled_interrupt() -> None:
+    """Clear CPython's mark that a KeyboardInterrupt went unhandled, once glrec has handled one.
+
+    CPython (3.10 and 3.11) sets that mark whenever a KeyboardInterrupt leaves code that ``exec()`` runs from a
+    string, even when the caller then handles it; dataclasses and namedtuple build their methods that way, so a
+    Ctrl-C during the command line's imports can land there. Under ``python -m glrec`` the interpreter then
+    ends the process by SIGINT (-2) after finishing, instead of with the status glrec chose (130). Where the
+    interpreter does not expose the mark (other versions and builds), this does nothing.
+    """
+    try:
+        import ctypes
+
+        ctypes.c_int.in_dll(ctypes.pythonapi, "_Py_UnhandledKeyboardInterrupt").value = 0
+    except (ImportError, ValueError, AttributeError, OSError):  # no ctypes, or no such symbol here
+        pass
+
+
 def restore_handlers(previous: dict[int, Any], *, leaving: bool = False) -> None:
     """Put the handlers back; with ``leaving``, the program is on its way out because of a signal.
 

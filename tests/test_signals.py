@@ -130,14 +130,41 @@ def test_a_signal_as_close_begins_is_held_until_the_result_exists(gl, tmp_path, 
 def test_ctrl_c_during_the_start_up_imports_exits_130_with_one_line(tmp_path):
     """The heavy imports (numpy, PyAV, moderngl) run inside main(), where a Ctrl-C is handled.
 
-    Known race (open): once in about eight full-suite runs on a loaded 2-core machine the child
-    printed the right line but exited -2 (2026-12-01); one retry keeps CI from landing on it,
-    and two failures in a row still fail the test.
+    Once in about 40 runs on a loaded 2-core machine the child used to print the right line but exit -2
+    (first seen 2026-12-01): the interrupt had landed in a dataclass's methods, which ``exec()`` builds, and
+    CPython then ended the process by SIGINT (see the test below). The retry this test had is gone.
     """
+    _ctrl_c_during_imports(tmp_path / "first")
+
+
+_INTERRUPTED_IN_EXEC = """
+import sys
+from glrec._lifecycle import forget_unhandled_interrupt
+try:
+    exec("raise KeyboardInterrupt")  # as a Ctrl-C landing in a dataclass's methods being built
+except KeyboardInterrupt:
+    if sys.argv[1] == "forget":
+        forget_unhandled_interrupt()
+sys.exit(130)
+"""
+
+
+@pytest.mark.parametrize("forget", ["forget", "control"])
+def test_an_interrupt_handled_after_exec_ends_with_the_chosen_status(tmp_path, forget):
+    """CPython 3.10/3.11 marks a KeyboardInterrupt that left ``exec()``'d code as unhandled, even once handled, and
+    under ``python -m`` ends the process by SIGINT. The CLI clears the mark when it handles a Ctrl-C; the control
+    shows the mark is there to clear."""
+    import ctypes
+
     try:
-        _ctrl_c_during_imports(tmp_path / "first")
-    except AssertionError:
-        _ctrl_c_during_imports(tmp_path / "again")
+        ctypes.c_int.in_dll(ctypes.pythonapi, "_Py_UnhandledKeyboardInterrupt")
+    except ValueError:
+        pytest.skip("this interpreter keeps no such mark where ctypes can reach it")
+    (tmp_path / "interrupted_in_exec.py").write_text(_INTERRUPTED_IN_EXEC)
+    env = {**child_env(), "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    run = subprocess.run([sys.executable, "-m", "interrupted_in_exec", forget], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert run.returncode == (130 if forget == "forget" else -signal.SIGINT), run.stderr
 
 
 def _ctrl_c_during_imports(where):

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 from .. import __version__
 from .._declare import cli_spelling
-from .._lifecycle import Terminated, catch_termination, restore_handlers
+from .._lifecycle import Terminated, catch_termination, forget_unhandled_interrupt, restore_handlers
 from ..errors import GlrecError, user_error_line
 from .stdout import StdoutError, abandon_stdout, checked_stdout, say
 
@@ -174,6 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
     except KeyboardInterrupt as exc:
         status = EXIT_INTERRUPTED
+        forget_unhandled_interrupt()  # handled here: exit 130, not by SIGINT (see _lifecycle)
         restore_handlers(previous, leaving=argv is None)  # from here on, a second signal cannot change that
         what = exc.word if isinstance(exc, Terminated) else "interrupted"
         say(f"glrec: {what}; {_interrupted_output(args)}")
