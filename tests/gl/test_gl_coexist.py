@@ -9,6 +9,7 @@ processes, because they read environment variables at import.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import av
 import moderngl
@@ -179,6 +180,19 @@ def _set_unusual_state(ctx: moderngl.Context, fbo: moderngl.Framebuffer, tex: mo
     return [prog, buf, vao, other]
 
 
+def _state_watch() -> tuple[Callable[[Callable[[], object]], None], set[str]]:
+    """``around(call)`` runs ``call`` and adds to ``changed`` the caller's GL state it changed (all of it)."""
+    full = StateGuard(full=True)
+    changed: set[str] = set()
+
+    def around(call: Callable[[], object]) -> None:
+        before = full.capture()
+        call()
+        changed.update(StateGuard.diff(before, full.capture()))
+
+    return around, changed
+
+
 @pytest.mark.parametrize("restore", [True, False], ids=["restored", "control-without-restore"])
 def test_glrec_leaves_the_callers_full_gl_state_as_it_was(user, tmp_path, monkeypatch, restore) -> None:
     ctx, fbo, tex = user
@@ -186,14 +200,7 @@ def test_glrec_leaves_the_callers_full_gl_state_as_it_was(user, tmp_path, monkey
     keep = _set_unusual_state(ctx, fbo, tex)
     if not restore:  # the control: without restoring, the same check must see changes
         monkeypatch.setattr(StateGuard, "restore", lambda self, saved: None)
-    full = StateGuard(full=True)
-    changed: set[str] = set()
-
-    def around(call) -> None:
-        before = full.capture()
-        call()
-        changed.update(StateGuard.diff(before, full.capture()))
-
+    around, changed = _state_watch()
     recs: list[glrec.Recorder] = []
     around(lambda: recs.append(glrec.Recorder(tmp_path / "s.mkv", size=(W, H), context="current", **LOSSLESS)))
     rec = recs[0]
@@ -223,20 +230,11 @@ def test_glrec_leaves_the_callers_full_gl_state_as_it_was(user, tmp_path, monkey
 def test_png_with_alpha_leaves_the_callers_full_gl_state_and_captures_exactly(user, tmp_path) -> None:
     """The PNG path (the pack stage keeping alpha, then a host encoder) in the caller's own context: no GL state
     changed, and the captures are the caller's pixels exactly, alpha included."""
-    import av
-
     ctx, fbo, tex = user
     picture = quadrants(ctx, fbo)
     rgba = np.frombuffer(fbo.read(components=4), np.uint8).reshape(H, W, 4)[::-1]
     keep = _set_unusual_state(ctx, fbo, tex)
-    full = StateGuard(full=True)
-    changed: set[str] = set()
-
-    def around(call) -> None:
-        before = full.capture()
-        call()
-        changed.update(StateGuard.diff(before, full.capture()))
-
+    around, changed = _state_watch()
     recs: list[glrec.Recorder] = []
     around(lambda: recs.append(glrec.Recorder(tmp_path / "s_%02d.png", size=(W, H), context="current",
                                               pix_fmt="rgba")))  # fmt: skip
