@@ -4,7 +4,7 @@
         --machine "2-core dev machine, Mesa llvmpipe" --json benchmarks/results/DATE_NAME.json
     python benchmarks/dataset_workers.py --workers 1,2,4,8,16 --samples 800 --shard-size 25 --jpeg
     python benchmarks/dataset_workers.py --workers 1,8,16 --samples 800 --shard-size 25 --png-before \
-        --gl-jpeg --nvjpeg --env __GL_YIELD=USLEEP
+        --gl-jpeg --nvjpeg --env __GL_YIELD=NOTHING
 
 Every variant renders the same spec (``examples/dataset.toml`` by default: 640x480,
 all five passes) with ``generate(spec, out, workers=N)`` in a fresh process of its
@@ -29,10 +29,9 @@ default), patched into the run and its workers by a ``sitecustomize`` module, so
 before and after are one run. ``--gl-jpeg`` adds JPEG colour through the GL JPEG
 encoder (batched in the GL context), ``--nvjpeg`` through nvJPEG. ``--env NAME=VALUE``
 (repeatable) adds every variant again with those variables set (e.g. the NVIDIA
-GL driver's ``__GL_YIELD=USLEEP``, to see whether waiting on the GPU spins the CPU;
+GL driver's ``__GL_YIELD=NOTHING``: workers spin while they wait for the GPU, where glrec sets ``USLEEP``;
 ``GLREC_BENCH_WHAT_IF=no-digests,stored-png,no-files``: the run without those costs, to weigh them;
-``GLREC_BENCH_EARLY=0``: workers make their EGL context when they first draw, not on a thread as
-they start (``glrec.gl.early``); ``GLREC_BENCH_FENCE_POLL=0.0005``: a chunk's fence
+``GLREC_BENCH_FENCE_POLL=0.0005``: a chunk's fence
 asked every 0.5 ms with sleeps between, ``layer_pack.FENCE_POLL_S``; ``GLREC_BENCH_IN_FLIGHT=3``: three
 shards in flight per worker, ``runner.IN_FLIGHT``). ``--readback get,copy,direct`` runs every
 variant with each way of reading packed passes back (``layer_pack.READBACK``).
@@ -78,9 +77,6 @@ if os.environ.get("GLREC_BENCH_IN_FLIGHT"):
 if os.environ.get("GLREC_BENCH_FENCE_POLL"):
     from glrec.dataset.rendering import layer_pack
     layer_pack.FENCE_POLL_S = float(os.environ["GLREC_BENCH_FENCE_POLL"])
-if os.environ.get("GLREC_BENCH_EARLY") == "0":  # workers make their EGL context at the first draw, as before
-    from glrec.gl import early
-    early.begin = lambda device, major=4, minor=3: None
 what_if = set(filter(None, os.environ.get("GLREC_BENCH_WHAT_IF", "").split(",")))  # costs left out, to weigh them
 if "no-digests" in what_if:  # no SHA-256 of the members or of the tar (the manifest's digests are empty)
     from glrec.dataset.files import runner, writers

@@ -1,10 +1,13 @@
-"""A local dataset worker process: ``python -m glrec._dataset_worker FD PARENT DEVICE``.
+"""A local dataset worker process: ``python -m glrec._dataset_worker FD PARENT``.
 
-It begins its EGL context on a thread (:mod:`glrec.gl.early`; ``DEVICE`` is the
-EGL device index, or ``default``) before it imports the dataset modules, so the
-two overlap, then serves the parent as :mod:`glrec.dataset.files.local` says.
-This module imports nothing heavy itself: ``python -m glrec.dataset.files.local``
-would import all of ``glrec.dataset`` before its first line ran.
+It serves the parent as :mod:`glrec.dataset.files.local` says. This module imports
+nothing heavy itself: ``python -m glrec.dataset.files.local`` would import all of
+``glrec.dataset`` before its first line ran.
+
+Workers make their EGL context when they first draw. Beginning it on a thread as
+the worker started, to overlap the imports, was measured on the H200 (2026-12-05,
+16 workers, GL JPEG shards) and removed: the first sample came 0.8-1.1 s later and
+the run was 3-8 % slower from the start.
 """
 
 from __future__ import annotations
@@ -13,12 +16,9 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    from .gl.early import begin
-
-    begin(None if argv[2] == "default" else int(argv[2]))
     from .dataset.files.local_worker import main as serve
 
-    return serve(argv[:2])
+    return serve(argv)
 
 
 if __name__ == "__main__":

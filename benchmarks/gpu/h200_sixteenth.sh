@@ -9,11 +9,11 @@
 #                                                  #   now that the workers are CPU-bound, against as is
 #   bash benchmarks/gpu/h200_sixteenth.sh ab       # this tree against .before/ (the tree of stop 51), ABBA
 #   bash benchmarks/gpu/h200_sixteenth.sh tests    # the GPU tier
-# Carry .gpu (.fake for tests, .before for ab). Results land in $OUT.
+# Carry .gpu (.fake for tests, .before for ab). Results land in $OUT. Ran on 2026-12-05: docs/guides/performance.md.
 source benchmarks/gpu/shards_prelude.sh
 for mode in "$@"; do
 case "$mode" in
-early) run "early" early.json --no-png --rounds 2 --env GLREC_BENCH_EARLY=0 ;;
+early) echo "ran on 2026-12-05 (the early context cost 3-8 %); glrec.gl.early is gone since, so there is nothing to compare" ;;
 startup)
   python3 - > /tmp/spec16.toml <<'PY'
 import pathlib, re

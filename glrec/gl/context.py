@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from typing import Any
 import moderngl
 
 from ..errors import ConfigError, ContextError, ContextThreadError
-from . import early, egl
+from . import egl
 
 log = logging.getLogger("glrec")
 
@@ -326,9 +327,7 @@ def create_context(device: int | None = None) -> GLContext:
     ``device`` is the EGL device index (``None``: EGL's first device, or
     ``GLCONTEXT_DEVICE_INDEX`` if set). The renderer in use is logged. The
     calling thread's current context (if any) is current again on return; use
-    ``with gl:`` or ``with gl.active():`` around GL work. The first call takes
-    the EGL context the process began as it started (:mod:`glrec.gl.early`:
-    dataset workers do), where it is for this device.
+    ``with gl:`` or ``with gl.active():`` around GL work.
 
     >>> with create_context() as gl:
     ...     gl.info.renderer  # doctest: +SKIP
@@ -336,10 +335,10 @@ def create_context(device: int | None = None) -> GLContext:
     """
     if device is not None and (isinstance(device, bool) or not isinstance(device, int) or device < 0):
         raise ConfigError(f"device {device!r} must be a non-negative EGL device index, e.g. 0.")
-    device = early.resolve_device(device)
-    version = (REQUIRED_GL // 100, REQUIRED_GL % 100 // 10)
-    try:  # the one a worker process began as it started (glrec.gl.early), or a new one
-        headless = early.take(device, *version) or egl.create_headless(device, *version)
+    if device is None and os.environ.get("GLCONTEXT_DEVICE_INDEX", "").strip():
+        device = int(os.environ["GLCONTEXT_DEVICE_INDEX"])
+    try:
+        headless = egl.create_headless(device, REQUIRED_GL // 100, REQUIRED_GL % 100 // 10)
     except (OSError, RuntimeError) as exc:
         raise ContextError(
             f"Could not create a headless EGL OpenGL {REQUIRED_GL // 100}.{REQUIRED_GL % 100 // 10} context "

@@ -1,7 +1,7 @@
 """One machine's cores: shards rendered by local worker processes, each with its own GL context.
 
-Each worker is a new interpreter (``python -m glrec._dataset_worker``, which begins its EGL
-context on a thread while it imports :mod:`~glrec.dataset.files.local_worker`, its side; started with
+Each worker is a new interpreter (``python -m glrec._dataset_worker``, which runs
+:mod:`~glrec.dataset.files.local_worker`, its side; started with
 ``subprocess``: the ``spawn`` way, never a fork of a process that may already hold a
 GL or CUDA context, and without re-running the caller's main module as
 ``multiprocessing``'s spawn would). It holds one
@@ -143,14 +143,16 @@ class _Worker:
 def _child_env(cores_each: int) -> dict[str, str]:
     # llvmpipe starts a rasteriser thread per core in every context, and OpenMP/BLAS libraries a pool per
     # core in every process; the workers share the cores, so each gets its share (a value set by the user stays).
-    return child_env({name: str(cores_each) for name in THREAD_VARS})
+    # NVIDIA's GL driver sleeps instead of spinning while it waits for the GPU (__GL_YIELD): the workers are
+    # bound by their CPU, and on the H200 spinning cost 7.0-8.4 ms of CPU a sample against 6.2-6.7 (see
+    # docs/guides/performance.md). Other drivers ignore the variable.
+    return child_env({**{name: str(cores_each) for name in THREAD_VARS}, "__GL_YIELD": "USLEEP"})
 
 
-def _start(number: int, setup: dict[str, Any], env: dict[str, str], keep: tuple[int, ...] = ()) -> _Worker:
+def _start(number: int, env: dict[str, str], keep: tuple[int, ...] = ()) -> _Worker:
     """Start worker ``number``; ``keep``: descriptors it inherits (the folder's lock, held until its shards are
     done)."""
-    device = setup["device"]  # its EGL context is begun before the dataset modules are imported
-    proc, conn = start_child("glrec._dataset_worker", env, keep, ("default" if device is None else str(device),))
+    proc, conn = start_child("glrec._dataset_worker", env, keep)
     return _Worker(number, proc, conn)
 
 
@@ -183,7 +185,7 @@ def run_workers(
     pool: list[_Worker] = []
     try:
         for i in range(n):
-            pool.append(_start(i + 1, setup, env, keep))
+            pool.append(_start(i + 1, env, keep))
             _send(pool[-1], setup)
         for w in pool:
             _hand_out(w, queue)

@@ -2,8 +2,8 @@
 parent sends (a :class:`~glrec.dataset.files.runner.ShardWorker`), reports as it goes, and on the parent's None
 lets go of the folder and closes its socket before it tears down its GL context and interpreter.
 
-Started as ``python -m glrec._dataset_worker FD PARENT DEVICE``, which begins the EGL context first
-(:mod:`glrec.gl.early`) and then calls :func:`main`.
+Started as ``python -m glrec._dataset_worker FD PARENT``, which calls :func:`main` (it makes its EGL context
+when it first draws).
 """
 
 from __future__ import annotations
