@@ -78,12 +78,12 @@ def encoders_alone(frames: list[np.ndarray]) -> dict[str, dict[str, float]]:
             enc.close()
 
     def glrec_png_1() -> list[bytes]:
-        threads = png._threads
-        png._threads = lambda: 1  # type: ignore[assignment]
+        cores = png.usable_cores
+        png.usable_cores = lambda: 1  # type: ignore[assignment]
         try:
             return glrec_png()
         finally:
-            png._threads = threads  # type: ignore[assignment]
+            png.usable_cores = cores  # type: ignore[assignment]
 
     def ffmpeg_png() -> list[bytes]:
         cc = av.CodecContext.create("png", "w")

@@ -12,7 +12,15 @@ import sys
 from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
 
-__all__ = ["child_env", "die_with_parent", "start_child"]
+__all__ = ["child_env", "die_with_parent", "start_child", "usable_cores"]
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its affinity mask, so ``taskset`` and container limits count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:

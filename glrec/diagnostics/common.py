@@ -85,8 +85,10 @@ def decoded_planes(path: Path) -> list[list[np.ndarray]]:
 
 
 def _sequence(path: Path) -> list[Path]:
-    """The files of an image sequence ``path`` (a printf pattern), in order."""
-    return sorted(path.parent.glob(path.name.split("%")[0] + "*" + path.suffix))
+    """The files of an image sequence ``path`` (a printf pattern), in frame order: those the pattern makes."""
+    from ..sinks.paths import sequence_frames
+
+    return [f for _, f in sorted(sequence_frames(path))]
 
 
 def decoded_rgb(path: Path) -> list[np.ndarray]:

@@ -39,7 +39,7 @@ def test_packets_come_in_frame_order_with_the_writers_bytes(monkeypatch, in_flig
         most = max(most, len(a._pending))
     got["a"] += a.flush()
     got["b"] += b.flush()
-    assert most <= (1 if in_flight_bytes == 1 else 2 * png._threads()) + 1
+    assert most <= (1 if in_flight_bytes == 1 else 2 * png.usable_cores()) + 1
     assert len(_pool_threads()) >= 1  # one pool, shared by both
     a.close()
     assert _pool_threads(), "the pool stopped while another encoder had it"

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import pickle
 import signal
 import subprocess
@@ -40,7 +39,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from ..._children import child_env, start_child
+from ..._children import child_env, start_child, usable_cores
 from ...errors import ConfigError, DatasetError, GlrecError
 from ..spec.document import DatasetSpec
 from .folder import DatasetFolder
@@ -70,14 +69,6 @@ MAX_DEFAULT_WORKERS = 8
 #: ``GLREC_BENCH_MIN_THREADS``). Two, so encoding might overlap the GL thread's waits, wrote fewer samples/s on
 #: 16 H200 workers (PNG 579 against 672, GL JPEG 587 against 620; results/..._ninth-d-threads.txt), so one.
 MIN_WORKER_THREADS = 1
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its affinity mask, so ``taskset`` and container limits count)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def default_workers(shards: int, cores: int | None = None) -> int:

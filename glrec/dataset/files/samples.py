@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
+from ..._children import usable_cores
 from ...errors import SceneError
 from ..rendering.sample import Sample
 from ..spec.document import DatasetSpec
@@ -76,11 +76,7 @@ def encode_threads() -> int:
     PNG (FFmpeg's encoder through PyAV) and SHA-256 release the GIL, so these
     threads encode in parallel with each other and with the next sample's draw.
     """
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(8, cores))
+    return max(1, min(8, usable_cores()))
 
 
 Encoded = tuple[dict[str, bytes], dict[str, dict[str, Any]]]

@@ -30,6 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
+from ..._children import usable_cores
 from ...errors import EncoderError
 from ...frame import Frame, HostFrame, Packet
 from ...layout import PACKED_RGB
@@ -44,11 +45,6 @@ log = logging.getLogger("glrec")
 IN_FLIGHT_BYTES = 256 * 2**20
 
 
-def _threads() -> int:
-    """The cores this process may run on."""
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-
-
 class _SharedPool:
     """This process's deflate threads while any PNG encoder is open (see the module docstring)."""
 
@@ -61,7 +57,7 @@ class _SharedPool:
     def acquire(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._pool is None or self._pid != os.getpid():  # a forked child has none of its parent's threads
-                self._pool, self._users, self._pid = ThreadPoolExecutor(_threads(), "glrec-png"), 0, os.getpid()
+                self._pool, self._users, self._pid = ThreadPoolExecutor(usable_cores(), "glrec-png"), 0, os.getpid()
             self._users += 1
             return self._pool
 
@@ -102,7 +98,7 @@ class PngEncoder:
     def __init__(self, facts: VideoFacts, options: PngOptions, device: object = None, raw_output: bool = False) -> None:
         self.facts, self.level = facts, options.level
         self.channels = PACKED_RGB[facts.pix_fmt]
-        threads = _threads()
+        threads = usable_cores()
         self._pool = SHARED_POOL.acquire()
         self._closed = False
         frame_bytes = facts.size[0] * facts.size[1] * self.channels
