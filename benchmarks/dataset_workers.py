@@ -30,9 +30,11 @@ before and after are one run. ``--gl-jpeg`` adds JPEG colour through the GL JPEG
 encoder (batched in the GL context), ``--nvjpeg`` through nvJPEG. ``--env NAME=VALUE``
 (repeatable) adds every variant again with those variables set (e.g. the NVIDIA
 GL driver's ``__GL_YIELD=NOTHING``: workers spin while they wait for the GPU, where glrec sets ``USLEEP``;
-``GLREC_BENCH_WHAT_IF=no-digests,stored-png,no-files``: the run without those costs, to weigh them;
+``GLREC_BENCH_WHAT_IF=no-digests,stored-png,no-files,no-row-filter``: the run without those costs, to weigh them
+(``no-row-filter``: each PNG's rows as the first of its shape had them, as if filtered elsewhere; other bytes);
 ``GLREC_BENCH_FENCE_POLL=0.0005``: a chunk's fence
-asked every 0.5 ms with sleeps between, ``layer_pack.FENCE_POLL_S``; ``GLREC_BENCH_IN_FLIGHT=3``: three
+asked every 0.5 ms with sleeps between, ``layer_pack.FENCE_POLL_S``; ``GLREC_BENCH_SCANLINES=host``: the PNG
+passes' rows filtered on the host, as before 2026-12-05, ``scanlines.ON_GPU``; ``GLREC_BENCH_IN_FLIGHT=3``: three
 shards in flight per worker, ``runner.IN_FLIGHT``). ``--readback get,copy,direct`` runs every
 variant with each way of reading packed passes back (``layer_pack.READBACK``).
 ``--startup`` also runs, per worker count N, N samples in N shards of one (PNG): the
@@ -71,6 +73,9 @@ if os.environ.get("GLREC_BENCH_READBACK"):
 if os.environ.get("GLREC_BENCH_MIN_THREADS"):
     from glrec.dataset.files import local
     local.MIN_WORKER_THREADS = int(os.environ["GLREC_BENCH_MIN_THREADS"])
+if os.environ.get("GLREC_BENCH_SCANLINES"):
+    from glrec.dataset.rendering import scanlines
+    scanlines.ON_GPU = os.environ["GLREC_BENCH_SCANLINES"]
 if os.environ.get("GLREC_BENCH_IN_FLIGHT"):
     from glrec.dataset.files import runner
     runner.IN_FLIGHT = int(os.environ["GLREC_BENCH_IN_FLIGHT"])
@@ -87,6 +92,10 @@ if "stored-png" in what_if:  # the PNGs' rows stored, not deflated (zlib-ng's le
     from zlib_ng import zlib_ng
     from glrec.encoders.png import writer as png
     png.compress = lambda data, level: zlib_ng.compress(data, 0)
+if "no-row-filter" in what_if:  # PNG rows as if filtered elsewhere (the GPU): each shape's first rows, reused
+    from glrec.encoders.png import writer as png
+    _rows, _first = {}, png.png_rows
+    png.png_rows = lambda a, filter_type=2: _rows.setdefault((a.shape, a.dtype.str), _first(a, filter_type))
 if "no-files" in what_if:  # the lossless passes not encoded at all: meta.json (and the colour) only
     from glrec.dataset.files import runner, samples
     runner.sample_files = lambda spec, sample, video=None, colour_later=False: {
@@ -122,7 +131,9 @@ def progress(n):  # when the first sample and a fifth of them were written: star
     for mark in (1, max(2, int(samples) // 5)):
         if done[0] >= mark and mark not in marks:
             marks[mark] = (time.perf_counter(), done[0])
-c0, t0 = cpu(), time.perf_counter()
+def faults():  # minor page faults of the run and its reaped workers (memory first touched, or given back and again)
+    return sum(resource.getrusage(w).ru_minflt for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+f0, c0, t0 = faults(), cpu(), time.perf_counter()
 result = generate(spec, out, overwrite=True, workers=None if workers == "auto" else int(workers), progress=progress)
 t1 = time.perf_counter()
 seconds = t1 - t0
@@ -132,7 +143,7 @@ reaped_s = time.perf_counter() - t1
 fifth = max(2, int(samples) // 5)
 steady = (int(samples) - marks[fifth][1]) / (t1 - marks[fifth][0]) if fifth in marks and t1 > marks[fifth][0] else None
 import glrec
-print("RESULT " + json.dumps({"seconds": seconds, "cpu": cpu() - c0, "workers": result.workers,
+print("RESULT " + json.dumps({"seconds": seconds, "cpu": cpu() - c0, "workers": result.workers, "faults": faults() - f0,
                               "first_sample_s": marks[1][0] - t0 if 1 in marks else None,
                               "steady_samples_per_s": steady, "reaped_s": reaped_s, "glrec": glrec.__file__}))
 """
@@ -279,11 +290,13 @@ def main() -> int:
         first_s = statistics.median(x.get("first_sample_s") or float("nan") for x in runs[name])
         steady = statistics.median(x.get("steady_samples_per_s") or float("nan") for x in runs[name])
         reaped = statistics.median(x.get("reaped_s", float("nan")) for x in runs[name])  # exits after the return
+        faults = statistics.median(x.get("faults", float("nan")) / args.samples for x in runs[name])
         pairs = zip(runs[name], runs[first], strict=True)
         ratio = statistics.median(b["seconds"] / a["seconds"] for a, b in pairs)
         summary[name] = {"workers": runs[name][0]["workers"], "samples_per_s": sps, "x_first": ratio, "first": first,
                          "cpu_ms_per_sample": cpu, "shards_identical_to_first": identical[name],
                          "first_sample_s": first_s, "steady_samples_per_s": steady, "workers_exited_s_after": reaped,
+                         "minor_faults_per_sample": faults,
                          "bytes_per_sample": sum(size for size, _ in made[name].values()) / args.samples}  # fmt: skip
         if w_count in startup:
             less = cpu - 1e3 * startup[w_count] * runs[name][0]["workers"] / args.samples
@@ -292,7 +305,8 @@ def main() -> int:
             f" ({summary[name]['cpu_ms_per_sample_less_startup']:.1f} less start-up)" if w_count in startup else ""
         )
         print(f"  {name:28} {runs[name][0]['workers']:3d} worker(s) {sps:7.1f} samples/s  x{ratio:5.2f}  "
-              f"CPU {cpu:6.1f} ms/sample{less_text}  first sample {first_s:5.2f} s, then {steady:7.1f}/s  "
+              f"CPU {cpu:6.1f} ms/sample{less_text}  {faults:5.0f} faults/sample  "
+              f"first sample {first_s:5.2f} s, then {steady:7.1f}/s  "
               f"exits {reaped:4.2f} s after  shards identical: {identical[name]}")  # fmt: skip
     doc = {
         "benchmark": "dataset_workers", "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

@@ -5,6 +5,9 @@
 #ifndef MASKED
 #define MASKED 0
 #endif
+#ifndef ROWS
+#define ROWS 0
+#endif
 // Dataset passes, packed on the GPU into the bytes their files hold, so the host reads
 // back only those bytes: rows top-down (GL stores them bottom-up), then per pass
 //   rgb       3 bytes per pixel (RGB of the colour target)
@@ -18,7 +21,9 @@
 // Defines: RGB, DEPTH, INSTANCE, SEMANTIC (0/1), NORMAL (0, 1, 2), LAYERED (0/1: the targets are
 // texture arrays, one sample per layer; work group row y packs layer y at y * stride words),
 // MASKED (0/1, LAYERED only: the targets but colour were not cleared; a pixel's depth, ids and normal
-// are read where the depth-test buffer was written (< 1) and are the cleared 0 elsewhere).
+// are read where the depth-test buffer was written (< 1) and are the cleared 0 elsewhere),
+// ROWS (0/1: the PNG passes, ids and 8-bit normals, go to the Scratch buffer, scratch_stride words per
+// layer, where dataset_rows.comp makes them PNG scanlines in Out).
 layout(local_size_x = 64) in;
 
 #if LAYERED
@@ -51,6 +56,13 @@ uniform int at_instance;
 uniform int at_semantic;
 uniform int at_normal;
 uniform int stride;       // words from one layer's sample to the next (LAYERED)
+#if ROWS
+layout(std430, binding = 6) writeonly buffer Scratch { uint scratch[]; };
+uniform int scratch_stride;
+#define PNG_OUT(at, i) scratch[LAYERED * layer * scratch_stride + (at) + (i)]
+#else
+#define PNG_OUT(at, i) words[o + (at) + (i)]
+#endif
 
 uint pack_bytes(uint a, uint b, uint c, uint d) { return a | (b << 8) | (c << 16) | (d << 24); }
 
@@ -110,13 +122,13 @@ void main() {
 #endif
 #if INSTANCE
     for (int i = 0; i < 4; i++) ids[i] = drawn[i] ? LOAD(instance_img, at[i]).r & 0xFFFFu : 0u;
-    words[o + at_instance + 2 * g] = ids[0] | (ids[1] << 16);
-    words[o + at_instance + 2 * g + 1] = ids[2] | (ids[3] << 16);
+    PNG_OUT(at_instance, 2 * g) = ids[0] | (ids[1] << 16);
+    PNG_OUT(at_instance, 2 * g + 1) = ids[2] | (ids[3] << 16);
 #endif
 #if SEMANTIC
     for (int i = 0; i < 4; i++) ids[i] = drawn[i] ? LOAD(semantic_img, at[i]).r & 0xFFFFu : 0u;
-    words[o + at_semantic + 2 * g] = ids[0] | (ids[1] << 16);
-    words[o + at_semantic + 2 * g + 1] = ids[2] | (ids[3] << 16);
+    PNG_OUT(at_semantic, 2 * g) = ids[0] | (ids[1] << 16);
+    PNG_OUT(at_semantic, 2 * g + 1) = ids[2] | (ids[3] << 16);
 #endif
 #if NORMAL
     for (int i = 0; i < 4; i++) {
@@ -133,7 +145,7 @@ void main() {
 #endif
     }
 #if NORMAL == 1
-    for (int j = 0; j < 3; j++) words[o + at_normal + 3 * g + j] = pack_bytes(b[4 * j], b[4 * j + 1], b[4 * j + 2], b[4 * j + 3]);
+    for (int j = 0; j < 3; j++) PNG_OUT(at_normal, 3 * g + j) = pack_bytes(b[4 * j], b[4 * j + 1], b[4 * j + 2], b[4 * j + 3]);
 #endif
 #endif
 }

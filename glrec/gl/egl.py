@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -230,26 +231,40 @@ def _display(device_index: int | None) -> tuple[int, bool, str, bool]:
         raise RuntimeError(f"requested EGL device {index}, but EGL has {count.value}")
     device = devices[index]
     egl.eglInitialize.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-    # (platform, native display, attributes, private, how); attributes holding a handle need EGL 1.5's call.
-    candidates: list[tuple[int, Any, tuple[int, ...], bool, str]] = []
-    if "EGL_EXT_display_alloc" in client:
-        candidates.append((EGL_PLATFORM_DEVICE_EXT, device, (EGL_ALLOC_NEW_DISPLAY_EXT, 1), True, "private"))
-    if "EGL_KHR_display_reference" in client:
-        how = f"device {index}, reference-counted"
-        candidates.append((EGL_PLATFORM_DEVICE_EXT, device, (EGL_TRACK_REFERENCES_KHR, 1), True, how))
     wide = _wide_platform_display()
-    if wide is not None and "EGL_EXT_explicit_device" in client and "EGL_MESA_platform_surfaceless" in client:
-        how = f"device {index}, surfaceless"
-        candidates.append((EGL_PLATFORM_SURFACELESS_MESA, None, (EGL_DEVICE_EXT, int(device or 0)), False, how))
-    if device_index is None and "EGL_MESA_platform_surfaceless" in client:
-        shared = platform_display(EGL_PLATFORM_DEVICE_EXT, device, _attribs(()))
-        vendor = b""
-        if shared and egl.eglInitialize(shared, None, None):
-            vendor = egl.eglQueryString(shared, EGL_VENDOR) or b""
-        if b"Mesa" in vendor:  # surfaceless would be Mesa's: only where device 0 is Mesa's too
-            candidates.append((EGL_PLATFORM_SURFACELESS_MESA, None, (), False, "Mesa surfaceless"))
-    candidates.append((EGL_PLATFORM_DEVICE_EXT, device, (), False, f"device {index}, shared"))
-    for platform, native, attribs, private, how in candidates:
+
+    def candidates() -> Iterator[tuple[int, Any, tuple[int, ...], bool, str]]:
+        """(platform, native display, attributes, private, how), best first; attributes holding a handle need
+        EGL 1.5's call. Lazily: Mesa's surfaceless candidate initialises the shared device display to ask its
+        vendor, which costs a display on drivers that never get that far (NVIDIA's 580 takes the third)."""
+        if "EGL_EXT_display_alloc" in client:
+            yield EGL_PLATFORM_DEVICE_EXT, device, (EGL_ALLOC_NEW_DISPLAY_EXT, 1), True, "private"
+        if "EGL_KHR_display_reference" in client:
+            yield (
+                EGL_PLATFORM_DEVICE_EXT,
+                device,
+                (EGL_TRACK_REFERENCES_KHR, 1),
+                True,
+                f"device {index}, reference-counted",
+            )
+        if wide is not None and "EGL_EXT_explicit_device" in client and "EGL_MESA_platform_surfaceless" in client:
+            yield (
+                EGL_PLATFORM_SURFACELESS_MESA,
+                None,
+                (EGL_DEVICE_EXT, int(device or 0)),
+                False,
+                f"device {index}, surfaceless",
+            )
+        if device_index is None and "EGL_MESA_platform_surfaceless" in client:
+            shared = platform_display(EGL_PLATFORM_DEVICE_EXT, device, _attribs(()))
+            vendor = b""
+            if shared and egl.eglInitialize(shared, None, None):
+                vendor = egl.eglQueryString(shared, EGL_VENDOR) or b""
+            if b"Mesa" in vendor:  # surfaceless would be Mesa's: only where device 0 is Mesa's too
+                yield EGL_PLATFORM_SURFACELESS_MESA, None, (), False, "Mesa surfaceless"
+        yield EGL_PLATFORM_DEVICE_EXT, device, (), False, f"device {index}, shared"
+
+    for platform, native, attribs, private, how in candidates():
         if attribs[:1] == (EGL_DEVICE_EXT,):
             display = wide(platform, native, (ctypes.c_ssize_t * (len(attribs) + 1))(*attribs, EGL_NONE))
         else:

@@ -11,7 +11,17 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from glrec.encoders.png.writer import FILTER_NONE, FILTER_SUB, FILTER_UP, LEVELS, SIGNATURE, encode_png
+from glrec.encoders.png.writer import (
+    FILTER_NONE,
+    FILTER_SUB,
+    FILTER_UP,
+    LEVELS,
+    SIGNATURE,
+    ScanLines,
+    encode_png,
+    layout,
+    png_rows,
+)  # fmt: skip
 from glrec.errors import EncoderError
 
 
@@ -114,3 +124,21 @@ def test_what_png_cannot_hold_is_refused(array, words):
 def test_a_level_outside_0_to_9_is_refused():
     with pytest.raises(EncoderError, match="outside 0..9"):
         encode_png(np.zeros((2, 2), np.uint8), 10)
+
+
+@pytest.mark.parametrize("name", sorted(arrays()))
+def test_scanlines_filtered_elsewhere_make_the_same_file_and_give_the_image_back(name):
+    array = arrays()[name]
+    lines = ScanLines.of(png_rows(array).ravel(), array.shape[1], layout(array))
+    assert lines.shape == (array.shape[0], 1 + array.shape[1] * layout(array)[2])
+    assert lines.png(2) == encode_png(array, 2)
+    back = lines.pixels()
+    assert back.dtype == array.dtype and np.array_equal(back, array)
+    assert np.array_equal(pillow(lines.png(2), array.dtype), array)
+
+
+def test_scanlines_with_another_filter_are_refused():
+    array = arrays()["gray"]
+    lines = ScanLines.of(png_rows(array, FILTER_SUB).ravel(), array.shape[1], layout(array))
+    with pytest.raises(EncoderError, match="not all Up-filtered"):
+        lines.pixels()

@@ -37,6 +37,41 @@ h.destroy()
     assert out["private"] or "surfaceless" in out["how"], f"glrec's EGL display is shared ({out['how']})"
 
 
+def test_own_context_leaves_the_shared_device_display_uninitialised() -> None:
+    """A driver that gives glrec a display of its own (NVIDIA 580: surfaceless on the device) never has glrec
+    initialise the device display other libraries open: before 2026-12-05 glrec initialised it on every context
+    to ask its vendor (needed on Mesa only), an EGL display each dataset worker set up and never used."""
+    out = run_child(
+        """
+import ctypes
+from glrec.gl import egl
+from glrec.gl.context import create_context
+
+lib = egl.lib()
+query = egl._ext("eglQueryDevicesEXT", ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
+                 ctypes.POINTER(ctypes.c_int))
+get = egl._ext("eglGetPlatformDisplayEXT", ctypes.c_void_p, ctypes.c_uint, ctypes.c_void_p,
+               ctypes.POINTER(ctypes.c_int))
+devices, count = (ctypes.c_void_p * 8)(), ctypes.c_int(0)
+query(8, devices, ctypes.byref(count))
+lib.eglQueryString.restype, lib.eglQueryString.argtypes = ctypes.c_char_p, [ctypes.c_void_p, ctypes.c_int]
+shared = get(egl.EGL_PLATFORM_DEVICE_EXT, devices[0], egl._attribs(()))
+gl = create_context()
+with gl.active():
+    renderer = gl.info.renderer
+how = gl._headless.how
+vendor = lib.eglQueryString(shared, 0x3053)  # EGL_VENDOR: NULL with EGL_NOT_INITIALIZED on a display not set up
+error = int(lib.eglGetError())
+gl.release()
+done(how=how, renderer=renderer, initialised=vendor is not None, error=error)
+"""
+    )
+    if "shared" in out["how"] or "Mesa" in out["how"]:
+        pytest.skip(f"glrec's display here is {out['how']}: it initialises the device display by design")
+    assert not out["initialised"], out
+    assert out["error"] == 0x3001, out  # EGL_NOT_INITIALIZED
+
+
 def test_another_librarys_egl_terminate_leaves_glrecs_recording_intact(tmp_path) -> None:
     out = run_child(
         f"""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from ...encoders.png.writer import DEFAULT_LEVEL
+from ...encoders.png.writer import DEFAULT_LEVEL, ScanLines
 from ...encoders.png.writer import encode_png as _png
 from ...errors import ConfigError, EncoderError, EncoderUnavailableError
 from ...scenes.passes import PASS_ROWS, PassRow
@@ -74,7 +74,9 @@ def _encode_image(
 def encode_png(array: np.ndarray, level: int = DEFAULT_LEVEL) -> bytes:
     """A PNG of an (h, w) uint8/uint16 or (h, w, 3) uint8 array, ``level`` 0..9 (:mod:`glrec.encoders.png.writer`).
 
-    Lossless."""
+    Lossless. :class:`~glrec.encoders.png.writer.ScanLines` (filtered on the GPU) are deflated as they are."""
+    if isinstance(array, ScanLines):
+        return array.png(level)
     if array.ndim == 3 and array.shape[2] != 3:
         raise EncoderError(f"PNG takes (h, w) uint8/uint16 or (h, w, 3) uint8, not {array.dtype} {array.shape}.")
     return _png(array, level)

@@ -15,6 +15,7 @@ from ...gl.context import GLContext, create_context
 from ..rendering.colour import BatchColour, LayerColour
 from ..rendering.memory import LentMappings
 from ..rendering.sample import Sample, SampleRenderer, finish_colour
+from ..rendering.scanlines import on_gpu
 from ..spec.document import DatasetSpec
 from .digests import DEFAULT_DIGEST, file_digests
 from .encode import ColourEncoder, colour_encoder
@@ -85,7 +86,10 @@ class ShardWorker:
                 # A batched GPU encoder is fed here after each draw, not by the renderer per sample.
                 self._batch = self._colour if isinstance(self._colour, BatchColour) else None
                 per_sample = None if self._batch is not None else self._colour
-                self._renderer = SampleRenderer(self.spec, self._gl.mgl, per_sample, keep_rgb=False, packed=True)
+                # On a GPU the PNG passes come as their scanlines, filtered there: the worker only deflates them.
+                self._renderer = SampleRenderer(
+                    self.spec, self._gl.mgl, per_sample, keep_rgb=False, packed=True, scanlines=on_gpu(self._gl.mgl)
+                )
                 # A chunk's samples are encoded into files and their arrays dropped (in run_shards, also on an
                 # error) before close() releases these: they may be views of the mapping the GPU read them into.
                 self._renderer.lent = LentMappings()

@@ -121,18 +121,20 @@ class LayerPacker:
         self._ids = bool(self.wanted & {"instance", "semantic"}) or packer.want_boxes
         # Targets left uncleared (gbuffer.masked) are read where the depth-test buffer says a fragment was drawn.
         self._masked = bool(gbuffer.masked)
-        defines = pack_defines(self.wanted, self._normal, LAYERED=1, MASKED=int(self._masked))
+        rows = int(packer.rows is not None)  # the PNG passes filtered on the GPU (scanlines), via a scratch buffer
+        defines = pack_defines(self.wanted, self._normal, LAYERED=1, MASKED=int(self._masked), ROWS=rows)
         self._pack = glsl.compute(ctx, "dataset_pack.comp", defines) if self.nbytes else None
         self._boxes: moderngl.ComputeShader | None = (
             glsl.compute(ctx, "dataset_boxes_layers.comp", {"MASKED": int(self._masked)}) if self._ids else None
         )
-        set_sections((self._pack, self._boxes), gbuffer.size, self.sections)
+        set_sections((self._pack, self._boxes), gbuffer.size, packer.pack_sections)
         #: The largest storage block this GL takes, in bytes: one chunk's packed bytes must fit.
         self.max_block = int(ctx.info.get("GL_MAX_SHADER_STORAGE_BLOCK_SIZE", 2**27))
         self._auto_readback = "get" if software_gl(ctx) else "copy"
         self._out: moderngl.Buffer | None = None
         self._table: moderngl.Buffer | None = None
         self._mapped: MappedBuffer | None = None
+        self._scratch: moderngl.Buffer | None = None  # a chunk's PNG passes as pixels, on the GPU (scanlines)
         self._host = HostChunks()  # the chunks' host arrays, used again
 
     def run(
@@ -184,7 +186,13 @@ class LayerPacker:
                 mapped.bind(0)
             else:
                 out.bind_to_storage_buffer(0, offset=offset, size=n * stride)
+            rows = self.packer.rows
+            if rows is not None:
+                self._own_scratch(n * self.packer.scratch_nbytes).bind_to_storage_buffer(6)
+                self._pack["scratch_stride"].value = self.packer.scratch_nbytes // 4
             dispatch_compute(self._pack.glo, ((w * h + 3) // 4 + self.GROUP - 1) // self.GROUP, n)
+            if rows is not None:
+                rows.run(n, stride, self.packer.scratch_nbytes)
         table = None
         ids = max(1, ids)
         if self._boxes is not None:
@@ -230,6 +238,13 @@ class LayerPacker:
             self._out = self.ctx.buffer(reserve=max(16, nbytes))
         return self._out
 
+    def _own_scratch(self, nbytes: int) -> moderngl.Buffer:
+        if self._scratch is None or self._scratch.size < nbytes:
+            if self._scratch is not None:
+                self._scratch.release()
+            self._scratch = self.ctx.buffer(reserve=max(16, nbytes))
+        return self._scratch
+
     def _own_mapped(self, nbytes: int) -> MappedBuffer:
         if self._mapped is None or self._mapped.nbytes < nbytes:
             if self._mapped is not None:
@@ -261,4 +276,4 @@ class LayerPacker:
 
     def release(self) -> None:
         """Free the buffers and shaders; safe twice."""
-        release_attributes(self, ("_out", "_table", "_pack", "_boxes", "_mapped"))
+        release_attributes(self, ("_out", "_table", "_pack", "_boxes", "_mapped", "_scratch"))

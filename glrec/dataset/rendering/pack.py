@@ -20,11 +20,13 @@ from typing import TypeAlias
 import moderngl
 import numpy as np
 
+from ...encoders.png.writer import ScanLines
 from ...errors import EncoderError
 from ...gl import glsl
 from ...gl.fences import Fence, dispatch_compute, gl_function
 from ...scenes.camera import mask_boxes
 from ...scenes.passes import PASS_ROWS, GBuffer
+from .scanlines import KINDS, ROW_PASSES, RowsFilter
 
 __all__ = ["MAX_IDS", "PackTarget", "PackedFrame", "PassPacker"]
 
@@ -98,7 +100,7 @@ class PassPacker:
     GROUP = 64  # local_size_x of both shaders
 
     def __init__(self, ctx: moderngl.Context, gbuffer: GBuffer, wanted: set[str], *, normal: str = "png",
-                 boxes: bool = False) -> None:  # fmt: skip
+                 boxes: bool = False, scanlines: bool = False) -> None:  # fmt: skip
         self.ctx = ctx
         self.gbuffer = gbuffer
         self.wanted = {p for p in wanted if p in _UNITS}
@@ -109,28 +111,54 @@ class PassPacker:
         widths = {"rgb": 3, "depth": 4, "instance": 2, "semantic": 2, "normal": 3 if normal == "png" else 12}
         self._normal = normal
         self.normal = normal
-        self._sections: dict[str, tuple[int, int]] = {}  # pass -> (byte offset, bytes)
-        at = 0
+        # With scanlines, the passes filed as PNG (ids, 8-bit normals) are packed into a scratch buffer on the GPU
+        # and filtered from there into the sections the host reads (:mod:`.scanlines`).
+        lines = (
+            {p for p in ROW_PASSES if p in self.wanted and (p != "normal" or normal == "png")} if scanlines else set()
+        )
+        self._sections: dict[str, tuple[int, int]] = {}  # pass -> (byte offset, bytes), where the host reads it
+        self._pack_at: dict[str, tuple[int, int]] = {}  # where the pack shader writes it (scratch: the lines)
+        at = scratch = 0
         for name in _UNITS:
-            if name in self.wanted:
-                self._sections[name] = (at, widths[name] * w * h)
-                at += (widths[name] * padded + 15) // 16 * 16
+            if name not in self.wanted:
+                continue
+            span = (widths[name] * padded + 15) // 16 * 16
+            if name in lines:
+                self._pack_at[name] = (scratch, widths[name] * w * h)
+                scratch += span
+                self._sections[name] = (at, RowsFilter.lines_nbytes(name, (w, h)))
+                at += (self._sections[name][1] + 15) // 16 * 16
+            else:
+                self._sections[name] = self._pack_at[name] = (at, widths[name] * w * h)
+                at += span
         self.nbytes = at
+        #: Bytes a sample's PNG passes take in the GPU-only scratch buffer (0: no scanlines).
+        self.scratch_nbytes = scratch
         self._out: moderngl.Buffer | None = ctx.buffer(reserve=max(16, at))
         self._table_bytes = 16 + 5 * MAX_IDS * 4
         self._table: moderngl.Buffer | None = ctx.buffer(reserve=self._table_bytes)
         self._ids = bool(self.wanted & {"instance", "semantic"}) or boxes
-        defines = pack_defines(self.wanted, normal)
+        self._scratch: moderngl.Buffer | None = ctx.buffer(reserve=scratch) if lines else None
+        self.rows: RowsFilter | None = None
+        if lines:
+            self.rows = RowsFilter(ctx, (w, h), {n: (self._pack_at[n][0], self._sections[n][0]) for n in lines})
+        defines = pack_defines(self.wanted, normal, ROWS=int(bool(lines)))
         self._pack: moderngl.ComputeShader | None = glsl.compute(ctx, "dataset_pack.comp", defines) if at else None
         self._boxes: moderngl.ComputeShader | None = (
             glsl.compute(ctx, "dataset_boxes.comp", {"MAX_IDS": MAX_IDS}) if self._ids else None
         )
-        set_sections((self._pack, self._boxes), (w, h), self._sections)
+        set_sections((self._pack, self._boxes), (w, h), self._pack_at)
 
     @property
     def sections(self) -> dict[str, tuple[int, int]]:
         """Where each pass lies in the packed bytes: pass -> (byte offset, bytes); offsets are 16-byte aligned."""
         return dict(self._sections)
+
+    @property
+    def pack_sections(self) -> dict[str, tuple[int, int]]:
+        """Where the pack shader writes each pass: :attr:`sections`, but in the scratch buffer for the passes
+        filtered into scanlines (:attr:`rows`)."""
+        return dict(self._pack_at)
 
     def run(self, *, into: PackTarget | None = None) -> PackedFrame:
         """Pack the frame drawn last; waits for the GPU (with the GIL released) and reads the result.
@@ -157,7 +185,11 @@ class PassPacker:
                 tex.use(_UNITS[name])
         if self._pack is not None:
             out.bind_to_storage_buffer(0, offset=offset, size=self.nbytes)
+            if self._scratch is not None:
+                self._scratch.bind_to_storage_buffer(6)
             dispatch_compute(self._pack.glo, ((w * h + 3) // 4 + self.GROUP - 1) // self.GROUP, 1)
+            if self.rows is not None:
+                self.rows.run(1, self.nbytes, self.scratch_nbytes)
         if self._boxes is not None:
             self._clear_table()
             self._table.bind_to_storage_buffer(1)
@@ -180,6 +212,8 @@ class PassPacker:
 
     def _view(self, name: str, raw: np.ndarray) -> np.ndarray:
         w, h = self.size
+        if self.rows is not None and name in self.rows.passes:
+            return ScanLines.of(raw, w, KINDS[name])
         row = PASS_ROWS[name]
         return raw.view(row.stream_dtype(normal=self._normal)).reshape(h, w, *row.tail)
 
@@ -209,4 +243,4 @@ class PassPacker:
 
     def release(self) -> None:
         """Free the buffers and shaders; safe twice."""
-        release_attributes(self, ("_out", "_table", "_pack", "_boxes"))
+        release_attributes(self, ("_out", "_table", "_pack", "_boxes", "_scratch", "rows"))

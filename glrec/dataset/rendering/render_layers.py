@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 import moderngl
 import numpy as np
 
+from ...encoders.png.writer import pixels
 from ...errors import GlrecError, SceneError
 from ...gl.context import software_gl
 from ...gl.fences import gl_function
@@ -234,7 +235,7 @@ class LayerRenderer:
             ids = 1 + int(markers["instance"][0])
             arrays = packer.run(1, self.stride, ids, None, self._instance_layer).arrays
             for name in gb.masked & set(arrays[0]):
-                got = arrays[0][name]
+                got = pixels(arrays[0][name])  # scanlines (a shard worker's PNG passes) as their image
                 if bool((got != 0).all()) if drawn else not got.any():
                     continue
                 log.debug("glrec: the masked %s pass read %s with depth %g", name, got.ravel()[:4], depth)

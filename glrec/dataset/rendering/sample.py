@@ -123,7 +123,9 @@ class SampleRenderer:
     ``packed``: the passes are packed on the GPU into their files' arrays and read
     back in one copy (:class:`~glrec.dataset.rendering.pack.PassPacker`), and a host-only
     colour encoder is left to :func:`finish_colour` (so it can run on another
-    thread); otherwise each pass is read back as rendered.
+    thread); otherwise each pass is read back as rendered. ``scanlines`` (with ``packed``, for a
+    file writer): the passes filed as PNG come as their filtered rows, made on the GPU
+    (:class:`~glrec.encoders.png.writer.ScanLines`; :mod:`~glrec.dataset.rendering.scanlines`).
 
     >>> with create_context() as gl:  # doctest: +SKIP
     ...     r = SampleRenderer(spec, gl.mgl)
@@ -139,6 +141,7 @@ class SampleRenderer:
         keep_rgb: bool = True,
         *,
         packed: bool = False,
+        scanlines: bool = False,
     ) -> None:
         from ...scenes import load_scene
 
@@ -146,6 +149,7 @@ class SampleRenderer:
         self.ctx = ctx
         self.colour_encoder = colour
         self.keep_rgb = keep_rgb
+        self._scanlines = scanlines
         self.scene = load_scene(spec.scene_ref())
         check_scene(self.scene, spec)
         self._packer: PassPacker | None = None
@@ -184,7 +188,9 @@ class SampleRenderer:
         if self.keep_rgb or (enc is not None and getattr(enc, "needs_array", True)):
             wanted.add("rgb")
         boxes = "instance" in passes_of(self.scene)
-        return PassPacker(self.ctx, self.gbuffer, wanted, normal=self.spec.output.normal, boxes=boxes)
+        return PassPacker(
+            self.ctx, self.gbuffer, wanted, normal=self.spec.output.normal, boxes=boxes, scanlines=self._scanlines
+        )
 
     def prepare(self, indices: list[int] | range) -> None:
         """Plan samples ``indices`` for the batch at once (parameters and the scene's layouts, vectorised);

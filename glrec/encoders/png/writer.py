@@ -35,7 +35,17 @@ import numpy as np
 from ...errors import EncoderError
 from .options import DEFAULT_LEVEL
 
-__all__ = ["DEFAULT_LEVEL", "LEVELS", "compress", "encode_png", "from_rows", "layout", "png_rows"]
+__all__ = [
+    "DEFAULT_LEVEL",
+    "LEVELS",
+    "ScanLines",
+    "compress",
+    "encode_png",
+    "from_rows",
+    "layout",
+    "pixels",
+    "png_rows",
+]
 
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: The levels ``png_compression`` takes: zlib-ng's 0 (stored) to 9.
@@ -92,6 +102,47 @@ def png_rows(array: np.ndarray, filter_type: int = FILTER_UP) -> np.ndarray:
     else:
         raise EncoderError(f"PNG filter {filter_type} is not one of 0 (None), 1 (Sub), 2 (Up).")
     return rows
+
+
+class ScanLines(np.ndarray):
+    """An image's PNG scanlines, filtered already (Up, as :func:`png_rows` makes them, e.g. on the GPU by
+    ``shaders/dataset_rows.comp``): an (h, 1 + w x bytes per pixel) uint8 array that knows its image's ``width``
+    and ``kind`` (:func:`layout`). :meth:`png` deflates it as it is; :meth:`pixels` gives the image back."""
+
+    width: int
+    kind: tuple[int, int, int]
+
+    @classmethod
+    def of(cls, raw: np.ndarray, width: int, kind: tuple[int, int, int]) -> ScanLines:
+        """The scanlines in the contiguous bytes ``raw`` of a ``width``-pixel image of ``kind``."""
+        rows = raw.reshape(-1, 1 + width * kind[2]).view(cls)
+        rows.width, rows.kind = width, kind
+        return rows
+
+    def __array_finalize__(self, obj: object) -> None:
+        self.width = getattr(obj, "width", 0)
+        self.kind = getattr(obj, "kind", (8, 0, 1))
+
+    def png(self, level: int = DEFAULT_LEVEL) -> bytes:
+        """The PNG file: the same bytes as :func:`encode_png` of :meth:`pixels`."""
+        return from_rows(np.asarray(self), self.width, self.kind, level)
+
+    def pixels(self) -> np.ndarray:
+        """The image (what :func:`encode_png` would take): the Up filter undone, 16-bit samples native again."""
+        rows = np.asarray(self)
+        if not (rows[:, 0] == FILTER_UP).all():
+            raise EncoderError("These PNG scanlines are not all Up-filtered.")
+        raw = np.cumsum(rows[:, 1:], axis=0, dtype=np.uint8)  # uint8 sums wrap modulo 256, undoing the filter
+        depth, _, bpp = self.kind
+        h = rows.shape[0]
+        if depth == 16:
+            return raw.view(">u2").reshape(h, self.width).astype(np.uint16)
+        return raw.reshape(h, self.width, bpp) if bpp > 1 else raw.reshape(h, self.width)
+
+
+def pixels(array: np.ndarray) -> np.ndarray:
+    """``array``'s image: the pixels of :class:`ScanLines`, any other array as it is."""
+    return array.pixels() if isinstance(array, ScanLines) else array
 
 
 def encode_png(
