@@ -27,13 +27,7 @@ counts)  # GL JPEG only: 16, 20 and 24 workers, one encode thread each and two (
   timeout 400 python3 ${W/--workers 16/--workers 16,20,24} --no-png --env GLREC_BENCH_MIN_THREADS=2 \
     --json "$OUT/counts.json" 2>&1 | grep "workers=" | grep -v "^round"
   ;;
-ab)
-  for r in 1 2; do  # ABBA
-    [ $r = 1 ] && run "after " ab-after-1.json
-    (cd .before && run "before" ab-before-$r.json)
-    [ $r = 2 ] && run "after " ab-after-2.json
-  done
-  ;;
+ab) ab_runs ;;
 tests) OUT=$OUT bash benchmarks/gpu/h200_ninth.sh tests ;;
 *) echo "unknown mode $mode" ;;
 esac

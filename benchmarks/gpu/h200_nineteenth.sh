@@ -22,13 +22,7 @@ for mode in "$@"; do
 case "$mode" in
 egl) timeout 300 python3 benchmarks/gpu/egl_start_probe.py --procs 1,16 --rounds 2 --trees .,.before \
        --json "$OUT/egl-start.json" ;;
-ab)
-  for r in 1 2; do  # ABBA
-    [ $r = 1 ] && run "after " ab-after-1.json --no-png
-    (cd .before && run "before" ab-before-$r.json --no-png)
-    [ $r = 2 ] && run "after " ab-after-2.json --no-png
-  done
-  ;;
+ab) ab_runs --no-png ;;
 counts) run "counts" counts.json --no-png --rounds 2 --workers 16,12,8 ;;
 prof) OUT=$OUT PROF_RGB=jpg PROF_ENC=gl PROF_N=${PROF_N:-16000} PROF_W=${PROF_W:-16} PROF_DIR=/dev/shm PROF_IDLE= \
         PROF_HZ=50 bash benchmarks/gpu/h200_eleventh.sh shardprof

@@ -30,13 +30,7 @@ PY
   ;;
 fence) run "fence" fence.json --no-png --rounds 2 --env GLREC_BENCH_FENCE_POLL=0.0005
        run "yield" yield.json --no-png --rounds 2 --env __GL_YIELD=USLEEP ;;
-ab)
-  for r in 1 2; do  # ABBA
-    [ $r = 1 ] && run "after " ab-after-1.json --no-png
-    (cd .before && run "before" ab-before-$r.json --no-png)
-    [ $r = 2 ] && run "after " ab-after-2.json --no-png
-  done
-  ;;
+ab) ab_runs --no-png ;;
 tests) OUT=$OUT bash benchmarks/gpu/h200_ninth.sh tests ;;
 *) echo "unknown mode $mode" ;;
 esac

@@ -1,8 +1,8 @@
-# Sourced by the shard sessions' scripts (h200_fourteenth.sh, h200_fifteenth.sh, h200_sixteenth.sh): the packed
-# extras, $OUT, the GPU named, the bytecode compiled once (not in each of 16 workers), $W: dataset_workers.py on
-# 16,000 samples (SH_N) of examples/dataset.toml in shards of 25, 16 workers (SH_W), GL JPEG colour, into /dev/shm; and
-# run LABEL JSON [args], one run of it. A dry run of a plan on a machine without the GPU (llvmpipe), with a stub
-# .gpu/boot.sh that sets PYTHONPATH=$PWD and an nvidia-smi stub on PATH: SH_N=100 SH_W=2 OUT=/tmp/out bash PLAN MODES.
+# Sourced by the shard sessions' scripts (h200_fourteenth.sh to h200_nineteenth.sh): the packed extras, $OUT, the GPU
+# named, the bytecode compiled once (not in each of 16 workers), $W: dataset_workers.py on 16,000 samples (SH_N) of
+# examples/dataset.toml in shards of 25, 16 workers (SH_W), GL JPEG colour, into /dev/shm; run LABEL JSON [args], one
+# run of it; and ab_runs [args], this tree against .before/, ABBA. A dry run of a plan on a machine without the GPU
+# (llvmpipe), with a stub .gpu/boot.sh that sets PYTHONPATH=$PWD and an nvidia-smi stub on PATH: SH_N=100 SH_W=2 OUT=/tmp/out bash PLAN MODES.
 set -u
 source .gpu/boot.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -24,4 +24,11 @@ run() {  # run LABEL JSON [extra args]: one dataset_workers.py run, its summary 
   local label=$1 json=$2; shift 2
   timeout ${RUN_S:-400} python3 $W --json "$OUT/$json" "$@" 2>&1 | grep -e "workers=" -e startup | grep -v "^round" \
     | sed "s/^/$label: /"
+}
+ab_runs() {  # this tree against .before/ (the tree a session began from), ABBA, the extra args to every run
+  for r in 1 2; do
+    [ $r = 1 ] && run "after " ab-after-1.json "$@"
+    (cd .before && run "before" ab-before-$r.json "$@")
+    [ $r = 2 ] && run "after " ab-after-2.json "$@"
+  done
 }

@@ -17,6 +17,20 @@ from gl_child import need, run_child
 
 pytestmark = pytest.mark.gpu
 
+#: Child code: EGL's devices (``devices``), ``get`` for a platform display and ``lib``, as other libraries do it.
+DEVICES = """
+import ctypes
+from glrec.gl import egl
+
+lib = egl.lib()
+query = egl._ext("eglQueryDevicesEXT", ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
+                 ctypes.POINTER(ctypes.c_int))
+get = egl._ext("eglGetPlatformDisplayEXT", ctypes.c_void_p, ctypes.c_uint, ctypes.c_void_p,
+               ctypes.POINTER(ctypes.c_int))
+devices, count = (ctypes.c_void_p * 8)(), ctypes.c_int(0)
+query(8, devices, ctypes.byref(count))
+"""
+
 
 def test_own_context_has_a_display_of_its_own_on_nvidia() -> None:
     out = run_child(
@@ -42,18 +56,10 @@ def test_own_context_leaves_the_shared_device_display_uninitialised() -> None:
     initialise the device display other libraries open: before 2026-12-05 glrec initialised it on every context
     to ask its vendor (needed on Mesa only), an EGL display each dataset worker set up and never used."""
     out = run_child(
-        """
-import ctypes
-from glrec.gl import egl
+        DEVICES
+        + """
 from glrec.gl.context import create_context
 
-lib = egl.lib()
-query = egl._ext("eglQueryDevicesEXT", ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
-                 ctypes.POINTER(ctypes.c_int))
-get = egl._ext("eglGetPlatformDisplayEXT", ctypes.c_void_p, ctypes.c_uint, ctypes.c_void_p,
-               ctypes.POINTER(ctypes.c_int))
-devices, count = (ctypes.c_void_p * 8)(), ctypes.c_int(0)
-query(8, devices, ctypes.byref(count))
 lib.eglQueryString.restype, lib.eglQueryString.argtypes = ctypes.c_char_p, [ctypes.c_void_p, ctypes.c_int]
 shared = get(egl.EGL_PLATFORM_DEVICE_EXT, devices[0], egl._attribs(()))
 gl = create_context()
@@ -74,18 +80,10 @@ done(how=how, renderer=renderer, initialised=vendor is not None, error=error)
 
 def test_another_librarys_egl_terminate_leaves_glrecs_recording_intact(tmp_path) -> None:
     out = run_child(
-        f"""
-import ctypes
+        DEVICES
+        + f"""
 import glrec
-from glrec.gl import egl
 
-lib = egl.lib()
-query = egl._ext("eglQueryDevicesEXT", ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
-                 ctypes.POINTER(ctypes.c_int))
-get = egl._ext("eglGetPlatformDisplayEXT", ctypes.c_void_p, ctypes.c_uint, ctypes.c_void_p,
-               ctypes.POINTER(ctypes.c_int))
-devices, count = (ctypes.c_void_p * 8)(), ctypes.c_int(0)
-query(8, devices, ctypes.byref(count))
 lib.eglInitialize.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
 lib.eglTerminate.argtypes = [ctypes.c_void_p]
 

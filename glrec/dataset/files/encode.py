@@ -2,8 +2,9 @@
 
 Masks and depth are always lossless (16-bit PNG or ``.npy``); colour is PNG
 or JPEG. PNG files come from :mod:`glrec.encoders.png.writer` (NumPy row filter, zlib-ng
-deflate, the GIL released). Colour goes through a :class:`ColourEncoder` made
-for the encoder row ``[output] rgb_encoder`` names in the encoder registry
+deflate, the GIL released); a shard worker on a GPU gets its PNG passes' rows filtered there already
+(:class:`~glrec.encoders.png.writer.ScanLines`, :mod:`glrec.dataset.rendering.scanlines`). Colour goes
+through a :class:`ColourEncoder` made for the encoder row ``[output] rgb_encoder`` names in the encoder registry
 (:mod:`glrec.encoders.registry`): a row that encodes on the host is the CPU
 path, one that reads the GL texture (``gl``) or CUDA memory (``nvjpeg``) encodes
 on the GPU (:mod:`.gl_jpeg_colour`, :mod:`.nvjpeg_colour`). An encoder glrec

@@ -188,7 +188,7 @@ class LayerPacker:
                 out.bind_to_storage_buffer(0, offset=offset, size=n * stride)
             rows = self.packer.rows
             if rows is not None:
-                self._own_scratch(n * self.packer.scratch_nbytes).bind_to_storage_buffer(6)
+                self._own(n * self.packer.scratch_nbytes, "_scratch").bind_to_storage_buffer(6)
                 self._pack["scratch_stride"].value = self.packer.scratch_nbytes // 4
             dispatch_compute(self._pack.glo, ((w * h + 3) // 4 + self.GROUP - 1) // self.GROUP, n)
             if rows is not None:
@@ -231,19 +231,15 @@ class LayerPacker:
             boxes = self._read_table(table, n, ids, fallback)
         return LayerResult(boxes, arrays, extra)
 
-    def _own(self, nbytes: int) -> moderngl.Buffer:
-        if self._out is None or self._out.size < nbytes:
-            if self._out is not None:
-                self._out.release()
-            self._out = self.ctx.buffer(reserve=max(16, nbytes))
-        return self._out
-
-    def _own_scratch(self, nbytes: int) -> moderngl.Buffer:
-        if self._scratch is None or self._scratch.size < nbytes:
-            if self._scratch is not None:
-                self._scratch.release()
-            self._scratch = self.ctx.buffer(reserve=max(16, nbytes))
-        return self._scratch
+    def _own(self, nbytes: int, name: str = "_out") -> moderngl.Buffer:
+        """GL buffer ``name`` of this packer, made again where it holds fewer than ``nbytes``."""
+        held: moderngl.Buffer | None = getattr(self, name)
+        if held is None or held.size < nbytes:
+            if held is not None:
+                held.release()
+            held = self.ctx.buffer(reserve=max(16, nbytes))
+            setattr(self, name, held)
+        return held
 
     def _own_mapped(self, nbytes: int) -> MappedBuffer:
         if self._mapped is None or self._mapped.nbytes < nbytes:

@@ -1,7 +1,8 @@
 """glrec's PNG writer: rows filtered with NumPy, compressed by zlib-ng (``zlib-ng``).
 
 It writes the dataset shards' lossless passes and the frames of ``.png`` sequences
-(:mod:`glrec.encoders.png.encoder`).
+(:mod:`glrec.encoders.png.encoder`). Rows filtered elsewhere (a shard worker's GPU:
+:mod:`glrec.dataset.rendering.scanlines`) come as :class:`ScanLines` and are only deflated.
 
 A PNG is the signature, an ``IHDR`` chunk, one ``IDAT`` chunk holding the zlib
 stream of the filtered rows, and ``IEND``. Every row uses one filter,
