@@ -59,7 +59,8 @@ __all__ = [
 log = logging.getLogger("glrec")
 
 #: The default never starts more workers than this, whatever the core count: each holds a GL context (its
-#: layered targets: 32 layers of 11 MB, about 350 MB of GPU memory at 640x480, five passes; computed, not
+#: layered targets: 32 layers of 11 MB, about 350 MB of GPU memory at 640x480, five passes, and 69 MB more where
+#: the GPU filters the PNG passes' rows (``rendering.scanlines``: their pixels, 2.1 MB a layer); computed, not
 #: measured), a scene and a few samples in memory. On the H200 machine (16 cores, one GPU), 16 workers against 8:
 #: 222 / 287 samples/s for 800 samples (start-up dominates) and 763.7 / 619.6 for 16,000
 #: (results/2026-12-04_nvidia-h200_twelfth-shards-*). So 8 stays the default, safe on smaller GPUs and faster on
