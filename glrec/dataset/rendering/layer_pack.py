@@ -128,6 +128,8 @@ class LayerPacker:
             glsl.compute(ctx, "dataset_boxes_layers.comp", {"MASKED": int(self._masked)}) if self._ids else None
         )
         set_sections((self._pack, self._boxes), gbuffer.size, packer.pack_sections)
+        if rows and self._pack is not None:  # sample j's PNG passes at j * this in the scratch buffer
+            self._pack["scratch_stride"].value = packer.scratch_nbytes // 4
         #: The largest storage block this GL takes, in bytes: one chunk's packed bytes must fit.
         self.max_block = int(ctx.info.get("GL_MAX_SHADER_STORAGE_BLOCK_SIZE", 2**27))
         self._auto_readback = "get" if software_gl(ctx) else "copy"
@@ -189,7 +191,6 @@ class LayerPacker:
             rows = self.packer.rows
             if rows is not None:
                 self._own(n * self.packer.scratch_nbytes, "_scratch").bind_to_storage_buffer(6)
-                self._pack["scratch_stride"].value = self.packer.scratch_nbytes // 4
             dispatch_compute(self._pack.glo, ((w * h + 3) // 4 + self.GROUP - 1) // self.GROUP, n)
             if rows is not None:
                 rows.run(n, stride, self.packer.scratch_nbytes)

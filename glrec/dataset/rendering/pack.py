@@ -20,13 +20,13 @@ from typing import TypeAlias
 import moderngl
 import numpy as np
 
-from ...encoders.png.writer import ScanLines
+from ...encoders.png.writer import ScanLines, layout
 from ...errors import EncoderError
 from ...gl import glsl
 from ...gl.fences import Fence, dispatch_compute, gl_function
 from ...scenes.camera import mask_boxes
 from ...scenes.passes import PASS_ROWS, GBuffer
-from .scanlines import KINDS, ROW_PASSES, RowsFilter
+from .scanlines import ROW_PASSES, RowsFilter
 
 __all__ = ["MAX_IDS", "PackTarget", "PackedFrame", "PassPacker"]
 
@@ -126,7 +126,7 @@ class PassPacker:
             if name in lines:
                 self._pack_at[name] = (scratch, widths[name] * w * h)
                 scratch += span
-                self._sections[name] = (at, RowsFilter.lines_nbytes(name, (w, h)))
+                self._sections[name] = (at, RowsFilter.lines_nbytes(widths[name], (w, h)))
                 at += (self._sections[name][1] + 15) // 16 * 16
             else:
                 self._sections[name] = self._pack_at[name] = (at, widths[name] * w * h)
@@ -140,8 +140,12 @@ class PassPacker:
         self._ids = bool(self.wanted & {"instance", "semantic"}) or boxes
         self._scratch: moderngl.Buffer | None = ctx.buffer(reserve=scratch) if lines else None
         self.rows: RowsFilter | None = None
+        #: The PNG (bit depth, colour type, bytes per pixel) of each pass filtered into scanlines: its file array's.
+        self._kinds = {n: layout(np.empty((1, 1, *PASS_ROWS[n].tail), PASS_ROWS[n].stream_dtype(normal=normal)))
+                       for n in lines}  # fmt: skip
         if lines:
-            self.rows = RowsFilter(ctx, (w, h), {n: (self._pack_at[n][0], self._sections[n][0]) for n in lines})
+            where = {n: (self._pack_at[n][0], self._sections[n][0], widths[n]) for n in lines}
+            self.rows = RowsFilter(ctx, (w, h), where)
         defines = pack_defines(self.wanted, normal, ROWS=int(bool(lines)))
         self._pack: moderngl.ComputeShader | None = glsl.compute(ctx, "dataset_pack.comp", defines) if at else None
         self._boxes: moderngl.ComputeShader | None = (
@@ -213,7 +217,7 @@ class PassPacker:
     def _view(self, name: str, raw: np.ndarray) -> np.ndarray:
         w, h = self.size
         if self.rows is not None and name in self.rows.passes:
-            return ScanLines.of(raw, w, KINDS[name])
+            return ScanLines.of(raw, w, self._kinds[name])
         row = PASS_ROWS[name]
         return raw.view(row.stream_dtype(normal=self._normal)).reshape(h, w, *row.tail)
 

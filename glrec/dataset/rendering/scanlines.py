@@ -28,8 +28,6 @@ ON_GPU = "auto"
 
 #: The packed passes a file holds as PNG whose rows the GPU can filter: ids (16 bit), normals (8-bit RGB).
 ROW_PASSES = ("instance", "semantic", "normal")
-#: PNG (bit depth, colour type, bytes per pixel) of each pass's file array (``writer.layout`` of it).
-KINDS = {"instance": (16, 0, 2), "semantic": (16, 0, 2), "normal": (8, 2, 3)}
 
 
 def on_gpu(ctx: moderngl.Context) -> bool:
@@ -39,21 +37,22 @@ def on_gpu(ctx: moderngl.Context) -> bool:
 
 class RowsFilter:
     """``dataset_rows.comp`` for ``passes``: pass -> (byte offset of its pixels in the scratch buffer, byte offset
-    of its scanlines in the packed output), for images of ``size``."""
+    of its scanlines in the packed output, bytes per pixel: 2 for 16-bit ids, 3 for RGB), for images of ``size``."""
 
     GROUP = 64  # the shader's local_size_x
 
-    def __init__(self, ctx: moderngl.Context, size: tuple[int, int], passes: dict[str, tuple[int, int]]) -> None:
+    def __init__(self, ctx: moderngl.Context, size: tuple[int, int], passes: dict[str, tuple[int, int, int]]) -> None:
         self.ctx = ctx
         self.size = size
         self.passes = passes
         self._shader: moderngl.ComputeShader | None = glsl.compute(ctx, "dataset_rows.comp")
 
     @staticmethod
-    def lines_nbytes(name: str, size: tuple[int, int]) -> int:
-        """Bytes of pass ``name``'s scanlines: a filter byte and the pixels' bytes per row."""
+    def lines_nbytes(bpp: int, size: tuple[int, int]) -> int:
+        """Bytes of the scanlines of an image of ``size`` and ``bpp`` bytes a pixel: a filter byte a row, then the
+        row's bytes."""
         w, h = size
-        return h * (1 + w * KINDS[name][2])
+        return h * (1 + w * bpp)
 
     def run(self, n: int, stride: int, scratch_stride: int) -> None:
         """Filter ``n`` layers' passes, after the pack dispatch and with its bindings: the scratch buffer at 6
@@ -65,13 +64,12 @@ class RowsFilter:
         shader["rows"].value = h
         shader["stride"].value = stride // 4
         shader["scratch_stride"].value = scratch_stride // 4
-        for name, (at_in, at_out) in self.passes.items():
-            bpp = KINDS[name][2]
+        for at_in, at_out, bpp in self.passes.values():
             shader["row_bytes"].value = w * bpp
             shader["swap"].value = int(bpp == 2)
             shader["at_in"].value = at_in // 4
             shader["at_out"].value = at_out // 4
-            words = (self.lines_nbytes(name, self.size) + 3) // 4
+            words = (self.lines_nbytes(bpp, self.size) + 3) // 4
             dispatch_compute(shader.glo, (words + self.GROUP - 1) // self.GROUP, n)
 
     def release(self) -> None:
